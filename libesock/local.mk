@@ -1,0 +1,9 @@
+# libesock/: the installed library.  For now it exports the wire codecs
+# (esock/wire.h); the extended sockets layer joins it in later issues.
+lib_LTLIBRARIES += libesock.la
+libesock_la_SOURCES = libesock/version.c
+libesock_la_LIBADD = libesock_core.la
+libesock_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 \
+	-Wl,--version-script=$(srcdir)/libesock/libesock.map
+EXTRA_libesock_la_DEPENDENCIES = libesock/libesock.map
+EXTRA_DIST += libesock/libesock.map

@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: MIT */
+/* Library identity: the version string of the installed libesock. */
+#include "config.h"
+
+#include <esock/wire.h>
+
+ESOCK_EXPORT const char *esock_version(void)
+{
+	return PACKAGE_VERSION;
+}

@@ -1,0 +1,1 @@
+# tests/oracle/: tshark as an independent decoder of our FPDU streams.

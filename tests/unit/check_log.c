@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/* The logging module: level parsing, silence by default, file sink. */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/log.h"
+
+START_TEST(test_parse)
+{
+	ck_assert_int_eq(esock_log_parse_level("error"), ESOCK_LOG_ERROR);
+	ck_assert_int_eq(esock_log_parse_level("WARN"), ESOCK_LOG_WARN);
+	ck_assert_int_eq(esock_log_parse_level("debug,/tmp/x"), ESOCK_LOG_DEBUG);
+	ck_assert_int_eq(esock_log_parse_level("5"), ESOCK_LOG_TRACE);
+	ck_assert_int_eq(esock_log_parse_level("loud"), -EINVAL);
+	ck_assert_int_eq(esock_log_set(99, NULL), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_levels_and_sink)
+{
+	char path[] = "/tmp/esock-log-XXXXXX";
+	int fd = mkstemp(path);
+	char text[256] = { 0 };
+	FILE *f;
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(esock_log_set(ESOCK_LOG_WARN, path), 0);
+	log_info("hidden %d", 1);
+	log_warn("shown %d", 2);
+	log_error("also %s", "shown");
+	ck_assert_int_eq(esock_log_set(ESOCK_LOG_NONE, NULL), 0);
+	log_error("silent again");
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_gt(fread(text, 1, sizeof(text) - 1, f), 0);
+	fclose(f);
+	unlink(path);
+	ck_assert_ptr_null(strstr(text, "hidden"));
+	ck_assert_ptr_nonnull(strstr(text, "esock warn: shown 2\n"));
+	ck_assert_ptr_nonnull(strstr(text, "esock error: also shown\n"));
+	ck_assert_ptr_null(strstr(text, "silent"));
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("log");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_parse);
+	tcase_add_test(tc, test_levels_and_sink);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

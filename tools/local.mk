@@ -1,0 +1,1 @@
+# tools/: demo, benchmark, (later) ddpdump, iwping, esock-run.

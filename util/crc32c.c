@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * esock_crc32c(): the CRC32C every layer uses.  ISA-L's crc32_iscsi() takes
+ * and returns the raw register (no inversion), so the standard value is
+ * ~crc32_iscsi(buf, len, ~crc); that also makes chaining work.
+ */
+#include "config.h"
+
+#include <esock/crc32c.h>
+
+#include "util/crc32c_impl.h"
+
+#ifdef HAVE_ISAL
+#include <isa-l/crc.h>
+
+ESOCK_EXPORT uint32_t esock_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+	uint32_t reg = ~crc;
+
+	/* crc32_iscsi() takes an int length: feed huge buffers in chunks. */
+	while (len > 0x40000000u) {
+		reg = crc32_iscsi((unsigned char *)(uintptr_t)p, 0x40000000, reg);
+		p += 0x40000000u;
+		len -= 0x40000000u;
+	}
+	return ~crc32_iscsi((unsigned char *)(uintptr_t)p, (int)len, reg);
+}
+
+ESOCK_EXPORT const char *esock_crc32c_impl(void)
+{
+	return "isa-l";
+}
+#else
+ESOCK_EXPORT uint32_t esock_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	return esock_crc32c_portable(crc, buf, len);
+}
+
+ESOCK_EXPORT const char *esock_crc32c_impl(void)
+{
+	return crc32c_raw_hw() ? "sse4.2" : "slice-by-8";
+}
+#endif
