@@ -3,14 +3,10 @@
 # standalone.c) and replays tests/fuzz/corpus/<name>/; `make fuzz` builds
 # tests/fuzz/fuzz_<name> with clang -fsanitize=fuzzer,address,undefined;
 # `make fuzz-run FUZZ_SECONDS=60` runs each for a bounded time.
-# Per-layer fragments append to FUZZ_TARGETS and declare the replay programs.
-FUZZ_TARGETS =
+# Layer fragments (mpa/*.mk, ddp/local.mk, rdmap/local.mk) append to
+# FUZZ_TARGETS and declare their replay programs.
 FUZZ_SECONDS = 60
 EXTRA_DIST += tests/fuzz/standalone.c tests/fuzz/corpus tests/fuzz/dict tests/fuzz/run-fuzzers.sh
-
-include tests/fuzz/mpa.mk
-include tests/fuzz/ddp.mk
-include tests/fuzz/rdmap.mk
 
 FUZZ_CORE_SRCS = $(addprefix $(srcdir)/,$(filter %.c,$(libesock_core_la_SOURCES)))
 FUZZ_FLAGS = -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \

@@ -15,7 +15,3 @@ tests_unit_check_crc32c_LDADD = $(UNIT_LDADD)
 tests_unit_check_log_SOURCES = tests/unit/check_log.c
 tests_unit_check_log_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_check_log_LDADD = $(UNIT_LDADD)
-
-include tests/unit/mpa.mk
-include tests/unit/ddp.mk
-include tests/unit/rdmap.mk
