@@ -5,7 +5,7 @@
 # `make fuzz-run FUZZ_SECONDS=60` runs each for a bounded time.
 # Layer fragments (mpa/*.mk, ddp/local.mk, rdmap/local.mk) append to
 # FUZZ_TARGETS and declare their replay programs.
-FUZZ_SECONDS = 60
+FUZZ_SECONDS ?= 60
 EXTRA_DIST += tests/fuzz/standalone.c tests/fuzz/corpus tests/fuzz/dict tests/fuzz/run-fuzzers.sh
 
 FUZZ_CORE_SRCS = $(addprefix $(srcdir)/,$(filter %.c,$(libesock_core_la_SOURCES)))

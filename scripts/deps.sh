@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Installs the Debian packages esock needs that are not installed yet.
+#   deps.sh build   - to build the library and tools
+#   deps.sh test    - also what the test suite needs (tshark, valgrind, clang)
+# Needs root (or sudo) only when something is missing.
+set -euo pipefail
+
+build_pkgs=(build-essential autoconf automake libtool autoconf-archive pkg-config
+	libisal-dev check libpcap-dev)
+test_pkgs=(tshark valgrind clang libclang-rt-dev)
+
+want=("${build_pkgs[@]}")
+[ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")
+
+missing=()
+for p in "${want[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "esock: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

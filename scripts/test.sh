@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# README command 2: install what is missing, build, run the whole test suite:
+#   1. unit tests, fuzz-corpus replays and the tshark oracle (-Werror build)
+#   2. the same under ASan + UBSan
+#   3. the same under valgrind memcheck (make check-valgrind)
+#   4. the portable CRC32C build (--without-isal)
+#   5. every libFuzzer target for FUZZ_SECONDS (default 60) each
+#   6. make distcheck
+# Stages can be picked: test.sh unit san valgrind portable fuzz distcheck
+# Ends with one line "N passed, N failed" counting test programs over all stages.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+out=${BUILD_ROOT:-$top/build-test}
+jobs=$(nproc)
+stages=("$@")
+[ ${#stages[@]} -eq 0 ] && stages=(unit san valgrind portable fuzz distcheck)
+
+bash "$top/scripts/deps.sh" test || { echo "dependency installation failed"; exit 1; }
+cd "$top" && { [ -x configure ] || autoreconf -fi >/dev/null; } || exit 1
+mkdir -p "$out"
+
+# The oracle test must not skip here: tshark was just installed.
+export ESOCK_REQUIRE_TSHARK=1
+
+passed=0 failed=0 failed_stages=()
+count() { # $1 = test-suite log: add its automake counts
+	local n k
+	for k in PASS FAIL ERROR XPASS; do
+		n=$(sed -n "s/^# $k: *//p" "$1" 2>/dev/null | head -n1)
+		if [ "$k" = PASS ]; then passed=$((passed + ${n:-0})); else failed=$((failed + ${n:-0})); fi
+	done
+}
+show_failures() { # $1 = build dir
+	grep -l -s -E '^(FAIL|ERROR)' $(find "$1/tests" -name '*.log' 2>/dev/null) | head -n 5 |
+		while read -r l; do echo "--- $l"; tail -n 40 "$l"; done
+}
+# stage NAME DIR TARGET [configure options]: configure (once), build, make TARGET.
+stage() {
+	local name=$1 dir=$2 target=$3 rc log; shift 3
+	echo "=== stage $name"
+	mkdir -p "$dir"
+	( cd "$dir" && { [ -f Makefile ] || "$top/configure" -q --enable-werror "$@"; } &&
+	  make -s -j"$jobs" && CK_FORK=no make -s -j"$jobs" "$target" ) >"$dir/stage-$name.out" 2>&1
+	rc=$?
+	grep -E '^(PASS|FAIL|ERROR|SKIP|XFAIL|XPASS):|^fuzz |^  [a-z_]+: (stat|Done)' "$dir/stage-$name.out"
+	case $target in
+	check) log=$dir/test-suite.log ;;
+	check-valgrind*) log=$dir/test-suite-memcheck.log ;;
+	*) log="" ;;
+	esac
+	[ -n "$log" ] && count "$log"
+	if [ $rc -ne 0 ]; then
+		tail -n 40 "$dir/stage-$name.out"; show_failures "$dir"
+		echo "=== stage $name: FAILED"; failed_stages+=("$name")
+		[ -z "$log" ] && failed=$((failed + 1))
+	else
+		echo "=== stage $name: ok"
+		[ -z "$log" ] && passed=$((passed + 1))
+	fi
+}
+
+for s in "${stages[@]}"; do
+	case $s in
+	unit) stage unit "$out/default" check ;;
+	san) stage sanitizers "$out/san" check --enable-sanitizers ;;
+	valgrind) stage valgrind "$out/default" check-valgrind-memcheck ;;
+	portable) stage portable-crc "$out/portable" check --without-isal ;;
+	fuzz) FUZZ_SECONDS=${FUZZ_SECONDS:-60} stage fuzz "$out/default" fuzz-run ;;
+	distcheck) stage distcheck "$out/default" distcheck ;;
+	*) echo "unknown stage $s"; failed_stages+=("$s") ;;
+	esac
+done
+
+echo
+[ ${#failed_stages[@]} -gt 0 ] && echo "failed stages: ${failed_stages[*]}"
+echo "tests: $passed passed, $failed failed"
+[ ${#failed_stages[@]} -eq 0 ] && [ "$failed" -eq 0 ]
