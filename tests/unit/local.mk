@@ -15,3 +15,9 @@ tests_unit_check_crc32c_LDADD = $(UNIT_LDADD)
 tests_unit_check_log_SOURCES = tests/unit/check_log.c
 tests_unit_check_log_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_check_log_LDADD = $(UNIT_LDADD)
+
+# Shell tests run by $(SHELL), never under valgrind.
+TEST_EXTENSIONS = .sh
+SH_LOG_COMPILER = $(SHELL)
+TESTS += tests/unit/headers.sh tests/unit/exports.sh
+EXTRA_DIST += tests/unit/headers.sh tests/unit/exports.sh
