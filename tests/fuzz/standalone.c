@@ -54,10 +54,11 @@ static int replay_dir(const char *dir)
 		return -1;
 	}
 	for (int i = 0; i < n; i++) {
-		char path[4096];
+		char path[8192];
 
 		if (names[i]->d_name[0] != '.') {
-			snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
+			if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name) >= sizeof(path))
+				rc = -1;
 			if (replay_file(path) < 0)
 				rc = -1;
 			files++;
