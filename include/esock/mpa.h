@@ -175,6 +175,167 @@ ESOCK_EXPORT int esock_mpa_reply_check(const struct esock_mpa_policy *pol,
 
 /* ==== FPDU framing (mpa/mpa_tx.c, mpa/mpa_rx.c) ==== */
 
+#define ESOCK_MPA_MARKER_INTERVAL 512 /* stream octets from marker to marker */
+#define ESOCK_MPA_MARKER_LEN 4
+#define ESOCK_MPA_LEN_LEN 2           /* the ULPDU_Length field */
+#define ESOCK_MPA_CRC_LEN 4
+#define ESOCK_MPA_ULPDU_MAX 65535
+#define ESOCK_MPA_TX_PIECES_MAX 16    /* iovec entries of one ULPDU */
+#define ESOCK_MPA_MARKERS_MAX 132     /* markers one FPDU can span */
+#define ESOCK_MPA_TX_IOV_MAX (ESOCK_MPA_TX_PIECES_MAX + 3 + 2 * ESOCK_MPA_MARKERS_MAX)
+#define ESOCK_MPA_RX_PEEK_MAX 64      /* header-first mode: octets gathered */
+
+/* PAD octets after a ULPDU of |ulpdu_len| octets (RFC 5044 §4.1). */
+static inline size_t esock_mpa_pad_len(size_t ulpdu_len)
+{
+	return (4 - ((ulpdu_len + ESOCK_MPA_LEN_LEN) & 3)) & 3;
+}
+
+/*
+ * esock_mpa_mulpdu gives the largest ULPDU that keeps one FPDU within one TCP
+ * segment of |emss| octets (RFC 5044 §4.5): EMSS - (6 + 4 * ceil(EMSS / 512)
+ * + EMSS mod 4) with markers, EMSS - (6 + EMSS mod 4) without.  Returns 0
+ * when |emss| is too small to carry any ULPDU; never more than 65535.
+ */
+ESOCK_EXPORT size_t esock_mpa_mulpdu(uint32_t emss, bool markers);
+
+/*
+ * esock_mpa_fpdu_len gives the wire length of an FPDU carrying |ulpdu_len|
+ * octets that starts at stream position |pos| (markers counted when on).
+ */
+ESOCK_EXPORT size_t esock_mpa_fpdu_len(size_t ulpdu_len, bool markers, uint32_t pos);
+
+/*
+ * Transmit state of one direction: builds one FPDU at a time as a plan (an
+ * iovec over the caller's ULPDU pieces and scratch octets held here) for the
+ * engine to writev().  Caller-allocated; no allocation, no copy of payload.
+ */
+struct esock_mpa_tx {
+	bool crc;          /* CRC32C in the trailer (else zeros) */
+	bool markers;      /* insert markers (the peer asked with M=1) */
+	uint32_t pos;      /* stream position of the next octet built (mod 2^32) */
+	size_t left;       /* octets of the current plan not yet written */
+	int iovcnt;        /* entries in iov */
+	int iov_next;      /* first entry not fully written */
+	struct iovec iov[ESOCK_MPA_TX_IOV_MAX];
+	uint8_t len_field[ESOCK_MPA_LEN_LEN];
+	uint8_t pad[4];
+	uint8_t crc_field[ESOCK_MPA_CRC_LEN];
+	uint8_t marker[ESOCK_MPA_MARKERS_MAX][ESOCK_MPA_MARKER_LEN];
+};
+
+/*
+ * esock_mpa_tx_init prepares |tx|.  |pos| is the number of octets this side
+ * has sent in full-operation phase so far (0 for a new connection): markers
+ * sit at positions that are multiples of 512 counted from there.  FPDUs are
+ * 4-octet multiples, so |pos| is a multiple of 4 whenever markers are on.
+ */
+ESOCK_EXPORT void esock_mpa_tx_init(struct esock_mpa_tx *tx, bool crc, bool markers,
+				    uint32_t pos);
+
+/*
+ * esock_mpa_tx_build plans the FPDU for the ULPDU given as |cnt| pieces
+ * |ulpdu| (the DDP header and payload; keeps the memory until the plan is
+ * fully written, see esock_mpa_tx_advance).  Computes the CRC now, so the
+ * pieces must not change afterwards.
+ *
+ * Returns the FPDU's wire length, or
+ *   -EBUSY    the previous plan is not fully written;
+ *   -EINVAL   |cnt| outside 0..ESOCK_MPA_TX_PIECES_MAX;
+ *   -EMSGSIZE the ULPDU exceeds 65535 octets, or (with markers) a marker
+ *             would sit further than 65535 octets from its FPDU header.
+ */
+ESOCK_EXPORT ssize_t esock_mpa_tx_build(struct esock_mpa_tx *tx, const struct iovec *ulpdu,
+					int cnt);
+
+/* The unwritten rest of the current plan (|*cnt| entries; NULL when done). */
+ESOCK_EXPORT const struct iovec *esock_mpa_tx_iov(const struct esock_mpa_tx *tx, int *cnt);
+
+/*
+ * esock_mpa_tx_advance records that |n| more octets of the plan were
+ * written (a short writev resumes where it stopped).  Returns the octets
+ * still to write, or -EINVAL when |n| exceeds them.
+ */
+ESOCK_EXPORT ssize_t esock_mpa_tx_advance(struct esock_mpa_tx *tx, size_t n);
+
+/*
+ * esock_mpa_tx_flatten copies the unwritten rest of the plan into |buf|
+ * (|cap| octets) without advancing.  For tools and tests; the engine uses
+ * the iovec.  Returns the octets copied or -ENOBUFS.
+ */
+ESOCK_EXPORT ssize_t esock_mpa_tx_flatten(const struct esock_mpa_tx *tx, uint8_t *buf,
+					  size_t cap);
+
+/* Receive events (one per feed call at most). */
+enum esock_mpa_ev_type {
+	ESOCK_MPA_EV_NONE = 0,
+	ESOCK_MPA_EV_ULPDU, /* buffered mode: data/len = whole ULPDU, CRC verified */
+	ESOCK_MPA_EV_HDR,   /* header-first: ulpdu_len known; data/len = first octets */
+	ESOCK_MPA_EV_DATA,  /* header-first: data/len = next ULPDU octets (in the input) */
+	ESOCK_MPA_EV_END,   /* header-first: FPDU complete, CRC verified */
+};
+
+struct esock_mpa_ev {
+	enum esock_mpa_ev_type type;
+	const uint8_t *data; /* borrowed: valid until the next feed */
+	size_t len;
+	uint16_t ulpdu_len;  /* of the current FPDU */
+};
+
+struct esock_mpa_rx_cfg {
+	bool crc;            /* check CRCs (else the field is ignored) */
+	bool markers;        /* the peer inserts markers (we set M) */
+	uint16_t max_ulpdu;  /* larger ULPDU_Length is an error (0: 65535) */
+	uint32_t pos;        /* stream position of the first octet fed */
+	uint8_t *buf;        /* buffered mode: ULPDU buffer (keeps; >= max_ulpdu octets) */
+	size_t buf_len;
+	size_t peek;         /* header-first mode (buf NULL): octets for EV_HDR, <= 64 */
+};
+
+/* Receive state of one direction.  Caller-allocated; fields are private. */
+struct esock_mpa_rx {
+	struct esock_mpa_rx_cfg cfg;
+	int state;
+	int err;             /* first terminal error (negative), 0 while healthy */
+	struct esock_term term;
+	uint32_t pos;        /* stream position of the next octet */
+	uint32_t hdr_pos;    /* position of the current ULPDU_Length field */
+	uint32_t crc;        /* running CRC32C of the current FPDU */
+	size_t have;         /* octets taken in the current state */
+	uint16_t ulpdu_len;
+	uint8_t len_field[ESOCK_MPA_LEN_LEN];
+	uint8_t marker[ESOCK_MPA_MARKER_LEN];
+	uint8_t trailer[3 + ESOCK_MPA_CRC_LEN];
+	uint8_t peek[ESOCK_MPA_RX_PEEK_MAX];
+	size_t peek_len;
+	uint64_t fpdus;      /* FPDUs completed (statistics) */
+};
+
+/*
+ * esock_mpa_rx_init prepares |rx| from |cfg| (copied; cfg->buf is kept).
+ * Returns 0, or -EINVAL (buffer shorter than max_ulpdu, peek above 64).
+ */
+ESOCK_EXPORT int esock_mpa_rx_init(struct esock_mpa_rx *rx, const struct esock_mpa_rx_cfg *cfg);
+
+/*
+ * esock_mpa_rx_feed takes stream octets |data| (|len|, borrowed) in any
+ * split, removes and checks markers, checks CRCs, and stops after at most one
+ * event (|ev|, type NONE when none).  Returns the octets consumed; feed the
+ * rest again after handling the event.  On a terminal error returns, now and
+ * on every later call, one of (with esock_mpa_rx_term() filled):
+ *   -EBADMSG   CRC mismatch (LLP / MPA 0x02);
+ *   -EPROTO    a marker's FPDUPTR disagrees with the framing (LLP / MPA 0x03);
+ *   -EMSGSIZE  ULPDU_Length above max_ulpdu (LLP / MPA 0x03: no closer code).
+ */
+ESOCK_EXPORT ssize_t esock_mpa_rx_feed(struct esock_mpa_rx *rx, const uint8_t *data,
+				       size_t len, struct esock_mpa_ev *ev);
+
+/* The Terminate reason after a terminal error (NULL while healthy). */
+ESOCK_EXPORT const struct esock_term *esock_mpa_rx_term(const struct esock_mpa_rx *rx);
+
+/* True between FPDUs (no partial FPDU held). */
+ESOCK_EXPORT bool esock_mpa_rx_idle(const struct esock_mpa_rx *rx);
+
 /* ==== end of FPDU framing ==== */
 
 #ifdef __cplusplus

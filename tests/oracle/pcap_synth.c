@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/* pcap synthesis of TCP connections for oracle tests (see pcap_synth.h). */
+#include "config.h"
+
+#include <pcap/pcap.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/oracle/pcap_synth.h"
+#include "util/byteorder.h"
+
+#define ETH_HLEN 14
+#define IP_HLEN 20
+#define TCP_HLEN 20
+#define TCP_FIN 0x01
+#define TCP_SYN 0x02
+#define TCP_PSH 0x08
+#define TCP_ACK 0x10
+
+struct synth {
+	pcap_t *dead;
+	pcap_dumper_t *dump;
+	uint64_t usec; /* capture clock: 10 us per frame */
+};
+
+struct synth *synth_open(const char *path)
+{
+	struct synth *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->dead = pcap_open_dead(DLT_EN10MB, 65535);
+	s->dump = s->dead ? pcap_dump_open(s->dead, path) : NULL;
+	if (!s->dump) {
+		fprintf(stderr, "pcap_dump_open %s: %s\n", path, s->dead ? pcap_geterr(s->dead) : "no pcap");
+		if (s->dead)
+			pcap_close(s->dead);
+		free(s);
+		return NULL;
+	}
+	s->usec = 1700000000ull * 1000000ull;
+	return s;
+}
+
+int synth_close(struct synth *s)
+{
+	int rc = pcap_dump_flush(s->dump);
+
+	pcap_dump_close(s->dump);
+	pcap_close(s->dead);
+	free(s);
+	return rc == 0 ? 0 : -1;
+}
+
+static uint32_t csum_add(uint32_t sum, const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i + 1 < n; i += 2)
+		sum += esock_get_be16(p + i);
+	if (n & 1)
+		sum += (uint32_t)p[n - 1] << 8;
+	return sum;
+}
+
+static uint16_t csum_fold(uint32_t sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+static void put_frame(struct synth_conn *c, enum synth_dir dir, uint8_t flags,
+		      const uint8_t *data, size_t len)
+{
+	static uint8_t f[ETH_HLEN + IP_HLEN + TCP_HLEN + 65536];
+	uint8_t *ip = f + ETH_HLEN, *tcp = ip + IP_HLEN, pseudo[12];
+	struct pcap_pkthdr h;
+	int src = dir == SYNTH_C2S ? 0 : 1, dst = 1 - src;
+	size_t tot = IP_HLEN + TCP_HLEN + len;
+	uint32_t sum;
+
+	memset(f, 0, ETH_HLEN + IP_HLEN + TCP_HLEN);
+	/* Locally administered MACs 02:00:00:00:00:0{1,2}. */
+	f[0] = 0x02; f[5] = (uint8_t)(dst + 1);
+	f[6] = 0x02; f[11] = (uint8_t)(src + 1);
+	esock_put_be16(f + 12, 0x0800);
+	ip[0] = 0x45;
+	esock_put_be16(ip + 2, (uint16_t)tot);
+	ip[6] = 0x40; /* DF */
+	ip[8] = 64;
+	ip[9] = 6;
+	esock_put_be32(ip + 12, c->ip[src]);
+	esock_put_be32(ip + 16, c->ip[dst]);
+	esock_put_be16(ip + 10, csum_fold(csum_add(0, ip, IP_HLEN)));
+	esock_put_be16(tcp, c->port[src]);
+	esock_put_be16(tcp + 2, c->port[dst]);
+	esock_put_be32(tcp + 4, c->seq[src]);
+	esock_put_be32(tcp + 8, (flags & TCP_ACK) ? c->seq[dst] : 0);
+	tcp[12] = (TCP_HLEN / 4) << 4;
+	tcp[13] = flags;
+	esock_put_be16(tcp + 14, 65535);
+	memcpy(tcp + TCP_HLEN, data, len);
+	memcpy(pseudo, ip + 12, 8);
+	pseudo[8] = 0;
+	pseudo[9] = 6;
+	esock_put_be16(pseudo + 10, (uint16_t)(TCP_HLEN + len));
+	sum = csum_add(csum_add(0, pseudo, 12), tcp, TCP_HLEN + len);
+	esock_put_be16(tcp + 16, csum_fold(sum));
+
+	c->cap->usec += 10;
+	h.ts.tv_sec = (long)(c->cap->usec / 1000000);
+	h.ts.tv_usec = (long)(c->cap->usec % 1000000);
+	h.caplen = h.len = (uint32_t)(ETH_HLEN + tot);
+	pcap_dump((u_char *)c->cap->dump, &h, f);
+	c->seq[src] += (uint32_t)len + ((flags & (TCP_SYN | TCP_FIN)) ? 1 : 0);
+}
+
+void synth_conn_open(struct synth *s, struct synth_conn *c, unsigned id, uint16_t mss)
+{
+	memset(c, 0, sizeof(*c));
+	c->cap = s;
+	c->ip[0] = 0xc0000201; /* 192.0.2.1 (TEST-NET-1, RFC 5737) */
+	c->ip[1] = 0xc0000202;
+	c->port[0] = (uint16_t)(40000 + id);
+	c->port[1] = (uint16_t)(20000 + id);
+	c->isn[0] = c->seq[0] = 0x10000000u * (id % 15) + 1000;
+	c->isn[1] = c->seq[1] = 0xfffff000u - 977 * id; /* wraps soon: tests seq wrap */
+	c->mss = mss;
+	put_frame(c, SYNTH_C2S, TCP_SYN, NULL, 0);
+	put_frame(c, SYNTH_S2C, TCP_SYN | TCP_ACK, NULL, 0);
+	put_frame(c, SYNTH_C2S, TCP_ACK, NULL, 0);
+}
+
+void synth_send(struct synth_conn *c, enum synth_dir dir, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+
+	while (len > 0) {
+		size_t n = len < c->mss ? len : c->mss;
+
+		put_frame(c, dir, TCP_ACK | TCP_PSH, p, n);
+		put_frame(c, dir == SYNTH_C2S ? SYNTH_S2C : SYNTH_C2S, TCP_ACK, NULL, 0);
+		p += n;
+		len -= n;
+	}
+}
+
+void synth_conn_close(struct synth_conn *c)
+{
+	put_frame(c, SYNTH_C2S, TCP_FIN | TCP_ACK, NULL, 0);
+	put_frame(c, SYNTH_S2C, TCP_FIN | TCP_ACK, NULL, 0);
+	put_frame(c, SYNTH_C2S, TCP_ACK, NULL, 0);
+}
