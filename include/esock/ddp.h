@@ -92,7 +92,155 @@ ESOCK_EXPORT ssize_t esock_ddp_hdr_encode(const struct esock_ddp_hdr *h, uint8_t
  */
 ESOCK_EXPORT int esock_ddp_hdr_check(const struct esock_ddp_hdr *h, struct esock_term *term);
 
-/* --- Segmentation, placement: declared below by ddp/ (see ddp_seg.c, ddp_place.c). --- */
+/* ==== Segmentation (ddp/ddp_seg.c) ==== */
+
+/*
+ * Cuts one DDP message into segments whose whole DDP segment (header +
+ * payload) fits in |mulpdu| octets (RFC 5041 §5.1).  Every segment but the
+ * last carries the same payload size, rounded down to a multiple of 4 so that
+ * only the last FPDU needs PAD (as siw does); TO (tagged) or MO (untagged)
+ * advances by the payload already sent; MSN and the ULP fields stay; L is set
+ * on the last segment only.  An empty message is one empty segment with L=1.
+ */
+struct esock_ddp_seg {
+	struct esock_ddp_hdr tmpl; /* first segment's header (TO or MO start) */
+	size_t msg_len;            /* payload octets of the whole message */
+	size_t off;                /* payload octets already handed out */
+	size_t max_payload;        /* per segment */
+	bool done;
+};
+
+/*
+ * esock_ddp_seg_init prepares |s| for a message of |msg_len| payload octets
+ * described by |tmpl| (copied; its L and TO/MO are the iterator's).
+ * Returns 0, or -EINVAL when |mulpdu| cannot hold the header plus 4 payload
+ * octets (and the message is not empty), or -EMSGSIZE when an untagged
+ * message would need an MO beyond 2^32.
+ */
+ESOCK_EXPORT int esock_ddp_seg_init(struct esock_ddp_seg *s, const struct esock_ddp_hdr *tmpl,
+				    size_t msg_len, size_t mulpdu);
+
+/*
+ * esock_ddp_seg_next yields the next segment: its header in |h| and its
+ * payload as [*off, *off + *len) of the message.  Returns false when the
+ * message is exhausted.
+ */
+ESOCK_EXPORT bool esock_ddp_seg_next(struct esock_ddp_seg *s, struct esock_ddp_hdr *h, size_t *off,
+				     size_t *len);
+
+/* ==== Placement (ddp/ddp_place.c) ==== */
+
+#define ESOCK_DDP_ACCESS_LOCAL_WRITE 0x1  /* sink of a Read Response */
+#define ESOCK_DDP_ACCESS_REMOTE_WRITE 0x2 /* target of an RDMA Write */
+#define ESOCK_DDP_ACCESS_REMOTE_READ 0x4  /* source of an RDMA Read */
+
+#define ESOCK_DDP_MSG_SLOTS 8  /* untagged messages in progress at once */
+#define ESOCK_DDP_RANGES 8     /* disjoint received ranges per message */
+#define ESOCK_DDP_QN_MAX 32
+
+/* A registered region as the lookup reports it. */
+struct esock_ddp_region {
+	uint64_t base;  /* TO of the first octet */
+	uint64_t len;
+	uint8_t *addr;  /* host address of the first octet */
+	uint32_t access; /* ESOCK_DDP_ACCESS_* */
+	uint32_t pd;    /* protection domain / stream association */
+};
+
+/* A posted untagged receive buffer. */
+struct esock_ddp_buf {
+	uint8_t *addr;
+	size_t len;
+	uint64_t cookie; /* caller's work-request id, echoed in the completion */
+};
+
+/* Caller-supplied lookups: 0 and |out| filled, or -ENOENT. */
+struct esock_ddp_lookup {
+	int (*stag)(void *ctx, uint32_t stag, struct esock_ddp_region *out);
+	/* Consumes the buffer for (qn, msn): called once per message. */
+	int (*untagged)(void *ctx, uint32_t qn, uint32_t msn, struct esock_ddp_buf *out);
+	void *ctx;
+};
+
+struct esock_ddp_place_cfg {
+	struct esock_ddp_lookup lookup;
+	uint32_t pd;         /* this stream's protection domain */
+	uint32_t qn_mask;    /* valid QNs, bit n for QN n (0: QNs 0-3) */
+	uint32_t msn_window; /* acceptable MSNs from the next expected (0: slots) */
+};
+
+/* A completed untagged message, reported in MSN order per QN. */
+struct esock_ddp_completion {
+	uint32_t qn, msn;
+	size_t len;
+	struct esock_ddp_buf buf;
+};
+
+/* Placement state of one DDP stream (receive side).  Fields are private. */
+struct esock_ddp_place {
+	struct esock_ddp_place_cfg cfg;
+	int err;
+	struct esock_term term;
+	uint32_t next_msn[ESOCK_DDP_QN_MAX]; /* next MSN to deliver, per QN */
+	struct esock_ddp_msg_state {
+		bool used, done;
+		uint32_t qn, msn;
+		struct esock_ddp_buf buf;
+		uint64_t total;    /* message length once the L segment came, else ~0 */
+		uint64_t received; /* distinct octets placed */
+		uint32_t nranges;
+		struct { uint32_t lo, hi; } r[ESOCK_DDP_RANGES];
+	} msg[ESOCK_DDP_MSG_SLOTS];
+};
+
+/* What placing one segment did. */
+struct esock_ddp_placed {
+	size_t len;        /* octets written */
+	bool last;         /* the segment had L=1 */
+	bool msg_done;     /* untagged: its message is now complete (maybe not deliverable yet) */
+};
+
+/* Prepares |p|; MSNs start at 1 on every queue (RFC 5041 §5.1).  Returns 0 or -EINVAL. */
+ESOCK_EXPORT int esock_ddp_place_init(struct esock_ddp_place *p, const struct esock_ddp_place_cfg *cfg);
+
+/*
+ * esock_ddp_place_segment checks one received DDP segment (header |h|,
+ * payload |payload| of |len| octets, borrowed) and copies the payload into
+ * its tagged region or untagged buffer.  Segments may come in any order.
+ * |access| is the right a tagged target must grant
+ * (ESOCK_DDP_ACCESS_REMOTE_WRITE for an RDMA Write,
+ * ESOCK_DDP_ACCESS_LOCAL_WRITE for a Read Response sink).  Zero-length
+ * tagged segments are accepted without lookup (RFC 6581 RTRs carry
+ * meaningless STags).
+ *
+ * Nothing is written unless every check passes.  On failure returns, now and
+ * for every later call, a negative code with esock_ddp_place_term() set
+ * (hdrct M|D: the Terminate copies the offending DDP header):
+ *   -EPROTO   DDP version (tagged 0x04 / untagged 0x06); invalid STag
+ *             (tagged 0x00); STag of another stream (0x02); TO wrap (0x03);
+ *             base/bounds (0x01); invalid QN (untagged 0x01); MSN outside the
+ *             window (0x03); MO beyond the buffer or beyond the end an L
+ *             segment fixed (0x04); message longer than the buffer (0x05);
+ *   -EACCES   the region lacks |access| (RDMAP / remote protection / access
+ *             0x02: DDP has no access code);
+ *   -ENOBUFS  no buffer posted for the MSN (untagged 0x02);
+ *   -ENOSPC   more messages or ranges in flight than tracked (DDP local
+ *             catastrophic 0x00).
+ */
+ESOCK_EXPORT int esock_ddp_place_segment(struct esock_ddp_place *p, const struct esock_ddp_hdr *h,
+					 const uint8_t *payload, size_t len, uint32_t access,
+					 struct esock_ddp_placed *out);
+
+/*
+ * esock_ddp_place_poll hands out the next deliverable untagged message (the
+ * next MSN of some QN whose octets have all arrived).  Returns 1 with |c|
+ * filled, 0 when none is ready, or the terminal error.  Each message is
+ * reported exactly once.
+ */
+ESOCK_EXPORT int esock_ddp_place_poll(struct esock_ddp_place *p, struct esock_ddp_completion *c);
+
+/* The Terminate reason after a failure (NULL while healthy). */
+ESOCK_EXPORT const struct esock_term *esock_ddp_place_term(const struct esock_ddp_place *p);
 
 #ifdef __cplusplus
 }
