@@ -5,4 +5,5 @@ libesock_core_la_SOURCES += \
 	util/crc32c_portable.c \
 	util/crc32c_impl.h \
 	util/log.c \
-	util/log.h
+	util/log.h \
+	util/version.c

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Library identity: the version string of the installed libesock. */
+/* Library identity: the version string of libesock. */
 #include "config.h"
 
 #include <esock/wire.h>
