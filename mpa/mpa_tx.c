@@ -123,14 +123,33 @@ static int plan_piece(struct plan *p, const uint8_t *base, size_t len, bool crc)
 	return 0;
 }
 
-static int plan_fpdu(struct plan *p, const struct iovec *ulpdu, int cnt, size_t ulen)
+/* Without markers: length, pieces, PAD+CRC as one scratch piece. */
+static int plan_plain(struct plan *p, const struct iovec *ulpdu, int cnt, size_t pad)
 {
 	struct esock_mpa_tx *tx = p->tx;
-	size_t pad = esock_mpa_pad_len(ulen);
+	int rc = 0;
+
+	p->crc = esock_crc32c(0, tx->len_field, ESOCK_MPA_LEN_LEN);
+	plan_iov(p, tx->len_field, ESOCK_MPA_LEN_LEN);
+	for (int i = 0; i < cnt && rc == 0; i++) {
+		if (ulpdu[i].iov_len == 0)
+			continue;
+		p->crc = esock_crc32c(p->crc, ulpdu[i].iov_base, ulpdu[i].iov_len);
+		rc = plan_iov(p, ulpdu[i].iov_base, ulpdu[i].iov_len);
+	}
+	if (pad)
+		p->crc = esock_crc32c(p->crc, tx->trailer, pad);
+	esock_put_le32(tx->trailer + pad, tx->crc ? p->crc : 0);
+	return rc < 0 ? rc : plan_iov(p, tx->trailer, pad + ESOCK_MPA_CRC_LEN);
+}
+
+/* With markers: every piece may be cut where a marker falls. */
+static int plan_marked(struct plan *p, const struct iovec *ulpdu, int cnt, size_t pad)
+{
+	struct esock_mpa_tx *tx = p->tx;
 	int rc;
 
-	esock_put_be16(tx->len_field, (uint16_t)ulen);
-	if (tx->markers && mpa_at_marker(tx->pos) && (rc = plan_marker(p)) < 0)
+	if (mpa_at_marker(tx->pos) && (rc = plan_marker(p)) < 0)
 		return rc;
 	p->hdr_pos = tx->pos;
 	p->started = true;
@@ -139,15 +158,24 @@ static int plan_fpdu(struct plan *p, const struct iovec *ulpdu, int cnt, size_t 
 	for (int i = 0; i < cnt; i++)
 		if ((rc = plan_piece(p, ulpdu[i].iov_base, ulpdu[i].iov_len, true)) < 0)
 			return rc;
-	memset(tx->pad, 0, sizeof(tx->pad));
-	if ((rc = plan_piece(p, tx->pad, pad, true)) < 0)
+	if ((rc = plan_piece(p, tx->trailer, pad, true)) < 0)
 		return rc;
 	/* A marker between PAD and CRC is inside the FPDU: cover it first. */
-	if (tx->markers && mpa_at_marker(tx->pos) && (rc = plan_marker(p)) < 0)
+	if (mpa_at_marker(tx->pos) && (rc = plan_marker(p)) < 0)
 		return rc;
-	/* The value goes out least-significant octet first (siw, RFC 3720 B.4). */
-	esock_put_le32(tx->crc_field, tx->crc ? p->crc : 0);
-	return plan_piece(p, tx->crc_field, ESOCK_MPA_CRC_LEN, false);
+	esock_put_le32(tx->trailer + pad, tx->crc ? p->crc : 0);
+	return plan_piece(p, tx->trailer + pad, ESOCK_MPA_CRC_LEN, false);
+}
+
+static int plan_fpdu(struct plan *p, const struct iovec *ulpdu, int cnt, size_t ulen)
+{
+	struct esock_mpa_tx *tx = p->tx;
+	size_t pad = esock_mpa_pad_len(ulen);
+
+	esock_put_be16(tx->len_field, (uint16_t)ulen);
+	memset(tx->trailer, 0, pad);
+	/* The CRC value goes out least-significant octet first (siw, RFC 3720 B.4). */
+	return tx->markers ? plan_marked(p, ulpdu, cnt, pad) : plan_plain(p, ulpdu, cnt, pad);
 }
 
 ESOCK_EXPORT ssize_t esock_mpa_tx_build(struct esock_mpa_tx *tx, const struct iovec *ulpdu, int cnt)
@@ -187,6 +215,11 @@ ESOCK_EXPORT ssize_t esock_mpa_tx_advance(struct esock_mpa_tx *tx, size_t n)
 {
 	if (n > tx->left)
 		return -EINVAL;
+	if (n == tx->left) { /* the common case: the whole plan went out */
+		tx->left = 0;
+		tx->iov_next = tx->iovcnt;
+		return 0;
+	}
 	tx->left -= n;
 	while (n > 0) {
 		struct iovec *v = &tx->iov[tx->iov_next];

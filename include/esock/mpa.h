@@ -219,8 +219,7 @@ struct esock_mpa_tx {
 	int iov_next;      /* first entry not fully written */
 	struct iovec iov[ESOCK_MPA_TX_IOV_MAX];
 	uint8_t len_field[ESOCK_MPA_LEN_LEN];
-	uint8_t pad[4];
-	uint8_t crc_field[ESOCK_MPA_CRC_LEN];
+	uint8_t trailer[3 + ESOCK_MPA_CRC_LEN]; /* PAD, then CRC */
 	uint8_t marker[ESOCK_MPA_MARKERS_MAX][ESOCK_MPA_MARKER_LEN];
 };
 
