@@ -99,7 +99,8 @@ static void put_frame(struct synth_conn *c, enum synth_dir dir, uint8_t flags,
 	tcp[12] = (TCP_HLEN / 4) << 4;
 	tcp[13] = flags;
 	esock_put_be16(tcp + 14, 65535);
-	memcpy(tcp + TCP_HLEN, data, len);
+	if (len)
+		memcpy(tcp + TCP_HLEN, data, len);
 	memcpy(pseudo, ip + 12, 8);
 	pseudo[8] = 0;
 	pseudo[9] = 6;
