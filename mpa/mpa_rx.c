@@ -192,6 +192,37 @@ static ssize_t rx_trailer(struct esock_mpa_rx *rx, const uint8_t *p, size_t len,
 	return (ssize_t)n;
 }
 
+/*
+ * Fast path (buffered mode, no markers): a whole FPDU at the start of the
+ * input is checked with one CRC call over its contiguous octets and handed
+ * out in place, without a copy.  Returns the octets consumed, 0 when the
+ * slow path must run, or a terminal error.
+ */
+static ssize_t rx_whole(struct esock_mpa_rx *rx, const uint8_t *p, size_t len,
+			struct esock_mpa_ev *ev)
+{
+	size_t ulen, body;
+
+	if (len < ESOCK_MPA_LEN_LEN)
+		return 0;
+	ulen = esock_get_be16(p);
+	body = ESOCK_MPA_LEN_LEN + ulen + esock_mpa_pad_len(ulen);
+	if (ulen > rx->cfg.max_ulpdu || len < body + ESOCK_MPA_CRC_LEN)
+		return 0; /* the slow path reports an oversize length */
+	if (rx->cfg.crc && esock_get_le32(p + body) != esock_crc32c(0, p, body)) {
+		rx->ulpdu_len = (uint16_t)ulen;
+		return rx_fail(rx, -EBADMSG, ESOCK_TERM_LLP_CRC);
+	}
+	ev->type = ESOCK_MPA_EV_ULPDU;
+	ev->data = p + ESOCK_MPA_LEN_LEN;
+	ev->len = ulen;
+	rx->ulpdu_len = (uint16_t)ulen;
+	rx->hdr_pos = rx->pos;
+	rx->pos += (uint32_t)(body + ESOCK_MPA_CRC_LEN);
+	rx->fpdus++;
+	return (ssize_t)(body + ESOCK_MPA_CRC_LEN);
+}
+
 ESOCK_EXPORT ssize_t esock_mpa_rx_feed(struct esock_mpa_rx *rx, const uint8_t *data, size_t len,
 				       struct esock_mpa_ev *ev)
 {
@@ -200,6 +231,14 @@ ESOCK_EXPORT ssize_t esock_mpa_rx_feed(struct esock_mpa_rx *rx, const uint8_t *d
 	memset(ev, 0, sizeof(*ev));
 	if (rx->err)
 		return rx->err;
+	if (rx->cfg.buf && !rx->cfg.markers && rx->state == RX_LEN && rx->have == 0) {
+		ssize_t n = rx_whole(rx, data, len, ev);
+
+		if (n != 0) {
+			ev->ulpdu_len = rx->ulpdu_len;
+			return n;
+		}
+	}
 	while (used < len && ev->type == ESOCK_MPA_EV_NONE) {
 		const uint8_t *p = data + used;
 		size_t left = len - used;

@@ -268,7 +268,8 @@ ESOCK_EXPORT ssize_t esock_mpa_tx_flatten(const struct esock_mpa_tx *tx, uint8_t
 /* Receive events (one per feed call at most). */
 enum esock_mpa_ev_type {
 	ESOCK_MPA_EV_NONE = 0,
-	ESOCK_MPA_EV_ULPDU, /* buffered mode: data/len = whole ULPDU, CRC verified */
+	ESOCK_MPA_EV_ULPDU, /* buffered mode: data/len = whole ULPDU, CRC verified; in the
+			     * rx buffer, or in the input when the FPDU came whole */
 	ESOCK_MPA_EV_HDR,   /* header-first: ulpdu_len known; data/len = first octets */
 	ESOCK_MPA_EV_DATA,  /* header-first: data/len = next ULPDU octets (in the input) */
 	ESOCK_MPA_EV_END,   /* header-first: FPDU complete, CRC verified */
@@ -276,7 +277,7 @@ enum esock_mpa_ev_type {
 
 struct esock_mpa_ev {
 	enum esock_mpa_ev_type type;
-	const uint8_t *data; /* borrowed: valid until the next feed */
+	const uint8_t *data; /* borrowed: valid until the next feed and while the input is */
 	size_t len;
 	uint16_t ulpdu_len;  /* of the current FPDU */
 };

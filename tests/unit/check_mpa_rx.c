@@ -244,6 +244,11 @@ START_TEST(test_bad_crc)
 	ck_assert_int_eq(esock_mpa_rx_feed(&k.rx, w, (size_t)n, &ev), -EBADMSG);
 	ck_assert_int_eq(ev.type, ESOCK_MPA_EV_NONE);
 	ck_assert(!esock_mpa_rx_idle(&k.rx));
+	/* The whole FPDU in one piece takes the in-place fast path: same verdict. */
+	sink_init(&k, &s, true);
+	ck_assert_int_eq(tu_feed_chunks(w, (size_t)n, (size_t)n, sink_feed, &k), -1);
+	ck_assert_int_eq(k.err, -EBADMSG);
+	ck_assert_uint_eq(esock_mpa_rx_term(&k.rx)->ecode, ESOCK_TERM_LLP_CRC);
 	/* A corrupted payload octet is caught the same way, in header-first mode too. */
 	w[n - 1] ^= 0x01;
 	w[25] ^= 0x40;
