@@ -11,7 +11,7 @@
 #include "rdmap/rdmap_internal.h"
 #include "util/byteorder.h"
 
-void rdmap_atomic_req_decode(struct esock_rdmap_atomic_req *a, const uint8_t *p)
+void esock_rdmap_atomic_req_decode(struct esock_rdmap_atomic_req *a, const uint8_t *p)
 {
 	uint32_t w = esock_get_be32(p);
 
@@ -26,7 +26,7 @@ void rdmap_atomic_req_decode(struct esock_rdmap_atomic_req *a, const uint8_t *p)
 	a->compare_mask = esock_get_be64(p + 44);
 }
 
-void rdmap_atomic_req_encode(const struct esock_rdmap_atomic_req *a, uint8_t *p)
+void esock_rdmap_atomic_req_encode(const struct esock_rdmap_atomic_req *a, uint8_t *p)
 {
 	esock_put_be32(p, (a->rsvd << 4) | (a->op & 0xfu));
 	esock_put_be32(p + 4, a->req_id);
@@ -38,13 +38,13 @@ void rdmap_atomic_req_encode(const struct esock_rdmap_atomic_req *a, uint8_t *p)
 	esock_put_be64(p + 44, a->compare_mask);
 }
 
-void rdmap_atomic_resp_decode(struct esock_rdmap_atomic_resp *a, const uint8_t *p)
+void esock_rdmap_atomic_resp_decode(struct esock_rdmap_atomic_resp *a, const uint8_t *p)
 {
 	a->req_id = esock_get_be32(p);
 	a->orig = esock_get_be64(p + 4);
 }
 
-void rdmap_atomic_resp_encode(const struct esock_rdmap_atomic_resp *a, uint8_t *p)
+void esock_rdmap_atomic_resp_encode(const struct esock_rdmap_atomic_resp *a, uint8_t *p)
 {
 	esock_put_be32(p, a->req_id);
 	esock_put_be64(p + 4, a->orig);

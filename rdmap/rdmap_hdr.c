@@ -121,16 +121,16 @@ static ssize_t decode_ext(struct esock_rdmap_msg *m, const uint8_t *p, size_t le
 		read_req_decode(&m->u.read_req, p);
 		return ESOCK_RDMAP_READ_REQ_HLEN;
 	case ESOCK_RDMAP_TERMINATE:
-		return rdmap_term_decode(&m->u.term, p, len, order);
+		return esock_rdmap_term_hdr_decode(&m->u.term, p, len, order);
 	case ESOCK_RDMAP_IMM_DATA:
 	case ESOCK_RDMAP_IMM_DATA_SE:
 		m->u.imm = esock_get_be64(p);
 		return ESOCK_RDMAP_IMM_HLEN;
 	case ESOCK_RDMAP_ATOMIC_REQ:
-		rdmap_atomic_req_decode(&m->u.atomic_req, p);
+		esock_rdmap_atomic_req_decode(&m->u.atomic_req, p);
 		return ESOCK_RDMAP_ATOMIC_REQ_HLEN;
 	case ESOCK_RDMAP_ATOMIC_RESP:
-		rdmap_atomic_resp_decode(&m->u.atomic_resp, p);
+		esock_rdmap_atomic_resp_decode(&m->u.atomic_resp, p);
 		return ESOCK_RDMAP_ATOMIC_RESP_HLEN;
 	default:
 		return 0;
@@ -191,7 +191,7 @@ ESOCK_EXPORT ssize_t esock_rdmap_hdr_encode(const struct esock_rdmap_msg *m, uin
 	if ((hl = esock_ddp_hdr_encode(&d, buf, cap)) < 0)
 		return hl;
 	if (m->opcode == ESOCK_RDMAP_TERMINATE)
-		return (xl = rdmap_term_encode(&m->u.term, buf + hl, cap - (size_t)hl)) < 0 ? xl : hl + xl;
+		return (xl = esock_rdmap_term_hdr_encode(&m->u.term, buf + hl, cap - (size_t)hl)) < 0 ? xl : hl + xl;
 	if (cap - (size_t)hl < oi->hlen)
 		return -ENOBUFS;
 	if (m->opcode == ESOCK_RDMAP_READ_REQ)
@@ -199,8 +199,8 @@ ESOCK_EXPORT ssize_t esock_rdmap_hdr_encode(const struct esock_rdmap_msg *m, uin
 	else if (m->opcode == ESOCK_RDMAP_IMM_DATA || m->opcode == ESOCK_RDMAP_IMM_DATA_SE)
 		esock_put_be64(buf + hl, m->u.imm);
 	else if (m->opcode == ESOCK_RDMAP_ATOMIC_REQ)
-		rdmap_atomic_req_encode(&m->u.atomic_req, buf + hl);
+		esock_rdmap_atomic_req_encode(&m->u.atomic_req, buf + hl);
 	else if (m->opcode == ESOCK_RDMAP_ATOMIC_RESP)
-		rdmap_atomic_resp_encode(&m->u.atomic_resp, buf + hl);
+		esock_rdmap_atomic_resp_encode(&m->u.atomic_resp, buf + hl);
 	return hl + oi->hlen;
 }

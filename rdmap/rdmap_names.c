@@ -104,7 +104,7 @@ static const struct code_name *table_for(uint8_t layer, uint8_t etype, size_t *n
 	}
 }
 
-bool rdmap_term_known(uint8_t layer, uint8_t etype, uint8_t ecode)
+bool esock_rdmap_term_known(uint8_t layer, uint8_t etype, uint8_t ecode)
 {
 	size_t n = 0;
 	const struct code_name *t = table_for(layer, etype, &n);

@@ -59,13 +59,13 @@ static void ctrl_decode(struct esock_rdmap_term *tm, const uint8_t *p, uint8_t o
 
 static uint8_t pick_order(const uint8_t *p)
 {
-	bool rfc_ok = (p[2] & 0x1f) == 0 && p[3] == 0 && rdmap_term_known(p[0] >> 4, p[0] & 0xf, p[1]);
-	bool siw_ok = (p[2] & 0xf8) == 0 && p[3] == 0 && rdmap_term_known(p[0] & 0xf, p[0] >> 4, p[1]);
+	bool rfc_ok = (p[2] & 0x1f) == 0 && p[3] == 0 && esock_rdmap_term_known(p[0] >> 4, p[0] & 0xf, p[1]);
+	bool siw_ok = (p[2] & 0xf8) == 0 && p[3] == 0 && esock_rdmap_term_known(p[0] & 0xf, p[0] >> 4, p[1]);
 
 	return (!rfc_ok && siw_ok) ? ESOCK_RDMAP_TERM_SIW : ESOCK_RDMAP_TERM_RFC;
 }
 
-ssize_t rdmap_term_decode(struct esock_rdmap_term *tm, const uint8_t *p, size_t len, uint8_t order)
+ssize_t esock_rdmap_term_hdr_decode(struct esock_rdmap_term *tm, const uint8_t *p, size_t len, uint8_t order)
 {
 	size_t off = ESOCK_RDMAP_TERM_HLEN;
 
@@ -113,7 +113,7 @@ static void ctrl_encode(const struct esock_rdmap_term *tm, uint8_t *p)
 					 ((h & ESOCK_TERM_HDRCT_R) ? RFC_R : 0) | (tm->rsvd & RFC_RSVD)));
 }
 
-ssize_t rdmap_term_encode(const struct esock_rdmap_term *tm, uint8_t *p, size_t cap)
+ssize_t esock_rdmap_term_hdr_encode(const struct esock_rdmap_term *tm, uint8_t *p, size_t cap)
 {
 	size_t need = ESOCK_RDMAP_TERM_HLEN, off;
 	bool d = tm->t.hdrct & ESOCK_TERM_HDRCT_D, r = tm->t.hdrct & ESOCK_TERM_HDRCT_R;

@@ -39,6 +39,6 @@ ESOCK_EXPORT uint32_t esock_crc32c(uint32_t crc, const void *buf, size_t len)
 
 ESOCK_EXPORT const char *esock_crc32c_impl(void)
 {
-	return crc32c_raw_hw() ? "sse4.2" : "slice-by-8";
+	return esock_crc32c_raw_hw() ? "sse4.2" : "slice-by-8";
 }
 #endif

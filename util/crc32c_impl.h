@@ -9,8 +9,8 @@
 /* Reflected Castagnoli polynomial 0x1EDC6F41. */
 #define CRC32C_POLY_REFLECTED 0x82F63B78u
 
-uint32_t crc32c_raw_slice8(uint32_t reg, const uint8_t *p, size_t len);
+uint32_t esock_crc32c_raw_slice8(uint32_t reg, const uint8_t *p, size_t len);
 /* NULL when the CPU lacks SSE4.2. */
-uint32_t (*crc32c_raw_hw(void))(uint32_t reg, const uint8_t *p, size_t len);
+uint32_t (*esock_crc32c_raw_hw(void))(uint32_t reg, const uint8_t *p, size_t len);
 
 #endif

@@ -27,7 +27,7 @@ static void crc32c_tables_init(void)
 			table[t][i] = (table[t - 1][i] >> 8) ^ table[0][table[t - 1][i] & 0xff];
 }
 
-uint32_t crc32c_raw_slice8(uint32_t reg, const uint8_t *p, size_t len)
+uint32_t esock_crc32c_raw_slice8(uint32_t reg, const uint8_t *p, size_t len)
 {
 	while (len && ((uintptr_t)p & 7)) {
 		reg = (reg >> 8) ^ table[0][(reg ^ *p++) & 0xff];
@@ -68,12 +68,12 @@ crc32c_raw_sse42(uint32_t reg, const uint8_t *p, size_t len)
 	return (uint32_t)r;
 }
 
-uint32_t (*crc32c_raw_hw(void))(uint32_t, const uint8_t *, size_t)
+uint32_t (*esock_crc32c_raw_hw(void))(uint32_t, const uint8_t *, size_t)
 {
 	return __builtin_cpu_supports("sse4.2") ? crc32c_raw_sse42 : NULL;
 }
 #else
-uint32_t (*crc32c_raw_hw(void))(uint32_t, const uint8_t *, size_t)
+uint32_t (*esock_crc32c_raw_hw(void))(uint32_t, const uint8_t *, size_t)
 {
 	return NULL;
 }
@@ -83,12 +83,12 @@ uint32_t (*crc32c_raw_hw(void))(uint32_t, const uint8_t *, size_t)
 __attribute__((constructor)) static void crc32c_portable_init(void)
 {
 	crc32c_tables_init();
-	hw_kernel = crc32c_raw_hw();
+	hw_kernel = esock_crc32c_raw_hw();
 }
 
 ESOCK_EXPORT uint32_t esock_crc32c_portable(uint32_t crc, const void *buf, size_t len)
 {
 	if (hw_kernel)
 		return ~hw_kernel(~crc, buf, len);
-	return ~crc32c_raw_slice8(~crc, buf, len);
+	return ~esock_crc32c_raw_slice8(~crc, buf, len);
 }

@@ -52,12 +52,12 @@ static void vecs_init(void)
 
 static uint32_t slice8(uint32_t crc, const void *p, size_t n)
 {
-	return ~crc32c_raw_slice8(~crc, p, n);
+	return ~esock_crc32c_raw_slice8(~crc, p, n);
 }
 
 static uint32_t hw(uint32_t crc, const void *p, size_t n)
 {
-	uint32_t (*k)(uint32_t, const uint8_t *, size_t) = crc32c_raw_hw();
+	uint32_t (*k)(uint32_t, const uint8_t *, size_t) = esock_crc32c_raw_hw();
 
 	return k ? ~k(~crc, p, n) : slice8(crc, p, n);
 }
