@@ -73,8 +73,12 @@ static ssize_t rx_marker(struct esock_mpa_rx *rx, const uint8_t *p, size_t len)
 		want = 0;
 	else
 		want = rx->pos - ESOCK_MPA_MARKER_LEN - rx->hdr_pos;
-	if (esock_get_be16(rx->marker + 2) != want)
-		return rx_fail(rx, -EPROTO, ESOCK_TERM_LLP_MARKER);
+	rx->markers++;
+	if (esock_get_be16(rx->marker + 2) != want) {
+		if (!rx->cfg.tolerant)
+			return rx_fail(rx, -EPROTO, ESOCK_TERM_LLP_MARKER);
+		rx->ev_flags |= ESOCK_MPA_EVF_MARKER_BAD;
+	}
 	return (ssize_t)n;
 }
 
@@ -165,6 +169,22 @@ static ssize_t rx_payload(struct esock_mpa_rx *rx, const uint8_t *p, size_t len,
 	return (ssize_t)n;
 }
 
+/* Fills the final event's FPDU facts and resets for the next FPDU. */
+static void fpdu_done(struct esock_mpa_rx *rx, struct esock_mpa_ev *ev, uint32_t crc_rx,
+		      uint32_t crc_calc)
+{
+	ev->flags = rx->ev_flags;
+	ev->markers = rx->markers;
+	ev->crc_rx = crc_rx;
+	ev->crc_calc = crc_calc;
+	rx->fpdus++;
+	rx->state = RX_LEN;
+	rx->have = 0;
+	rx->crc = 0;
+	rx->ev_flags = 0;
+	rx->markers = 0;
+}
+
 static ssize_t rx_trailer(struct esock_mpa_rx *rx, const uint8_t *p, size_t len,
 			  struct esock_mpa_ev *ev)
 {
@@ -180,15 +200,15 @@ static ssize_t rx_trailer(struct esock_mpa_rx *rx, const uint8_t *p, size_t len,
 	if (rx->have < pad + ESOCK_MPA_CRC_LEN)
 		return (ssize_t)n;
 	want = esock_get_le32(rx->trailer + pad);
-	if (rx->cfg.crc && want != rx->crc)
-		return rx_fail(rx, -EBADMSG, ESOCK_TERM_LLP_CRC);
+	if (rx->cfg.crc && want != rx->crc) {
+		if (!rx->cfg.tolerant)
+			return rx_fail(rx, -EBADMSG, ESOCK_TERM_LLP_CRC);
+		rx->ev_flags |= ESOCK_MPA_EVF_CRC_BAD;
+	}
 	ev->type = rx->cfg.buf ? ESOCK_MPA_EV_ULPDU : ESOCK_MPA_EV_END;
 	ev->data = rx->cfg.buf;
 	ev->len = rx->cfg.buf ? rx->ulpdu_len : 0;
-	rx->fpdus++;
-	rx->state = RX_LEN;
-	rx->have = 0;
-	rx->crc = 0;
+	fpdu_done(rx, ev, want, rx->crc);
 	return (ssize_t)n;
 }
 
@@ -202,6 +222,7 @@ static ssize_t rx_whole(struct esock_mpa_rx *rx, const uint8_t *p, size_t len,
 			struct esock_mpa_ev *ev)
 {
 	size_t ulen, body;
+	uint32_t crc_rx, crc_calc;
 
 	if (len < ESOCK_MPA_LEN_LEN)
 		return 0;
@@ -209,17 +230,20 @@ static ssize_t rx_whole(struct esock_mpa_rx *rx, const uint8_t *p, size_t len,
 	body = ESOCK_MPA_LEN_LEN + ulen + esock_mpa_pad_len(ulen);
 	if (ulen > rx->cfg.max_ulpdu || len < body + ESOCK_MPA_CRC_LEN)
 		return 0; /* the slow path reports an oversize length */
-	if (rx->cfg.crc && esock_get_le32(p + body) != esock_crc32c(0, p, body)) {
-		rx->ulpdu_len = (uint16_t)ulen;
-		return rx_fail(rx, -EBADMSG, ESOCK_TERM_LLP_CRC);
+	rx->ulpdu_len = (uint16_t)ulen;
+	crc_rx = esock_get_le32(p + body);
+	crc_calc = rx->cfg.crc || rx->cfg.tolerant ? esock_crc32c(0, p, body) : 0;
+	if (rx->cfg.crc && crc_rx != crc_calc) {
+		if (!rx->cfg.tolerant)
+			return rx_fail(rx, -EBADMSG, ESOCK_TERM_LLP_CRC);
+		rx->ev_flags |= ESOCK_MPA_EVF_CRC_BAD;
 	}
 	ev->type = ESOCK_MPA_EV_ULPDU;
 	ev->data = p + ESOCK_MPA_LEN_LEN;
 	ev->len = ulen;
-	rx->ulpdu_len = (uint16_t)ulen;
 	rx->hdr_pos = rx->pos;
 	rx->pos += (uint32_t)(body + ESOCK_MPA_CRC_LEN);
-	rx->fpdus++;
+	fpdu_done(rx, ev, crc_rx, crc_calc);
 	return (ssize_t)(body + ESOCK_MPA_CRC_LEN);
 }
 

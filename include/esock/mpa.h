@@ -275,11 +275,20 @@ enum esock_mpa_ev_type {
 	ESOCK_MPA_EV_END,   /* header-first: FPDU complete, CRC verified */
 };
 
+/* Event flags (tolerant mode reports instead of failing). */
+#define ESOCK_MPA_EVF_CRC_BAD 0x1    /* CRC checked and wrong */
+#define ESOCK_MPA_EVF_MARKER_BAD 0x2 /* a marker's FPDUPTR disagreed */
+
 struct esock_mpa_ev {
 	enum esock_mpa_ev_type type;
 	const uint8_t *data; /* borrowed: valid until the next feed and while the input is */
 	size_t len;
 	uint16_t ulpdu_len;  /* of the current FPDU */
+	/* With EV_ULPDU and EV_END: */
+	uint8_t flags;       /* ESOCK_MPA_EVF_* */
+	uint16_t markers;    /* markers inside this FPDU */
+	uint32_t crc_rx;     /* the CRC field as received (value, not octet order) */
+	uint32_t crc_calc;   /* the CRC computed over the FPDU */
 };
 
 struct esock_mpa_rx_cfg {
@@ -290,6 +299,7 @@ struct esock_mpa_rx_cfg {
 	uint8_t *buf;        /* buffered mode: ULPDU buffer (keeps; >= max_ulpdu octets) */
 	size_t buf_len;
 	size_t peek;         /* header-first mode (buf NULL): octets for EV_HDR, <= 64 */
+	bool tolerant;       /* analysers: report CRC and marker errors in ev.flags and go on */
 };
 
 /* Receive state of one direction.  Caller-allocated; fields are private. */
@@ -308,6 +318,8 @@ struct esock_mpa_rx {
 	uint8_t trailer[3 + ESOCK_MPA_CRC_LEN];
 	uint8_t peek[ESOCK_MPA_RX_PEEK_MAX];
 	size_t peek_len;
+	uint8_t ev_flags;    /* ESOCK_MPA_EVF_* of the current FPDU */
+	uint16_t markers;    /* markers in the current FPDU */
 	uint64_t fpdus;      /* FPDUs completed (statistics) */
 };
 
@@ -326,6 +338,8 @@ ESOCK_EXPORT int esock_mpa_rx_init(struct esock_mpa_rx *rx, const struct esock_m
  *   -EBADMSG   CRC mismatch (LLP / MPA 0x02);
  *   -EPROTO    a marker's FPDUPTR disagrees with the framing (LLP / MPA 0x03);
  *   -EMSGSIZE  ULPDU_Length above max_ulpdu (LLP / MPA 0x03: no closer code).
+ * With cfg.tolerant the first two only set ESOCK_MPA_EVF_* in the FPDU's
+ * final event and parsing goes on (for analysers such as ddpdump).
  */
 ESOCK_EXPORT ssize_t esock_mpa_rx_feed(struct esock_mpa_rx *rx, const uint8_t *data,
 				       size_t len, struct esock_mpa_ev *ev);

@@ -296,6 +296,58 @@ START_TEST(test_bad_marker)
 }
 END_TEST
 
+/* Tolerant mode (ddpdump): errors are flagged on the FPDU and parsing goes on. */
+START_TEST(test_tolerant)
+{
+	uint64_t rng = tu_rng_seed("mpa rx tolerant");
+	struct stream *s = malloc(sizeof(*s));
+	static uint8_t buf[65536];
+
+	for (int mode = 0; mode < 4; mode++) {
+		bool markers = mode & 1, whole = mode & 2;
+		struct esock_mpa_rx_cfg cfg = { .crc = true, .markers = markers, .buf = buf,
+						.buf_len = sizeof(buf), .tolerant = true };
+		struct esock_mpa_rx rx;
+		size_t off = 0, first_end;
+		int n = 0, bad = 0, badmark = 0;
+		unsigned nmark = 0;
+
+		stream_make(s, &rng, 3, 1500, true, markers, 0);
+		first_end = esock_mpa_fpdu_len(s->ulen[0], markers, 0);
+		s->wire[first_end - 1] ^= 0x80; /* CRC of FPDU 0 */
+		if (markers)
+			s->wire[first_end + 512 - first_end % 512 + 3] ^= 0x04; /* a marker in FPDU 1 */
+		esock_mpa_rx_init(&rx, &cfg);
+		while (off < s->len) {
+			struct esock_mpa_ev ev;
+			size_t chunk = whole ? s->len - off : 7;
+			ssize_t k = esock_mpa_rx_feed(&rx, s->wire + off, chunk > s->len - off ? s->len - off : chunk, &ev);
+
+			ck_assert_int_ge(k, 0);
+			off += (size_t)k;
+			if (ev.type != ESOCK_MPA_EV_ULPDU)
+				continue;
+			ck_assert_uint_eq(ev.len, s->ulen[n]);
+			tu_assert_mem(ev.data, s->ulpdu[n], ev.len);
+			if (ev.flags & ESOCK_MPA_EVF_CRC_BAD) {
+				bad++;
+				ck_assert_uint_ne(ev.crc_rx, ev.crc_calc);
+			} else {
+				ck_assert_uint_eq(ev.crc_rx, ev.crc_calc);
+			}
+			badmark += (ev.flags & ESOCK_MPA_EVF_MARKER_BAD) != 0;
+			nmark += ev.markers;
+			n++;
+		}
+		ck_assert_int_eq(n, 3);
+		ck_assert_int_eq(bad, markers ? 2 : 1); /* the marker is under FPDU 1's CRC */
+		ck_assert_int_eq(badmark, markers ? 1 : 0);
+		ck_assert_uint_eq(nmark, markers ? (unsigned)((s->len + 511) / 512) : 0);
+	}
+	free(s);
+}
+END_TEST
+
 START_TEST(test_oversize)
 {
 	static struct sink k;
@@ -339,6 +391,7 @@ int main(void)
 	tcase_add_test(tc, test_random_streams);
 	tcase_add_test(tc, test_bad_crc);
 	tcase_add_test(tc, test_bad_marker);
+	tcase_add_test(tc, test_tolerant);
 	tcase_add_test(tc, test_oversize);
 	tcase_add_test(tc, test_init_errors);
 	tcase_set_timeout(tc, 120);
