@@ -7,7 +7,7 @@
 set -euo pipefail
 
 build_pkgs=(build-essential autoconf automake libtool autoconf-archive pkg-config
-	libisal-dev check libpcap-dev)
+	libisal-dev check libpcap-dev zlib1g-dev)
 test_pkgs=(tshark valgrind clang libclang-rt-dev)
 
 want=("${build_pkgs[@]}")
