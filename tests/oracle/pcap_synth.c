@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <pcap/pcap.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,19 @@ struct synth {
 	pcap_t *dead;
 	pcap_dumper_t *dump;
 	uint64_t usec; /* capture clock: 10 us per frame */
+	uint32_t snaplen;
 };
+
+void synth_set_snaplen(struct synth *s, uint32_t snaplen)
+{
+	s->snaplen = snaplen;
+}
+
+void synth_fault(struct synth_conn *c, enum synth_fault kind, unsigned at)
+{
+	c->fault = kind;
+	c->fault_at = c->nseg + at;
+}
 
 struct synth *synth_open(const char *path)
 {
@@ -112,6 +125,8 @@ static void put_frame(struct synth_conn *c, enum synth_dir dir, uint8_t flags,
 	h.ts.tv_sec = (long)(c->cap->usec / 1000000);
 	h.ts.tv_usec = (long)(c->cap->usec % 1000000);
 	h.caplen = h.len = (uint32_t)(ETH_HLEN + tot);
+	if (c->cap->snaplen && h.caplen > c->cap->snaplen)
+		h.caplen = c->cap->snaplen;
 	pcap_dump((u_char *)c->cap->dump, &h, f);
 	c->seq[src] += (uint32_t)len + ((flags & (TCP_SYN | TCP_FIN)) ? 1 : 0);
 }
@@ -132,15 +147,49 @@ void synth_conn_open(struct synth *s, struct synth_conn *c, unsigned id, uint16_
 	put_frame(c, SYNTH_C2S, TCP_ACK, NULL, 0);
 }
 
+/* Writes one data segment at |seq| and its acknowledgement. */
+static void put_data(struct synth_conn *c, enum synth_dir dir, uint32_t seq, const uint8_t *p, size_t n)
+{
+	uint32_t save = c->seq[dir];
+
+	c->seq[dir] = seq;
+	put_frame(c, dir, TCP_ACK | TCP_PSH, p, n);
+	c->seq[dir] = save;
+	put_frame(c, dir == SYNTH_C2S ? SYNTH_S2C : SYNTH_C2S, TCP_ACK, NULL, 0);
+}
+
 void synth_send(struct synth_conn *c, enum synth_dir dir, const void *data, size_t len)
 {
+	static uint8_t held[65536], flipped[65536];
+	static size_t held_len;
+	static uint32_t held_seq;
+	static bool holding;
 	const uint8_t *p = data;
 
 	while (len > 0) {
 		size_t n = len < c->mss ? len : c->mss;
+		uint32_t seq = c->seq[dir];
+		bool hit = c->fault && c->nseg++ == c->fault_at;
 
-		put_frame(c, dir, TCP_ACK | TCP_PSH, p, n);
-		put_frame(c, dir == SYNTH_C2S ? SYNTH_S2C : SYNTH_C2S, TCP_ACK, NULL, 0);
+		c->seq[dir] += (uint32_t)n;
+		if (hit && c->fault == SYNTH_SWAP) {
+			memcpy(held, p, n);
+			held_len = n;
+			held_seq = seq;
+			holding = true;
+		} else if (hit && c->fault == SYNTH_FLIP) {
+			memcpy(flipped, p, n);
+			flipped[n / 2] ^= 0x10;
+			put_data(c, dir, seq, flipped, n);
+		} else if (!(hit && c->fault == SYNTH_DROP)) {
+			put_data(c, dir, seq, p, n);
+			if (hit && c->fault == SYNTH_DUP)
+				put_data(c, dir, seq, p, n);
+			if (holding && !hit) {
+				put_data(c, dir, held_seq, held, held_len);
+				holding = false;
+			}
+		}
 		p += n;
 		len -= n;
 	}

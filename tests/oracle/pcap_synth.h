@@ -15,8 +15,20 @@ struct synth;
 
 enum synth_dir { SYNTH_C2S = 0, SYNTH_S2C = 1 };
 
+/* Damage for ddpdump tests, applied to one data segment. */
+enum synth_fault {
+	SYNTH_NONE = 0,
+	SYNTH_DROP,  /* lost: never captured */
+	SYNTH_DUP,   /* captured twice (a retransmission) */
+	SYNTH_SWAP,  /* captured after the next segment */
+	SYNTH_FLIP,  /* one bit flipped in the middle */
+};
+
 struct synth_conn {
 	struct synth *cap;
+	enum synth_fault fault;
+	unsigned fault_at;  /* data segment index (from the call to synth_fault) */
+	unsigned nseg;
 	uint32_t ip[2];     /* [client, server] */
 	uint16_t port[2];
 	uint32_t seq[2];    /* next sequence number per direction */
@@ -35,6 +47,11 @@ void synth_conn_open(struct synth *s, struct synth_conn *c, unsigned id, uint16_
 /* Sends |len| octets in direction |dir|, cut into segments of at most
  * |mss| (the peer acknowledges each). */
 void synth_send(struct synth_conn *c, enum synth_dir dir, const void *data, size_t len);
+/* Damages the |at|-th data segment sent from now on (0 = the next one). */
+void synth_fault(struct synth_conn *c, enum synth_fault kind, unsigned at);
+/* Frames are cut to |snaplen| octets from now on (0: no cut). */
+void synth_set_snaplen(struct synth *s, uint32_t snaplen);
+
 /* Ends the connection with FIN/ACK in both directions. */
 void synth_conn_close(struct synth_conn *c);
 

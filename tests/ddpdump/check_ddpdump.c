@@ -1,0 +1,422 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ddpdump against known captures: our own FPDU streams (every opcode, CRC and
+ * markers on/off, FPDUs spanning segments) decoded field by field as the
+ * encoders meant and as tshark decodes them; damaged captures (flipped bit,
+ * lost segment with and without markers, duplicates, reordering, snaplen cut,
+ * truncated file, garbage) decoded as far as possible without a crash;
+ * decode-as without start frames; gzip input; clear errors.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "tests/oracle/pcap_synth.h"
+#include "tests/oracle/streams.h"
+#include "tests/oracle/tshark_run.h"
+
+#define MAXR 1024
+
+struct rec {
+	char type[16];
+	unsigned conn, ulen, opcode, t, l, qn, msn, mo, stag, markers, term_layer, term_ecode;
+	unsigned long long to;
+	char crc[8];
+	bool has_op;
+};
+
+static struct rec recs[MAXR];
+static size_t nrec;
+static char out[1 << 22];
+static int exit_status;
+static unsigned gaps, resyncs, snap_notes;
+
+static const char *ddpdump(void)
+{
+	static char path[512];
+	const char *b = getenv("top_builddir");
+
+	snprintf(path, sizeof(path), "%s/tools/ddpdump/ddpdump", b ? b : ".");
+	return path;
+}
+
+static unsigned long long field(const char *line, const char *key, bool *found)
+{
+	char k[40];
+	const char *p;
+
+	snprintf(k, sizeof(k), "\"%s\":", key);
+	p = strstr(line, k);
+	if (found)
+		*found = p != NULL;
+	if (!p)
+		return 0;
+	p += strlen(k);
+	if (*p == '"')
+		p++;
+	return strtoull(p, NULL, 0);
+}
+
+static void sfield(const char *line, const char *key, char *dst, size_t cap)
+{
+	char k[40];
+	const char *p;
+	size_t n = 0;
+
+	snprintf(k, sizeof(k), "\"%s\":\"", key);
+	dst[0] = '\0';
+	p = strstr(line, k);
+	if (!p)
+		return;
+	for (p += strlen(k); *p && *p != '"' && n + 1 < cap; p++)
+		dst[n++] = *p;
+	dst[n] = '\0';
+}
+
+/* Runs ddpdump -T json on |pcap| with |args|; fills recs[]. */
+static void run_json(const char *pcap, const char *args)
+{
+	char cmd[1024];
+	FILE *p;
+	size_t n;
+
+	snprintf(cmd, sizeof(cmd), "%s -T json %s -r %s", ddpdump(), args, pcap);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	exit_status = pclose(p);
+	ck_assert_msg(WIFEXITED(exit_status), "ddpdump died: %s", cmd);
+	nrec = gaps = resyncs = snap_notes = 0;
+	for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+		struct rec *r = &recs[nrec];
+
+		if (strstr(line, "\"note\":\"gap"))
+			gaps++;
+		if (strstr(line, "\"note\":\"resynchronised"))
+			resyncs++;
+		if (strstr(line, "snaplen"))
+			snap_notes++;
+		if (!strstr(line, "\"type\":\"fpdu\"") || nrec >= MAXR)
+			continue;
+		memset(r, 0, sizeof(*r));
+		r->conn = (unsigned)field(line, "conn", NULL);
+		r->ulen = (unsigned)field(line, "ulpdu_len", NULL);
+		r->opcode = (unsigned)field(line, "opcode", &r->has_op);
+		r->t = (unsigned)field(line, "t", NULL);
+		r->l = (unsigned)field(line, "l", NULL);
+		r->qn = (unsigned)field(line, "qn", NULL);
+		r->msn = (unsigned)field(line, "msn", NULL);
+		r->mo = (unsigned)field(line, "mo", NULL);
+		r->stag = (unsigned)field(line, "stag", NULL);
+		r->to = field(line, "to", NULL);
+		r->markers = (unsigned)field(line, "markers", NULL);
+		r->term_layer = (unsigned)field(line, "term_layer", NULL);
+		r->term_ecode = (unsigned)field(line, "term_ecode", NULL);
+		sfield(line, "crc", r->crc, sizeof(r->crc));
+		nrec++;
+	}
+}
+
+static unsigned count_markers(const char *list)
+{
+	unsigned n = *list ? 1 : 0;
+
+	for (; *list; list++)
+		n += *list == ',';
+	return n;
+}
+
+static void same_as_expected(const struct rec *r, const struct expect *e, size_t i)
+{
+	ck_assert_msg(r->has_op, "record %zu undecoded", i);
+	/* ddpdump numbers connections in order of appearance; make_all's ids match. */
+	ck_assert_msg((r->conn == e->stream || e->stream >= 4) && r->ulen == e->ulen &&
+			      (int)r->opcode == e->opcode,
+		      "record %zu: conn %u len %u op %u, want %u %u %d", i, r->conn, r->ulen, r->opcode,
+		      e->stream, e->ulen, e->opcode);
+	ck_assert_int_eq((int)r->t, e->tagged);
+	ck_assert_int_eq((int)r->l, e->last);
+	if (e->tagged) {
+		ck_assert_uint_eq(r->stag, e->stag);
+		ck_assert(r->to == e->to);
+	} else {
+		ck_assert_uint_eq(r->qn, e->qn);
+		ck_assert_uint_eq(r->msn, e->msn);
+		ck_assert_uint_eq(r->mo, e->mo);
+	}
+	ck_assert_str_eq(r->crc, e->crc ? "ok" : "off");
+	ck_assert_uint_eq(r->markers, count_markers(e->markers));
+	if (e->term_layer >= 0) {
+		ck_assert_int_eq((int)r->term_layer, e->term_layer);
+		ck_assert_int_eq((int)r->term_ecode, e->term_ecode);
+	}
+}
+
+static char cap_path[256];
+
+static void make_all(const char *path)
+{
+	struct synth *cap = synth_open(path);
+
+	ck_assert_ptr_nonnull(cap);
+	nex = ngood_crc = 0;
+	for (unsigned id = 0; id < 4; id++)
+		streams_run_conn(cap, id, id & 1, id & 2);
+	ck_assert_int_eq(synth_close(cap), 0);
+}
+
+START_TEST(test_matches_encoders)
+{
+	make_all(cap_path);
+	run_json(cap_path, "");
+	ck_assert_int_eq(WEXITSTATUS(exit_status), 0);
+	ck_assert_uint_eq(nrec, nex);
+	for (size_t i = 0; i < nex; i++)
+		same_as_expected(&recs[i], &ex[i], i);
+}
+END_TEST
+
+START_TEST(test_matches_tshark)
+{
+	static const char *const f[] = { "iwarp_mpa.ulpdulength", "iwarp_rdma.opcode", "iwarp_ddp.tagged_flag",
+					 "iwarp_ddp.last_flag", "iwarp_ddp.msn", "iwarp_ddp.mo", "iwarp_ddp.stag",
+					 "iwarp_ddp.tagged_offset", NULL };
+	struct tshark_out t;
+
+	if (!tshark_path()) {
+		ck_assert_msg(!getenv("ESOCK_REQUIRE_TSHARK"), "tshark required but not found");
+		return;
+	}
+	make_all(cap_path);
+	run_json(cap_path, "");
+	ck_assert_int_eq(tshark_run(cap_path, "iwarp_mpa.fpdu", f, &t), 0);
+	ck_assert_uint_eq(t.nrows, nrec);
+	for (size_t i = 0; i < nrec; i++) {
+		const struct rec *r = &recs[i];
+		char **c = t.rows[i].col;
+
+		ck_assert_uint_eq(strtoul(c[0], NULL, 0), r->ulen);
+		ck_assert_uint_eq(strtoul(c[1], NULL, 0), r->opcode);
+		ck_assert_uint_eq(strtoul(c[2], NULL, 0), r->t);
+		ck_assert_uint_eq(strtoul(c[3], NULL, 0), r->l);
+		if (r->t) {
+			ck_assert_uint_eq(strtoul(c[6], NULL, 0), r->stag);
+			ck_assert(strtoull(c[7], NULL, 0) == r->to);
+		} else {
+			ck_assert_uint_eq(strtoul(c[4], NULL, 0), r->msn);
+			ck_assert_uint_eq(strtoul(c[5], NULL, 0), r->mo);
+		}
+	}
+	tshark_out_free(&t);
+}
+END_TEST
+
+/* One connection (CRC on, markers as given) with a fault on data segment |at|. */
+static void make_faulty(const char *path, bool markers, enum synth_fault fault, unsigned at)
+{
+	struct synth *cap = synth_open(path);
+	struct conn c;
+	struct esock_rdmap_msg m;
+	static uint8_t data[9000];
+
+	ck_assert_ptr_nonnull(cap);
+	nex = ngood_crc = 0;
+	streams_open_conn(cap, &c, 5, true, markers);
+	synth_fault(&c.sc, fault, at);
+	for (int i = 0; i < 6; i++) {
+		esock_rdmap_msg_init(&m, ESOCK_RDMAP_WRITE);
+		m.ddp.stag = 0x77;
+		m.ddp.to = 0x1000u * (unsigned)i;
+		streams_send_msg(&c, SYNTH_C2S, &m, data, 3000, 500);
+		esock_rdmap_msg_init(&m, ESOCK_RDMAP_SEND);
+		streams_send_msg(&c, SYNTH_C2S, &m, data, 100 + (size_t)i, MSS);
+	}
+	synth_conn_close(&c.sc);
+	ck_assert_int_eq(synth_close(cap), 0);
+}
+
+START_TEST(test_flipped_bit)
+{
+	make_faulty(cap_path, false, SYNTH_FLIP, 4);
+	run_json(cap_path, "");
+	ck_assert_uint_eq(nrec, nex);
+	for (size_t i = 0, bad = 0; i < nrec; i++) {
+		bad += !strcmp(recs[i].crc, "BAD");
+		ck_assert_uint_le(bad, 1);
+		if (i == nrec - 1)
+			ck_assert_uint_eq(bad, 1);
+	}
+}
+END_TEST
+
+/* _i: 0 without markers (resync by header + CRC), 1 with markers. */
+START_TEST(test_lost_segment)
+{
+	bool markers = _i;
+
+	make_faulty(cap_path, markers, SYNTH_DROP, 7);
+	run_json(cap_path, "");
+	ck_assert_uint_eq(gaps, 1);
+	ck_assert_uint_eq(resyncs, 1);
+	/* Decoding goes on: the tail after the loss decodes exactly as sent. */
+	ck_assert_uint_ge(nrec, nex - 3);
+	ck_assert_uint_lt(nrec, nex);
+	for (size_t k = 1; k <= 10; k++)
+		same_as_expected(&recs[nrec - k], &ex[nex - k], nrec - k);
+}
+END_TEST
+
+START_TEST(test_dup_and_swap)
+{
+	size_t n0;
+	static struct rec first[MAXR];
+
+	make_faulty(cap_path, true, SYNTH_NONE, 0);
+	run_json(cap_path, "");
+	n0 = nrec;
+	memcpy(first, recs, sizeof(first));
+	for (int f = SYNTH_DUP; f <= SYNTH_SWAP; f++) {
+		make_faulty(cap_path, true, (enum synth_fault)f, 5);
+		run_json(cap_path, "");
+		ck_assert_uint_eq(nrec, n0);
+		ck_assert_uint_eq(gaps, 0);
+		for (size_t i = 0; i < nrec; i++)
+			same_as_expected(&recs[i], &ex[i], i);
+	}
+	(void)first;
+}
+END_TEST
+
+START_TEST(test_snaplen_and_truncated_file)
+{
+	struct synth *cap = synth_open(cap_path);
+	FILE *f;
+	long size;
+
+	/* Frames cut to 300 octets: noted, decoded as far as possible. */
+	synth_set_snaplen(cap, 300);
+	nex = 0;
+	streams_run_conn(cap, 6, true, false);
+	ck_assert_int_eq(synth_close(cap), 0);
+	run_json(cap_path, "");
+	ck_assert_uint_gt(snap_notes, 0);
+	ck_assert_int_eq(WEXITSTATUS(exit_status), 0);
+	/* A file cut in the middle: what precedes decodes, exit status 1. */
+	make_all(cap_path);
+	f = fopen(cap_path, "r+");
+	ck_assert_ptr_nonnull(f);
+	fseek(f, 0, SEEK_END);
+	size = ftell(f);
+	ck_assert_int_eq(ftruncate(fileno(f), size / 2 + 7), 0);
+	fclose(f);
+	run_json(cap_path, "");
+	ck_assert_uint_gt(nrec, 10);
+	ck_assert_uint_lt(nrec, nex);
+	ck_assert_int_eq(WEXITSTATUS(exit_status), 1);
+}
+END_TEST
+
+START_TEST(test_decode_as_and_garbage)
+{
+	struct synth *cap = synth_open(cap_path);
+	struct conn c;
+	struct esock_rdmap_msg m;
+	uint8_t junk[3000];
+
+	/* A connection whose start frames are missing. */
+	memset(&c, 0, sizeof(c));
+	c.id = 7;
+	c.crc = true;
+	c.mulpdu = esock_mpa_mulpdu(MSS, false);
+	synth_conn_open(cap, &c.sc, 7, MSS);
+	esock_mpa_tx_init(&c.side[0].tx, true, false, 0);
+	esock_mpa_tx_init(&c.side[1].tx, true, false, 0);
+	nex = 0;
+	for (int i = 0; i < 5; i++) {
+		esock_rdmap_msg_init(&m, ESOCK_RDMAP_SEND);
+		streams_send_msg(&c, SYNTH_C2S, &m, junk, 200, MSS);
+	}
+	synth_conn_close(&c.sc);
+	/* And a connection of garbage on the same decode-as port range. */
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (uint8_t)(i * 37 + (i >> 3));
+	synth_conn_open(cap, &c.sc, 8, MSS);
+	synth_send(&c.sc, SYNTH_C2S, junk, sizeof(junk));
+	synth_conn_close(&c.sc);
+	ck_assert_int_eq(synth_close(cap), 0);
+	run_json(cap_path, "");
+	ck_assert_uint_eq(nrec, 0); /* no start frames, no -p: not MPA */
+	run_json(cap_path, "-p 20007 -p 20008 --crc");
+	ck_assert_int_eq(WEXITSTATUS(exit_status), 0);
+	ck_assert_uint_eq(nrec, 5);
+	for (size_t i = 0; i < 5; i++)
+		same_as_expected(&recs[i], &ex[i], i);
+}
+END_TEST
+
+START_TEST(test_gzip_and_errors)
+{
+	char gz_path[300], cmd[700];
+	gzFile gz;
+	FILE *f;
+	char buf[65536];
+	size_t n, plain;
+
+	make_all(cap_path);
+	run_json(cap_path, "");
+	plain = nrec;
+	snprintf(gz_path, sizeof(gz_path), "%s.gz", cap_path);
+	f = fopen(cap_path, "rb");
+	gz = gzopen(gz_path, "wb");
+	ck_assert(f && gz);
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		ck_assert_int_eq(gzwrite(gz, buf, (unsigned)n), (int)n);
+	fclose(f);
+	gzclose(gz);
+	run_json(gz_path, "");
+	ck_assert_uint_eq(nrec, plain);
+	unlink(gz_path);
+	snprintf(cmd, sizeof(cmd), "%s -r /nonexistent/capture.pcap 2>&1", ddpdump());
+	f = popen(cmd, "r");
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	ck_assert_int_eq(WEXITSTATUS(pclose(f)), 1);
+	ck_assert_ptr_nonnull(strstr(buf, "ddpdump:"));
+	snprintf(cmd, sizeof(cmd), "%s -T xml -r x 2>/dev/null", ddpdump());
+	ck_assert_int_eq(WEXITSTATUS(system(cmd)), 2);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("ddpdump");
+	TCase *tc = tcase_create("captures");
+	SRunner *sr;
+	int failed;
+
+	snprintf(cap_path, sizeof(cap_path), "ddpdump-test-%d.pcap", (int)getpid());
+	tcase_add_test(tc, test_matches_encoders);
+	tcase_add_test(tc, test_matches_tshark);
+	tcase_add_test(tc, test_flipped_bit);
+	tcase_add_loop_test(tc, test_lost_segment, 0, 2);
+	tcase_add_test(tc, test_dup_and_swap);
+	tcase_add_test(tc, test_snaplen_and_truncated_file);
+	tcase_add_test(tc, test_decode_as_and_garbage);
+	tcase_add_test(tc, test_gzip_and_errors);
+	tcase_set_timeout(tc, 120);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_set_fork_status(sr, CK_NOFORK);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	unlink(cap_path);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

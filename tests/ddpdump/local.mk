@@ -1,0 +1,8 @@
+# tests/ddpdump/: ddpdump on synthetic captures (clean and damaged) and against tshark.
+check_PROGRAMS += tests/ddpdump/check_ddpdump
+TESTS += tests/ddpdump/check_ddpdump
+tests_ddpdump_check_ddpdump_SOURCES = tests/ddpdump/check_ddpdump.c
+tests_ddpdump_check_ddpdump_CFLAGS = $(UNIT_CFLAGS) $(PCAP_CFLAGS) $(ZLIB_CFLAGS)
+tests_ddpdump_check_ddpdump_LDADD = tests/oracle/liboracle.la $(UNIT_LDADD) $(PCAP_LIBS) $(ZLIB_LIBS)
+EXTRA_tests_ddpdump_check_ddpdump_DEPENDENCIES = tools/ddpdump/ddpdump
+CLEANFILES += ddpdump-test-*.pcap
