@@ -13,11 +13,27 @@ TESTS += tools/demo-test.sh
 EXTRA_DIST += tools/demo-test.sh
 
 # ddpdump: libpcap input, TCP reassembly, the project's decoders, output.
-bin_PROGRAMS += tools/ddpdump/ddpdump
-tools_ddpdump_ddpdump_SOURCES = tools/ddpdump/ddpdump.c tools/ddpdump/ddpdump.h \
+noinst_LTLIBRARIES += tools/ddpdump/libddpdump.la
+DDPDUMP_SRCS = tools/ddpdump/ddpdump.h tools/ddpdump/run.c \
 	tools/ddpdump/capture.c tools/ddpdump/capture.h \
 	tools/ddpdump/tcp_reasm.c tools/ddpdump/tcp_reasm.h \
 	tools/ddpdump/flows.c tools/ddpdump/fpdu.c tools/ddpdump/resync.c tools/ddpdump/output.c
-tools_ddpdump_ddpdump_CFLAGS = $(AM_CFLAGS) $(PCAP_CFLAGS) $(ZLIB_CFLAGS)
-tools_ddpdump_ddpdump_LDADD = tools/libtools.la libesock_core.la $(PCAP_LIBS) $(ZLIB_LIBS)
+tools_ddpdump_libddpdump_la_SOURCES = $(DDPDUMP_SRCS)
+tools_ddpdump_libddpdump_la_CFLAGS = $(AM_CFLAGS) $(PCAP_CFLAGS) $(ZLIB_CFLAGS)
+tools_ddpdump_libddpdump_la_LIBADD = tools/libtools.la libesock_core.la $(PCAP_LIBS) $(ZLIB_LIBS)
+bin_PROGRAMS += tools/ddpdump/ddpdump
+tools_ddpdump_ddpdump_SOURCES = tools/ddpdump/ddpdump.c
+tools_ddpdump_ddpdump_CFLAGS = $(AM_CFLAGS) $(PCAP_CFLAGS)
+tools_ddpdump_ddpdump_LDADD = tools/ddpdump/libddpdump.la
+
+# Fuzz target over whole capture files (libpcap reading from memory).
+FUZZ_TARGETS += pcap_reader
+FUZZ_EXTRA_pcap_reader = $(addprefix $(srcdir)/,$(filter %.c,$(DDPDUMP_SRCS))) \
+	$(srcdir)/tools/fpdu_print.c $(PCAP_LIBS) $(ZLIB_LIBS)
+check_PROGRAMS += tests/fuzz/replay_pcap_reader
+TESTS += tests/fuzz/replay_pcap_reader
+tests_fuzz_replay_pcap_reader_SOURCES = tests/fuzz/standalone.c tests/fuzz/fuzz_pcap_reader.c
+tests_fuzz_replay_pcap_reader_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_TARGET='"pcap_reader"'
+tests_fuzz_replay_pcap_reader_CFLAGS = $(AM_CFLAGS) $(PCAP_CFLAGS)
+tests_fuzz_replay_pcap_reader_LDADD = tools/ddpdump/libddpdump.la
 dist_man_MANS = tools/ddpdump/ddpdump.1

@@ -13,8 +13,6 @@
 
 #include "tools/ddpdump/ddpdump.h"
 
-struct options opt = { .assume_crc = -1, .assume_markers = -1, .term_order = ESOCK_RDMAP_TERM_AUTO };
-
 static volatile sig_atomic_t stop;
 static pcap_t *handle;
 
@@ -110,27 +108,12 @@ static int parse_args(int argc, char **argv, const char **src, bool *live, char 
 	return 0;
 }
 
-static void on_packet(u_char *user, const struct pcap_pkthdr *h, const u_char *frame)
-{
-	int dlt = *(int *)user;
-	struct tcp_seg s;
-	enum parse_result r = capture_parse(dlt, h, frame, &s);
-	static unsigned long truncated_notes;
-
-	if (r == PARSE_OK) {
-		flows_segment(&s);
-	} else if (r == PARSE_TRUNCATED && truncated_notes++ < 10 && !opt.quiet) {
-		fprintf(opt.out, "-- frame of %u octets cut to %u by the snaplen before its TCP header: skipped\n",
-			h->len, h->caplen);
-	}
-}
-
 int main(int argc, char **argv)
 {
 	char err[PCAP_ERRBUF_SIZE] = "", filter[4096];
 	const char *src = NULL;
 	bool live = false;
-	int dlt, rc;
+	int rc;
 
 	opt.out = stdout;
 	if (parse_args(argc, argv, &src, &live, filter, sizeof(filter)) < 0)
@@ -142,8 +125,7 @@ int main(int argc, char **argv)
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	dlt = pcap_datalink(handle);
-	rc = pcap_loop(handle, -1, on_packet, (u_char *)&dlt);
+	rc = ddpdump_process(handle);
 	if (rc == PCAP_ERROR)
 		fprintf(stderr, "ddpdump: %s: %s (decoded what came before)\n", src, pcap_geterr(handle));
 	flows_finish();

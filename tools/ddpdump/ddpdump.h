@@ -85,11 +85,16 @@ struct flow {
 	struct dir_state d[2];
 };
 
+/* run.c: decodes every packet of |handle|; returns pcap_loop's result. */
+int ddpdump_process(pcap_t *handle);
+
 /* flows.c */
 void hold_append(struct dir_state *d, const uint8_t *p, size_t len);
 void flows_segment(const struct tcp_seg *s);
 void flows_finish(void);
 void flows_print_stats(void);
+/* Forgets every connection (memory back to zero; for the fuzz target). */
+void flows_free_all(void);
 
 /* resync.c: takes octets while looking for an FPDU start (mode D_RESYNC). */
 void resync_feed(struct dir_state *d, const uint8_t *p, size_t len);

@@ -171,7 +171,10 @@ static void got_start_frame(struct dir_state *d, const struct esock_mpa_frame *f
 	flow_established(f);
 }
 
-/* Collects a start frame in |d|; returns octets used, or -1 when not MPA. */
+/*
+ * Collects a start frame in |d|; returns octets used, or -1 when not MPA (then
+ * d->sf holds only octets of earlier calls).
+ */
 static long take_start_frame(struct dir_state *d, const uint8_t *p, size_t len)
 {
 	size_t want = d->sf_len < ESOCK_MPA_HDR_LEN ? ESOCK_MPA_HDR_LEN : esock_mpa_frame_need(d->sf, d->sf_len);
@@ -182,19 +185,22 @@ static long take_start_frame(struct dir_state *d, const uint8_t *p, size_t len)
 	memcpy(d->sf + d->sf_len, p, n);
 	d->sf_len += n;
 	if (!key_prefix_ok(d->sf, d->sf_len))
-		return -1;
+		goto not_mpa;
 	if (d->sf_len < ESOCK_MPA_HDR_LEN)
 		return (long)n;
 	want = esock_mpa_frame_need(d->sf, d->sf_len);
 	if (want > sizeof(d->sf))
-		return -1;
+		goto not_mpa;
 	if (d->sf_len < want)
 		return (long)n;
 	if (esock_mpa_frame_decode(&fr, reply, d->sf, d->sf_len, 0, NULL) < 0 &&
 	    (reply || esock_mpa_frame_decode(&fr, true, d->sf, d->sf_len, 0, NULL) < 0))
-		return -1;
+		goto not_mpa;
 	got_start_frame(d, &fr);
 	return (long)n;
+not_mpa:
+	d->sf_len -= n; /* this call's octets stay with the caller */
+	return -1;
 }
 
 /* Decides what a flow whose first octets are not a start frame is. */
@@ -332,4 +338,22 @@ void flows_print_stats(void)
 		}
 	}
 	out_stats("total", &total);
+}
+
+void flows_free_all(void)
+{
+	for (unsigned b = 0; b < NBUCKET; b++) {
+		while (table[b]) {
+			struct flow *f = table[b];
+
+			table[b] = f->next;
+			for (int i = 0; i < 2; i++) {
+				reasm_free(&f->d[i].reasm);
+				free(f->d[i].hold);
+				free(f->d[i].ulpdu);
+			}
+			free(f);
+		}
+	}
+	nflows = 0;
 }
