@@ -7,14 +7,17 @@
 #   4. the portable CRC32C build (--without-isal)
 #   5. every libFuzzer target for FUZZ_SECONDS (default 60) each
 #   6. make distcheck
-# Stages can be picked: test.sh unit san valgrind portable fuzz distcheck
+#   7. interop: kernel siw in a qemu guest (rping, CRC on/off); ddpdump must
+#      decode the captures as tshark does (skipped, with a reason, where the
+#      guest cannot be prepared)
+# Stages can be picked: test.sh unit san valgrind portable fuzz distcheck interop
 # Ends with one line "N passed, N failed" counting test programs over all stages.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 out=${BUILD_ROOT:-$top/build-test}
 jobs=$(nproc)
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(unit san valgrind portable fuzz distcheck)
+[ ${#stages[@]} -eq 0 ] && stages=(unit san valgrind portable fuzz distcheck interop)
 
 bash "$top/scripts/deps.sh" test || { echo "dependency installation failed"; exit 1; }
 cd "$top" && { [ -x configure ] || autoreconf -fi >/dev/null; } || exit 1
@@ -68,6 +71,16 @@ for s in "${stages[@]}"; do
 	portable) stage portable-crc "$out/portable" check --without-isal ;;
 	fuzz) FUZZ_SECONDS=${FUZZ_SECONDS:-60} stage fuzz "$out/default" fuzz-run ;;
 	distcheck) stage distcheck "$out/default" distcheck ;;
+	interop)
+		echo "=== stage interop"
+		(cd "$out/default" && make -s -j"$jobs" tests/ddpdump/check_ddpdump) >/dev/null 2>&1
+		bash "$top/tests/interop/run-interop.sh" "$out/default" >"$out/stage-interop.out" 2>&1
+		rc=$?
+		grep -E "agree with tshark|SKIP|interop:|siw-rig:" "$out/stage-interop.out"
+		if [ $rc -eq 0 ]; then echo "=== stage interop: ok"; passed=$((passed + 1))
+		elif [ $rc -eq 77 ]; then echo "=== stage interop: skipped"
+		else tail -n 30 "$out/stage-interop.out"; echo "=== stage interop: FAILED"
+			failed_stages+=(interop); failed=$((failed + 1)); fi ;;
 	*) echo "unknown stage $s"; failed_stages+=("$s") ;;
 	esac
 done

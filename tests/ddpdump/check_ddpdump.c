@@ -25,7 +25,9 @@
 
 struct rec {
 	char type[16];
-	unsigned conn, ulen, opcode, t, l, qn, msn, mo, stag, markers, term_layer, term_ecode;
+	unsigned conn, ulen, opcode, t, l, qn, msn, mo, stag, markers, term_layer, term_etype, term_ecode,
+		term_hdrct;
+	char term_order[8];
 	unsigned long long to;
 	char crc[8];
 	bool has_op;
@@ -118,7 +120,10 @@ static void run_json(const char *pcap, const char *args)
 		r->to = field(line, "to", NULL);
 		r->markers = (unsigned)field(line, "markers", NULL);
 		r->term_layer = (unsigned)field(line, "term_layer", NULL);
+		r->term_etype = (unsigned)field(line, "term_etype", NULL);
 		r->term_ecode = (unsigned)field(line, "term_ecode", NULL);
+		r->term_hdrct = (unsigned)field(line, "term_hdrct", NULL);
+		sfield(line, "term_order", r->term_order, sizeof(r->term_order));
 		sfield(line, "crc", r->crc, sizeof(r->crc));
 		nrec++;
 	}
@@ -183,25 +188,40 @@ START_TEST(test_matches_encoders)
 }
 END_TEST
 
-START_TEST(test_matches_tshark)
+static const char *first_nonempty(char **c, int from, int to)
+{
+	for (int i = from; i <= to; i++)
+		if (c[i] && *c[i])
+			return c[i];
+	return "";
+}
+
+/*
+ * ddpdump and tshark must agree on every FPDU of |pcap| for every field both
+ * show, and on the CRC verdicts.  Returns the number of FPDUs compared.
+ */
+static size_t compare_with_tshark(const char *pcap)
 {
 	static const char *const f[] = { "iwarp_mpa.ulpdulength", "iwarp_rdma.opcode", "iwarp_ddp.tagged_flag",
 					 "iwarp_ddp.last_flag", "iwarp_ddp.msn", "iwarp_ddp.mo", "iwarp_ddp.stag",
-					 "iwarp_ddp.tagged_offset", NULL };
-	struct tshark_out t;
+					 "iwarp_ddp.tagged_offset", "iwarp_ddp.qn", "iwarp_rdma.term_layer",
+					 "iwarp_rdma.term_etype_rdma", "iwarp_rdma.term_etype_ddp",
+					 "iwarp_rdma.term_etype_llp", "iwarp_rdma.term_errcode_rdma",
+					 "iwarp_rdma.term_errcode_ddp_tagged", "iwarp_rdma.term_errcode_ddp_untagged",
+					 "iwarp_rdma.term_errcode_llp", NULL };
+	struct tshark_out t, v;
+	size_t good_ddpdump = 0, good_tshark = 0;
+	const char *p;
 
-	if (!tshark_path()) {
-		ck_assert_msg(!getenv("ESOCK_REQUIRE_TSHARK"), "tshark required but not found");
-		return;
-	}
-	make_all(cap_path);
-	run_json(cap_path, "");
-	ck_assert_int_eq(tshark_run(cap_path, "iwarp_mpa.fpdu", f, &t), 0);
-	ck_assert_uint_eq(t.nrows, nrec);
+	run_json(pcap, "");
+	ck_assert_int_eq(WEXITSTATUS(exit_status), 0);
+	ck_assert_int_eq(tshark_run(pcap, "iwarp_mpa.fpdu", f, &t), 0);
+	ck_assert_msg(t.nrows == nrec, "%s: tshark %zu FPDUs, ddpdump %zu", pcap, t.nrows, nrec);
 	for (size_t i = 0; i < nrec; i++) {
 		const struct rec *r = &recs[i];
 		char **c = t.rows[i].col;
 
+		ck_assert_msg(r->has_op, "%s: FPDU %zu undecoded", pcap, i);
 		ck_assert_uint_eq(strtoul(c[0], NULL, 0), r->ulen);
 		ck_assert_uint_eq(strtoul(c[1], NULL, 0), r->opcode);
 		ck_assert_uint_eq(strtoul(c[2], NULL, 0), r->t);
@@ -212,9 +232,108 @@ START_TEST(test_matches_tshark)
 		} else {
 			ck_assert_uint_eq(strtoul(c[4], NULL, 0), r->msn);
 			ck_assert_uint_eq(strtoul(c[5], NULL, 0), r->mo);
+			ck_assert_uint_eq(strtoul(c[8], NULL, 0), r->qn);
 		}
+		/* Terminate reason: both tools must agree (siw's bit order puts Layer
+		 * and EType where both readings coincide for the codes seen). */
+		if (r->opcode == ESOCK_RDMAP_TERMINATE && r->term_layer == strtoul(c[9], NULL, 0)) {
+			ck_assert_uint_eq(strtoul(first_nonempty(c, 10, 12), NULL, 0), r->term_etype);
+			ck_assert_uint_eq(strtoul(first_nonempty(c, 13, 16), NULL, 0), r->term_ecode);
+		}
+		good_ddpdump += !strcmp(r->crc, "ok");
 	}
 	tshark_out_free(&t);
+	ck_assert_int_eq(tshark_run(pcap, "iwarp_mpa", NULL, &v), 0);
+	for (p = v.text; (p = strstr(p, "(Good CRC32)")); p++)
+		good_tshark++;
+	ck_assert_ptr_null(strstr(v.text, "Bad CRC32"));
+	ck_assert_uint_eq(good_tshark, good_ddpdump);
+	tshark_out_free(&v);
+	return nrec;
+}
+
+static bool have_tshark(void)
+{
+	if (tshark_path())
+		return true;
+	ck_assert_msg(!getenv("ESOCK_REQUIRE_TSHARK"), "tshark required but not found");
+	return false;
+}
+
+START_TEST(test_matches_tshark)
+{
+	if (!have_tshark())
+		return;
+	make_all(cap_path);
+	ck_assert_uint_eq(compare_with_tshark(cap_path), nex);
+}
+END_TEST
+
+/* Real kernel siw captures (tests/data, made with tests/interop/siw-rig.sh). */
+static void siw_path(char *buf, size_t cap, const char *name)
+{
+	const char *src = getenv("srcdir");
+
+	snprintf(buf, cap, "%s/tests/data/%s", src ? src : ".", name);
+}
+
+START_TEST(test_siw_rping)
+{
+	char path[512];
+	unsigned n[16] = { 0 };
+
+	siw_path(path, sizeof(path), "siw-rping.pcap");
+	run_json(path, "");
+	ck_assert_int_eq(WEXITSTATUS(exit_status), 0);
+	for (size_t i = 0; i < nrec; i++) {
+		ck_assert(recs[i].has_op);
+		ck_assert_str_eq(recs[i].crc, "off"); /* siw's default */
+		n[recs[i].opcode & 15]++;
+	}
+	/* rping, 3 iterations: per iteration 4 Sends, a Read Request/Response, a Write. */
+	ck_assert_uint_eq(n[ESOCK_RDMAP_SEND], 12);
+	ck_assert_uint_eq(n[ESOCK_RDMAP_READ_REQ], 3);
+	ck_assert_uint_eq(n[ESOCK_RDMAP_READ_RESP], 3);
+	ck_assert_uint_eq(n[ESOCK_RDMAP_WRITE], 3);
+	if (have_tshark())
+		compare_with_tshark(path);
+}
+END_TEST
+
+START_TEST(test_siw_crc)
+{
+	char path[512];
+
+	siw_path(path, sizeof(path), "siw-rping-crc.pcap");
+	run_json(path, "");
+	ck_assert_uint_eq(nrec, 21);
+	for (size_t i = 0; i < nrec; i++)
+		ck_assert_str_eq(recs[i].crc, "ok"); /* our CRC32C agrees with the kernel's */
+	if (have_tshark())
+		compare_with_tshark(path);
+}
+END_TEST
+
+START_TEST(test_siw_terminate)
+{
+	char path[512];
+	const struct rec *t;
+
+	siw_path(path, sizeof(path), "siw-rping-term.pcap");
+	run_json(path, "");
+	ck_assert_uint_gt(nrec, 0);
+	t = &recs[nrec - 1];
+	ck_assert_uint_eq(t->opcode, ESOCK_RDMAP_TERMINATE);
+	/* siw's bit-field order: M and D at 0x01/0x02 of octet 22; the length
+	 * (18 + 4 + 2 + 14 = 38) proves the copied tagged header is there. */
+	ck_assert_str_eq(t->term_order, "siw");
+	ck_assert_uint_eq(t->ulen, 38);
+	ck_assert_uint_eq(t->term_layer, ESOCK_TERM_LAYER_DDP);
+	ck_assert_uint_eq(t->term_etype, ESOCK_TERM_DDP_ETYPE_TAGGED);
+	ck_assert_uint_eq(t->term_ecode, ESOCK_TERM_DDP_T_BASE_BOUNDS);
+	ck_assert_uint_eq(t->term_hdrct, ESOCK_TERM_HDRCT_M | ESOCK_TERM_HDRCT_D);
+	if (have_tshark())
+		compare_with_tshark(path);
 }
 END_TEST
 
@@ -330,6 +449,8 @@ START_TEST(test_decode_as_and_garbage)
 	struct esock_rdmap_msg m;
 	uint8_t junk[3000];
 
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (uint8_t)(i * 37 + (i >> 3));
 	/* A connection whose start frames are missing. */
 	memset(&c, 0, sizeof(c));
 	c.id = 7;
@@ -345,8 +466,6 @@ START_TEST(test_decode_as_and_garbage)
 	}
 	synth_conn_close(&c.sc);
 	/* And a connection of garbage on the same decode-as port range. */
-	for (size_t i = 0; i < sizeof(junk); i++)
-		junk[i] = (uint8_t)(i * 37 + (i >> 3));
 	synth_conn_open(cap, &c.sc, 8, MSS);
 	synth_send(&c.sc, SYNTH_C2S, junk, sizeof(junk));
 	synth_conn_close(&c.sc);
@@ -394,6 +513,22 @@ START_TEST(test_gzip_and_errors)
 }
 END_TEST
 
+/* ESOCK_CAPTURES="a.pcap b.pcap": compare each with tshark (interop stage). */
+START_TEST(test_given_captures)
+{
+	char list[4096], *save = NULL;
+
+	snprintf(list, sizeof(list), "%s", getenv("ESOCK_CAPTURES"));
+	ck_assert(have_tshark());
+	for (char *p = strtok_r(list, " ", &save); p; p = strtok_r(NULL, " ", &save)) {
+		size_t n = compare_with_tshark(p);
+
+		printf("%s: %zu FPDUs agree with tshark\n", p, n);
+		ck_assert_uint_gt(n, 0);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ddpdump");
@@ -402,14 +537,22 @@ int main(void)
 	int failed;
 
 	snprintf(cap_path, sizeof(cap_path), "ddpdump-test-%d.pcap", (int)getpid());
+	if (getenv("ESOCK_CAPTURES")) {
+		tcase_add_test(tc, test_given_captures);
+		goto run;
+	}
 	tcase_add_test(tc, test_matches_encoders);
 	tcase_add_test(tc, test_matches_tshark);
+	tcase_add_test(tc, test_siw_rping);
+	tcase_add_test(tc, test_siw_crc);
+	tcase_add_test(tc, test_siw_terminate);
 	tcase_add_test(tc, test_flipped_bit);
 	tcase_add_loop_test(tc, test_lost_segment, 0, 2);
 	tcase_add_test(tc, test_dup_and_swap);
 	tcase_add_test(tc, test_snaplen_and_truncated_file);
 	tcase_add_test(tc, test_decode_as_and_garbage);
 	tcase_add_test(tc, test_gzip_and_errors);
+run:
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -6,3 +6,4 @@ tests_ddpdump_check_ddpdump_CFLAGS = $(UNIT_CFLAGS) $(PCAP_CFLAGS) $(ZLIB_CFLAGS
 tests_ddpdump_check_ddpdump_LDADD = tests/oracle/liboracle.la $(UNIT_LDADD) $(PCAP_LIBS) $(ZLIB_LIBS)
 EXTRA_tests_ddpdump_check_ddpdump_DEPENDENCIES = tools/ddpdump/ddpdump
 CLEANFILES += ddpdump-test-*.pcap
+EXTRA_DIST += tests/data

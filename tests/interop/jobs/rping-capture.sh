@@ -1,0 +1,26 @@
+# SPDX-License-Identifier: MIT
+# Guest job: rping between two processes on the guest's eth0 address (siw
+# talks over the guest's loopback), captured with tcpdump on lo at MTU 1500
+# with offloads off so segments are wire-sized.  Writes /out/*.pcap and logs.
+# Run 1: matching buffer sizes (clean); run 2: the server's buffer is smaller
+# than the client's, so siw terminates the stream (a real siw Terminate).
+B=/bin/busybox
+ip link set lo mtu 1500
+ethtool -K lo tso off gso off gro off 2>/dev/null
+capture() { # $1 = name, $2 = server size, $3 = client size
+	tcpdump -Z root -i lo -s 0 -U -w /out/$1.pcap tcp > /out/$1-tcpdump.log 2>&1 &
+	td=$!
+	$B sleep 2
+	rping -s -a 10.0.2.15 -C 3 -S $2 -v > /out/$1-server.log 2>&1 &
+	sv=$!
+	$B sleep 1
+	$B timeout 60 rping -c -a 10.0.2.15 -C 3 -S $3 -v > /out/$1-client.log 2>&1
+	echo "rping client $1: exit $?"
+	$B sleep 1
+	kill $sv 2>/dev/null
+	kill $td
+	$B sleep 1
+}
+capture rping 100 100
+capture rping-term 64 100
+grep -c "ping data" /out/rping-client.log
