@@ -300,6 +300,32 @@ START_TEST(test_siw_rping)
 }
 END_TEST
 
+/* perftest over rdma_cm (-R): parameter exchange by Sends, then the test QP. */
+START_TEST(test_siw_perftest)
+{
+	static const struct { const char *file; uint8_t op, op2; } c[] = {
+		{ "siw-perftest-send.pcap", ESOCK_RDMAP_SEND, ESOCK_RDMAP_SEND },
+		{ "siw-perftest-write.pcap", ESOCK_RDMAP_WRITE, ESOCK_RDMAP_WRITE },
+		{ "siw-perftest-read.pcap", ESOCK_RDMAP_READ_REQ, ESOCK_RDMAP_READ_RESP },
+	};
+	char path[512];
+	unsigned n[16] = { 0 };
+
+	siw_path(path, sizeof(path), c[_i].file);
+	run_json(path, "");
+	ck_assert_int_eq(WEXITSTATUS(exit_status), 0);
+	ck_assert_uint_gt(nrec, 10);
+	for (size_t i = 0; i < nrec; i++) {
+		ck_assert(recs[i].has_op);
+		n[recs[i].opcode & 15]++;
+	}
+	ck_assert_uint_ge(n[c[_i].op], 5);
+	ck_assert_uint_ge(n[c[_i].op2], 5);
+	if (have_tshark())
+		compare_with_tshark(path);
+}
+END_TEST
+
 START_TEST(test_siw_crc)
 {
 	char path[512];
@@ -545,6 +571,7 @@ int main(void)
 	tcase_add_test(tc, test_matches_tshark);
 	tcase_add_test(tc, test_siw_rping);
 	tcase_add_test(tc, test_siw_crc);
+	tcase_add_loop_test(tc, test_siw_perftest, 0, 3);
 	tcase_add_test(tc, test_siw_terminate);
 	tcase_add_test(tc, test_flipped_bit);
 	tcase_add_loop_test(tc, test_lost_segment, 0, 2);

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Interop stage: kernel siw in a qemu guest runs rping (siw as shipped, and the
-# variant that asks for CRC); ddpdump must decode the fresh captures exactly as
-# tshark does, CRC verdicts included.
+# variant that asks for CRC) and perftest Send/Write/Read; ddpdump must decode
+# the fresh captures exactly as tshark does, CRC verdicts included.
 #   run-interop.sh BUILD_DIR
 # Exits 77 (skip) with a reason when the rig cannot be prepared here (no
 # package mirror, no qemu); any failure after that is a real failure.
@@ -23,6 +23,10 @@ for v in default crc; do
 	bash "$top/tests/interop/siw-rig.sh" run "$top/tests/interop/jobs/rping-capture.sh" "$out/$v" "$v"
 	grep -c "ping data" "$out/$v/rping-client.log" | grep -qx 3 || { echo "interop: rping ($v) did not complete 3 pings"; exit 1; }
 	captures="$captures $out/$v/rping.pcap $out/$v/rping-term.pcap"
+done
+bash "$top/tests/interop/siw-rig.sh" run "$top/tests/interop/jobs/perftest-capture.sh" "$out/perftest" default
+for t in send write read; do
+	captures="$captures $out/perftest/perftest-$t.pcap"
 done
 cd "$build"
 ESOCK_CAPTURES="${captures# }" ESOCK_REQUIRE_TSHARK=1 srcdir="$top" top_builddir=. CK_FORK=no \
