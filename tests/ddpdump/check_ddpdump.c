@@ -363,6 +363,27 @@ START_TEST(test_siw_terminate)
 }
 END_TEST
 
+/* Every link type ddpdump reads, IPv4 and IPv6: same decoding. */
+START_TEST(test_link_types)
+{
+	enum synth_link link = (enum synth_link)(_i / 2);
+	int ipv6 = _i % 2;
+	struct synth *cap = synth_open_link(cap_path, link, ipv6);
+
+	ck_assert_ptr_nonnull(cap);
+	nex = ngood_crc = 0;
+	streams_run_conn(cap, 5, true, true);
+	ck_assert_int_eq(synth_close(cap), 0);
+	run_json(cap_path, "");
+	ck_assert_int_eq(WEXITSTATUS(exit_status), 0);
+	ck_assert_msg(nrec == nex, "link %d ipv6 %d: %zu of %zu FPDUs", link, ipv6, nrec, nex);
+	for (size_t i = 0; i < nex; i++)
+		same_as_expected(&recs[i], &ex[i], i);
+	if (ipv6)
+		ck_assert_ptr_nonnull(strstr(out, "[2001:db8::1]:40005"));
+}
+END_TEST
+
 /* One connection (CRC on, markers as given) with a fault on data segment |at|. */
 static void make_faulty(const char *path, bool markers, enum synth_fault fault, unsigned at)
 {
@@ -573,6 +594,7 @@ int main(void)
 	tcase_add_test(tc, test_siw_crc);
 	tcase_add_loop_test(tc, test_siw_perftest, 0, 3);
 	tcase_add_test(tc, test_siw_terminate);
+	tcase_add_loop_test(tc, test_link_types, 0, 12);
 	tcase_add_test(tc, test_flipped_bit);
 	tcase_add_loop_test(tc, test_lost_segment, 0, 2);
 	tcase_add_test(tc, test_dup_and_swap);

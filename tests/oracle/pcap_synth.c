@@ -11,8 +11,6 @@
 #include "tests/oracle/pcap_synth.h"
 #include "util/byteorder.h"
 
-#define ETH_HLEN 14
-#define IP_HLEN 20
 #define TCP_HLEN 20
 #define TCP_FIN 0x01
 #define TCP_SYN 0x02
@@ -24,6 +22,8 @@ struct synth {
 	pcap_dumper_t *dump;
 	uint64_t usec; /* capture clock: 10 us per frame */
 	uint32_t snaplen;
+	enum synth_link link;
+	int ipv6;
 };
 
 void synth_set_snaplen(struct synth *s, uint32_t snaplen)
@@ -37,13 +37,27 @@ void synth_fault(struct synth_conn *c, enum synth_fault kind, unsigned at)
 	c->fault_at = c->nseg + at;
 }
 
+static int link_dlt(enum synth_link l)
+{
+	static const int dlt[] = { DLT_EN10MB, DLT_EN10MB, DLT_LINUX_SLL, DLT_LINUX_SLL2, DLT_NULL, DLT_RAW };
+
+	return dlt[l];
+}
+
 struct synth *synth_open(const char *path)
+{
+	return synth_open_link(path, SYNTH_ETH, 0);
+}
+
+struct synth *synth_open_link(const char *path, enum synth_link link, int ipv6)
 {
 	struct synth *s = calloc(1, sizeof(*s));
 
 	if (!s)
 		return NULL;
-	s->dead = pcap_open_dead(DLT_EN10MB, 65535);
+	s->link = link;
+	s->ipv6 = ipv6;
+	s->dead = pcap_open_dead(link_dlt(link), 65535);
 	s->dump = s->dead ? pcap_dump_open(s->dead, path) : NULL;
 	if (!s->dump) {
 		fprintf(stderr, "pcap_dump_open %s: %s\n", path, s->dead ? pcap_geterr(s->dead) : "no pcap");
@@ -82,29 +96,86 @@ static uint16_t csum_fold(uint32_t sum)
 	return (uint16_t)~sum;
 }
 
-static void put_frame(struct synth_conn *c, enum synth_dir dir, uint8_t flags,
-		      const uint8_t *data, size_t len)
+/* Writes the link header for |et| (ethertype) at |f|; returns its length. */
+static size_t put_link(const struct synth *s, uint8_t *f, uint16_t et, int src, int dst)
 {
-	static uint8_t f[ETH_HLEN + IP_HLEN + TCP_HLEN + 65536];
-	uint8_t *ip = f + ETH_HLEN, *tcp = ip + IP_HLEN, pseudo[12];
-	struct pcap_pkthdr h;
-	int src = dir == SYNTH_C2S ? 0 : 1, dst = 1 - src;
-	size_t tot = IP_HLEN + TCP_HLEN + len;
-	uint32_t sum;
+	switch (s->link) {
+	case SYNTH_SLL:
+		memset(f, 0, 16);
+		esock_put_be16(f + 2, 1);
+		esock_put_be16(f + 4, 6);
+		f[6] = 0x02;
+		f[11] = (uint8_t)(src + 1);
+		esock_put_be16(f + 14, et);
+		return 16;
+	case SYNTH_SLL2:
+		memset(f, 0, 20);
+		esock_put_be16(f, et);
+		f[11] = 6;
+		f[12] = 0x02;
+		f[17] = (uint8_t)(src + 1);
+		return 20;
+	case SYNTH_NULL: {
+		uint32_t fam = et == 0x86dd ? 10 : 2; /* AF_INET6 / AF_INET on Linux */
 
-	memset(f, 0, ETH_HLEN + IP_HLEN + TCP_HLEN);
-	/* Locally administered MACs 02:00:00:00:00:0{1,2}. */
-	f[0] = 0x02; f[5] = (uint8_t)(dst + 1);
-	f[6] = 0x02; f[11] = (uint8_t)(src + 1);
-	esock_put_be16(f + 12, 0x0800);
+		memcpy(f, &fam, 4); /* host order, as DLT_NULL is */
+		return 4;
+	}
+	case SYNTH_RAW:
+		return 0;
+	default: /* Ethernet, maybe with a VLAN tag; locally administered MACs */
+		memset(f, 0, 12);
+		f[0] = 0x02;
+		f[5] = (uint8_t)(dst + 1);
+		f[6] = 0x02;
+		f[11] = (uint8_t)(src + 1);
+		if (s->link == SYNTH_VLAN) {
+			esock_put_be16(f + 12, 0x8100);
+			esock_put_be16(f + 14, 42);
+			esock_put_be16(f + 16, et);
+			return 18;
+		}
+		esock_put_be16(f + 12, et);
+		return 14;
+	}
+}
+
+/* Writes the IP header (v4 or v6) for a TCP segment of |l4| octets. */
+static size_t put_ip(const struct synth_conn *c, uint8_t *ip, size_t l4, int src, int dst)
+{
+	if (c->cap->ipv6) {
+		memset(ip, 0, 40);
+		ip[0] = 0x60;
+		esock_put_be16(ip + 4, (uint16_t)l4);
+		ip[6] = 6;
+		ip[7] = 64;
+		ip[8] = 0x20; ip[9] = 0x01; ip[10] = 0x0d; ip[11] = 0xb8; ip[23] = (uint8_t)(src + 1);
+		ip[24] = 0x20; ip[25] = 0x01; ip[26] = 0x0d; ip[27] = 0xb8; ip[39] = (uint8_t)(dst + 1);
+		return 40;
+	}
+	memset(ip, 0, 20);
 	ip[0] = 0x45;
-	esock_put_be16(ip + 2, (uint16_t)tot);
+	esock_put_be16(ip + 2, (uint16_t)(20 + l4));
 	ip[6] = 0x40; /* DF */
 	ip[8] = 64;
 	ip[9] = 6;
 	esock_put_be32(ip + 12, c->ip[src]);
 	esock_put_be32(ip + 16, c->ip[dst]);
-	esock_put_be16(ip + 10, csum_fold(csum_add(0, ip, IP_HLEN)));
+	esock_put_be16(ip + 10, csum_fold(csum_add(0, ip, 20)));
+	return 20;
+}
+
+static void put_frame(struct synth_conn *c, enum synth_dir dir, uint8_t flags,
+		      const uint8_t *data, size_t len)
+{
+	static uint8_t f[64 + 40 + TCP_HLEN + 65536];
+	int src = dir == SYNTH_C2S ? 0 : 1, dst = 1 - src;
+	size_t lh = put_link(c->cap, f, c->cap->ipv6 ? 0x86dd : 0x0800, src, dst);
+	size_t ih = put_ip(c, f + lh, TCP_HLEN + len, src, dst);
+	uint8_t *tcp = f + lh + ih;
+	struct pcap_pkthdr h;
+
+	memset(tcp, 0, TCP_HLEN);
 	esock_put_be16(tcp, c->port[src]);
 	esock_put_be16(tcp + 2, c->port[dst]);
 	esock_put_be32(tcp + 4, c->seq[src]);
@@ -114,17 +185,19 @@ static void put_frame(struct synth_conn *c, enum synth_dir dir, uint8_t flags,
 	esock_put_be16(tcp + 14, 65535);
 	if (len)
 		memcpy(tcp + TCP_HLEN, data, len);
-	memcpy(pseudo, ip + 12, 8);
-	pseudo[8] = 0;
-	pseudo[9] = 6;
-	esock_put_be16(pseudo + 10, (uint16_t)(TCP_HLEN + len));
-	sum = csum_add(csum_add(0, pseudo, 12), tcp, TCP_HLEN + len);
-	esock_put_be16(tcp + 16, csum_fold(sum));
+	if (!c->cap->ipv6) { /* TCP checksum over the IPv4 pseudo-header (tshark does not check) */
+		uint8_t pseudo[12];
 
+		memcpy(pseudo, f + lh + 12, 8);
+		pseudo[8] = 0;
+		pseudo[9] = 6;
+		esock_put_be16(pseudo + 10, (uint16_t)(TCP_HLEN + len));
+		esock_put_be16(tcp + 16, csum_fold(csum_add(csum_add(0, pseudo, 12), tcp, TCP_HLEN + len)));
+	}
 	c->cap->usec += 10;
 	h.ts.tv_sec = (long)(c->cap->usec / 1000000);
 	h.ts.tv_usec = (long)(c->cap->usec % 1000000);
-	h.caplen = h.len = (uint32_t)(ETH_HLEN + tot);
+	h.caplen = h.len = (uint32_t)(lh + ih + TCP_HLEN + len);
 	if (c->cap->snaplen && h.caplen > c->cap->snaplen)
 		h.caplen = c->cap->snaplen;
 	pcap_dump((u_char *)c->cap->dump, &h, f);

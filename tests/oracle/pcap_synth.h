@@ -38,6 +38,18 @@ struct synth_conn {
 
 /* Opens |path| for writing; returns NULL and prints the reason on failure. */
 struct synth *synth_open(const char *path);
+
+/* Link and network variants (for decoder tests). */
+enum synth_link {
+	SYNTH_ETH = 0,   /* Ethernet II */
+	SYNTH_VLAN,      /* Ethernet with an 802.1Q tag */
+	SYNTH_SLL,       /* Linux cooked v1 */
+	SYNTH_SLL2,      /* Linux cooked v2 */
+	SYNTH_NULL,      /* BSD loopback (host-order family) */
+	SYNTH_RAW,       /* raw IP */
+};
+/* Like synth_open with another link type and IPv6 (2001:db8::1/2) if |ipv6|. */
+struct synth *synth_open_link(const char *path, enum synth_link link, int ipv6);
 /* Flushes and closes; returns 0 or -1. */
 int synth_close(struct synth *s);
 
