@@ -7,3 +7,10 @@ tests_ddpdump_check_ddpdump_LDADD = tests/oracle/liboracle.la $(UNIT_LDADD) $(PC
 EXTRA_tests_ddpdump_check_ddpdump_DEPENDENCIES = tools/ddpdump/ddpdump
 CLEANFILES += ddpdump-test-*.pcap
 EXTRA_DIST += tests/data
+
+# Live capture on lo (root): ddpdump -i while live_peer talks MPA over 127.0.0.1.
+check_PROGRAMS += tests/ddpdump/live_peer
+tests_ddpdump_live_peer_SOURCES = tests/ddpdump/live_peer.c
+tests_ddpdump_live_peer_LDADD = libesock_core.la
+TESTS += tests/ddpdump/live.sh
+EXTRA_DIST += tests/ddpdump/live.sh
