@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 #include "tools/fpdu_print.h"
 
@@ -34,6 +35,34 @@ static void print_term(FILE *f, const struct esock_rdmap_term *t)
 			(t->t.hdrct & ESOCK_TERM_HDRCT_R) ? " ReadReq-hdr" : "");
 	if (t->order == ESOCK_RDMAP_TERM_SIW)
 		fprintf(f, " (siw bit order)");
+}
+
+void fpdu_print_term_copies(FILE *f, const struct esock_rdmap_term *t)
+{
+	struct esock_ddp_hdr h;
+	struct esock_rdmap_msg rr;
+
+	if (t->t.hdrct & ESOCK_TERM_HDRCT_M)
+		fprintf(f, "\tterminated segment: DDP Segment Length %u\n", t->ddp_seg_len);
+	if ((t->t.hdrct & ESOCK_TERM_HDRCT_D) && esock_ddp_hdr_decode(&h, t->ddp_hdr, t->ddp_hdr_len) > 0) {
+		if (h.tagged)
+			fprintf(f, "\tterminated DDP header: T=1 L=%d DV=%u STag 0x%08" PRIx32 " TO 0x%016" PRIx64
+				   " (%s)\n", h.last, h.dv, h.stag, h.to, esock_rdmap_opcode_name(h.ulp_ctrl & 0xf));
+		else
+			fprintf(f, "\tterminated DDP header: T=0 L=%d DV=%u QN %" PRIu32 " MSN %" PRIu32 " MO %" PRIu32
+				   " (%s)\n", h.last, h.dv, h.qn, h.msn, h.mo, esock_rdmap_opcode_name(h.ulp_ctrl & 0xf));
+	}
+	if (t->t.hdrct & ESOCK_TERM_HDRCT_R) {
+		uint8_t seg[ESOCK_DDP_UNTAGGED_HLEN + ESOCK_RDMAP_READ_REQ_HLEN] = { 0x41, 0x41 };
+
+		seg[9] = ESOCK_DDP_QN_READ_REQ;
+		memcpy(seg + ESOCK_DDP_UNTAGGED_HLEN, t->rdmap_hdr, ESOCK_RDMAP_READ_REQ_HLEN);
+		if (esock_rdmap_decode(&rr, seg, sizeof(seg), NULL, NULL) > 0)
+			fprintf(f, "\tterminated Read Request: sink 0x%08" PRIx32 "/0x%" PRIx64 " size %" PRIu32
+				   " source 0x%08" PRIx32 "/0x%" PRIx64 "\n",
+				rr.u.read_req.sink_stag, rr.u.read_req.sink_to, rr.u.read_req.size,
+				rr.u.read_req.src_stag, rr.u.read_req.src_to);
+	}
 }
 
 void fpdu_print_msg(FILE *f, const struct esock_rdmap_msg *m)

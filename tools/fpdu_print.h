@@ -17,4 +17,7 @@ void fpdu_print_frame(FILE *f, const struct esock_mpa_frame *fr);
  * Terminate, its reason in words. */
 void fpdu_print_msg(FILE *f, const struct esock_rdmap_msg *m);
 
+/* Verbose lines for a Terminate's copied headers (DDP and Read Request). */
+void fpdu_print_term_copies(FILE *f, const struct esock_rdmap_term *t);
+
 #endif

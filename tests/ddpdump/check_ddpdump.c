@@ -17,6 +17,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <pcap/pcap.h>
+
 #include "tests/oracle/pcap_synth.h"
 #include "tests/oracle/streams.h"
 #include "tests/oracle/tshark_run.h"
@@ -529,7 +531,7 @@ END_TEST
 
 START_TEST(test_gzip_and_errors)
 {
-	char gz_path[300], cmd[700];
+	char gz_path[300], cmd[1024];
 	gzFile gz;
 	FILE *f;
 	char buf[65536];
@@ -557,6 +559,47 @@ START_TEST(test_gzip_and_errors)
 	ck_assert_ptr_nonnull(strstr(buf, "ddpdump:"));
 	snprintf(cmd, sizeof(cmd), "%s -T xml -r x 2>/dev/null", ddpdump());
 	ck_assert_int_eq(WEXITSTATUS(system(cmd)), 2);
+	/* A link type ddpdump does not parse: a clear message, exit status 1. */
+	{
+		pcap_t *dead = pcap_open_dead(DLT_IEEE802_11, 65535);
+		pcap_dumper_t *d = pcap_dump_open(dead, cap_path);
+		struct pcap_pkthdr h = { .caplen = 4, .len = 4 };
+
+		pcap_dump((u_char *)d, &h, (const u_char *)"abcd");
+		pcap_dump_close(d);
+		pcap_close(dead);
+	}
+	snprintf(cmd, sizeof(cmd), "%s -r %s 2>&1", ddpdump(), cap_path);
+	f = popen(cmd, "r");
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	ck_assert_int_eq(WEXITSTATUS(pclose(f)), 1);
+	ck_assert_ptr_nonnull(strstr(buf, "unsupported link type"));
+}
+END_TEST
+
+/* pcapng input (converted with editcap, which comes with tshark). */
+START_TEST(test_pcapng)
+{
+	char ng[300], cmd[700];
+	size_t plain;
+
+	if (system("command -v editcap >/dev/null 2>&1") != 0) {
+		ck_assert_msg(!getenv("ESOCK_REQUIRE_TSHARK"), "editcap (tshark's package) not found");
+		return;
+	}
+	make_all(cap_path);
+	run_json(cap_path, "");
+	plain = nrec;
+	snprintf(ng, sizeof(ng), "%s.pcapng", cap_path);
+	snprintf(cmd, sizeof(cmd), "editcap -F pcapng %s %s", cap_path, ng);
+	ck_assert_int_eq(system(cmd), 0);
+	run_json(ng, "");
+	ck_assert_int_eq(WEXITSTATUS(exit_status), 0);
+	ck_assert_uint_eq(nrec, plain);
+	for (size_t i = 0; i < nex; i++)
+		same_as_expected(&recs[i], &ex[i], i);
+	unlink(ng);
 }
 END_TEST
 
@@ -601,6 +644,7 @@ int main(void)
 	tcase_add_test(tc, test_snaplen_and_truncated_file);
 	tcase_add_test(tc, test_decode_as_and_garbage);
 	tcase_add_test(tc, test_gzip_and_errors);
+	tcase_add_test(tc, test_pcapng);
 run:
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);

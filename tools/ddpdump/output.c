@@ -171,10 +171,13 @@ void out_fpdu(const struct dir_state *d, const struct esock_mpa_ev *ev, const st
 		fprintf(opt.out, "undecodable: %s\n", esock_term_str(why->layer, why->etype, why->ecode));
 	else
 		fpdu_print_msg(opt.out, m);
-	if (opt.format == OUT_VERBOSE)
+	if (opt.format == OUT_VERBOSE) {
 		fprintf(opt.out, "\tpad %zu, CRC field 0x%08" PRIx32 ", computed 0x%08" PRIx32 ", %s\n",
 			esock_mpa_pad_len(ev->len), ev->crc_rx, ev->crc_calc,
 			aligned ? "FPDU starts a TCP segment" : "FPDU does not start a TCP segment");
+		if (rc >= 0 && m->opcode == ESOCK_RDMAP_TERMINATE)
+			fpdu_print_term_copies(opt.out, &m->u.term);
+	}
 	if (opt.hex)
 		hexdump(ev->data, ev->len);
 }
