@@ -39,7 +39,7 @@ static struct rec recs[MAXR];
 static size_t nrec;
 static char out[1 << 22];
 static int exit_status;
-static unsigned gaps, resyncs, snap_notes;
+static unsigned gaps, resyncs, snap_notes, phase_notes;
 
 static const char *ddpdump(void)
 {
@@ -97,7 +97,7 @@ static void run_json(const char *pcap, const char *args)
 	out[n] = '\0';
 	exit_status = pclose(p);
 	ck_assert_msg(WIFEXITED(exit_status), "ddpdump died: %s", cmd);
-	nrec = gaps = resyncs = snap_notes = 0;
+	nrec = gaps = resyncs = snap_notes = phase_notes = 0;
 	for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
 		struct rec *r = &recs[nrec];
 
@@ -107,6 +107,8 @@ static void run_json(const char *pcap, const char *args)
 			resyncs++;
 		if (strstr(line, "snaplen"))
 			snap_notes++;
+		if (strstr(line, "marker phase found"))
+			phase_notes++;
 		if (!strstr(line, "\"type\":\"fpdu\"") || nrec >= MAXR)
 			continue;
 		memset(r, 0, sizeof(*r));
@@ -395,6 +397,8 @@ static void make_faulty(const char *path, bool markers, enum synth_fault fault, 
 	static uint8_t data[9000];
 
 	ck_assert_ptr_nonnull(cap);
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 7 + 1);
 	nex = ngood_crc = 0;
 	streams_open_conn(cap, &c, 5, true, markers);
 	synth_fault(&c.sc, fault, at);
@@ -529,6 +533,46 @@ START_TEST(test_decode_as_and_garbage)
 }
 END_TEST
 
+/* Copies |in| to |dst| without its first |skip| frames: a capture joined mid-way. */
+static void drop_frames(const char *in, const char *dst, unsigned skip)
+{
+	char err[PCAP_ERRBUF_SIZE];
+	pcap_t *p = pcap_open_offline(in, err);
+	pcap_dumper_t *d;
+	struct pcap_pkthdr *h;
+	const u_char *data;
+	unsigned i = 0;
+
+	ck_assert_ptr_nonnull(p);
+	d = pcap_dump_open(p, dst);
+	ck_assert_ptr_nonnull(d);
+	while (pcap_next_ex(p, &h, &data) == 1)
+		if (i++ >= skip)
+			pcap_dump((u_char *)d, h, data);
+	pcap_dump_close(d);
+	pcap_close(p);
+}
+
+/* Decode-as on a marked stream joined mid-way: the marker phase is found. */
+START_TEST(test_decode_as_markers_midstream)
+{
+	char mid[300];
+	size_t k = 0;
+
+	make_faulty(cap_path, true, SYNTH_NONE, 0);
+	snprintf(mid, sizeof(mid), "%s.mid", cap_path);
+	drop_frames(cap_path, mid, 20); /* handshake, start frames and a few FPDUs gone */
+	run_json(mid, "-p 20005 --crc --markers");
+	ck_assert_int_eq(WEXITSTATUS(exit_status), 0);
+	ck_assert_uint_gt(nrec, nex / 2);
+	ck_assert_uint_eq(phase_notes, 1);
+	/* Whatever decodes is exactly the tail of what was sent, CRCs good. */
+	for (size_t i = nrec; i > 0; i--, k++)
+		same_as_expected(&recs[i - 1], &ex[nex - 1 - k], i - 1);
+	unlink(mid);
+}
+END_TEST
+
 START_TEST(test_gzip_and_errors)
 {
 	char gz_path[300], cmd[1024];
@@ -643,6 +687,7 @@ int main(void)
 	tcase_add_test(tc, test_dup_and_swap);
 	tcase_add_test(tc, test_snaplen_and_truncated_file);
 	tcase_add_test(tc, test_decode_as_and_garbage);
+	tcase_add_test(tc, test_decode_as_markers_midstream);
 	tcase_add_test(tc, test_gzip_and_errors);
 	tcase_add_test(tc, test_pcapng);
 run:

@@ -63,6 +63,7 @@ struct dir_state {
 	uint8_t *ulpdu;           /* 64 KiB rx buffer */
 	uint32_t pos;             /* stream position in full operation */
 	bool crc, markers;
+	bool phase_known;         /* stream positions (hence markers) are known */
 	bool chunk_seg_start;     /* the octets being fed began a TCP segment */
 	bool cur_aligned;         /* the current FPDU began a TCP segment */
 	uint32_t next_msn[4];     /* expected MSN per QN (0: unknown) */

@@ -215,6 +215,8 @@ static void not_start_frame(struct dir_state *d)
 	/* Decode-as: full operation with the assumed options; find an FPDU start. */
 	d->crc = opt.assume_crc == 1;
 	d->markers = opt.assume_markers == 1;
+	/* A stream seen from its SYN starts at position 0; otherwise find the phase. */
+	d->phase_known = d->reasm.from_syn;
 	d->mode = D_RESYNC;
 	out_note(d, "no MPA start frame: decoding as MPA (CRC %s, markers %s), looking for an FPDU",
 		 d->crc ? "on" : "off", d->markers ? "on" : "off");

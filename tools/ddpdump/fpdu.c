@@ -23,6 +23,7 @@ void dir_start_full(struct dir_state *d, uint32_t pos)
 	cfg.buf = d->ulpdu;
 	cfg.buf_len = d->ulpdu ? 65536 : 0;
 	d->pos = pos;
+	d->phase_known = true;
 	d->mode = d->ulpdu && esock_mpa_rx_init(&d->rx, &cfg) == 0 ? D_FULL : D_IGNORE;
 }
 

@@ -87,6 +87,50 @@ static size_t next_candidate(const struct dir_state *d, size_t from)
 	return d->hold_len;
 }
 
+/*
+ * Decode-as with markers on a stream joined mid-way: the marker phase is
+ * unknown.  A phase is taken when, at every 512th octet from it, four octets
+ * look like a marker (reserved octets zero, FPDUPTR a multiple of 4) and at
+ * least two of the FPDU headers they point at look like headers.
+ */
+static bool phase_fits(const struct dir_state *d, size_t ph)
+{
+	unsigned headers = 0;
+
+	for (size_t m = ph; m + ESOCK_MPA_MARKER_LEN <= d->hold_len; m += ESOCK_MPA_MARKER_INTERVAL) {
+		uint16_t back = esock_get_be16(d->hold + m + 2);
+		size_t hdr = back ? m - back : m + ESOCK_MPA_MARKER_LEN;
+
+		if (d->hold[m] || d->hold[m + 1] || (back & 3) || back > m + ESOCK_MPA_MARKER_INTERVAL)
+			return false;
+		if (back > m || hdr + 4 > d->hold_len)
+			continue; /* the header is before the capture or not here yet */
+		/* The header it points at must look like one (no marker inside it). */
+		if ((hdr - ph) % ESOCK_MPA_MARKER_INTERVAL > ESOCK_MPA_MARKER_INTERVAL - 4)
+			continue;
+		if (!looks_like_header(d->hold + hdr))
+			return false;
+		headers++;
+	}
+	return headers >= 2;
+}
+
+static bool find_marker_phase(struct dir_state *d)
+{
+	if (d->hold_len < 3 * ESOCK_MPA_MARKER_INTERVAL)
+		return false;
+	for (size_t ph = 0; ph < ESOCK_MPA_MARKER_INTERVAL; ph++) {
+		if (!phase_fits(d, ph))
+			continue;
+		/* Positions are only used modulo 512: put hold[ph] on a marker. */
+		d->pos = (uint32_t)(ESOCK_MPA_MARKER_INTERVAL - ph) % ESOCK_MPA_MARKER_INTERVAL;
+		d->phase_known = true;
+		out_note(d, "marker phase found at stream offset %zu", ph);
+		return true;
+	}
+	return false;
+}
+
 static void resume_at(struct dir_state *d, size_t start)
 {
 	size_t n = d->hold_len - start;
@@ -112,6 +156,8 @@ void resync_feed(struct dir_state *d, const uint8_t *p, size_t len)
 	if (!d->hold_len)
 		d->scan_from = 0;
 	hold_append(d, p, len);
+	if (d->markers && !d->phase_known && !find_marker_phase(d))
+		return;
 	for (i = next_candidate(d, d->scan_from); i < d->hold_len; i = next_candidate(d, i + 1)) {
 		int t = trial(d, i);
 

@@ -94,6 +94,7 @@ void reasm_segment(struct reasm *r, uint32_t seq, const uint8_t *data, size_t le
 	if (syn) {
 		if (!r->started) {
 			r->started = true;
+			r->from_syn = true;
 			r->next = seq + 1;
 		}
 		seq++;

@@ -21,6 +21,7 @@ typedef void (*reasm_deliver_fn)(void *ctx, const uint8_t *data, size_t len, boo
 
 struct reasm {
 	bool started;
+	bool from_syn;           /* started at the SYN: the first octet is stream octet 0 */
 	uint32_t next;           /* next expected sequence number */
 	struct reasm_seg *held;  /* out-of-order segments, sorted by seq */
 	size_t held_bytes;
