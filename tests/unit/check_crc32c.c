@@ -162,11 +162,5 @@ static Suite *crc32c_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(crc32c_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run(crc32c_suite());
 }

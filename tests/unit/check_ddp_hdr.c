@@ -106,8 +106,6 @@ int main(void)
 {
 	Suite *s = suite_create("ddp_hdr");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_reference_tagged);
 	tcase_add_test(tc, test_reference_untagged);
@@ -115,9 +113,5 @@ int main(void)
 	tcase_add_test(tc, test_version_check);
 	tcase_add_test(tc, test_round_trip);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run(s);
 }

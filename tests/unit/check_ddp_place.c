@@ -384,8 +384,6 @@ int main(void)
 {
 	Suite *s = suite_create("ddp_place");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_tagged_ok);
 	tcase_add_loop_test(tc, test_tagged_errors, 0, (int)(sizeof(terrs) / sizeof(terrs[0])));
@@ -397,9 +395,5 @@ int main(void)
 	tcase_add_test(tc, test_random_segments);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run(s);
 }

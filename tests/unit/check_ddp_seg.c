@@ -97,17 +97,11 @@ int main(void)
 {
 	Suite *s = suite_create("ddp_seg");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_sizes);
 	tcase_add_test(tc, test_siw_like_4096);
 	tcase_add_test(tc, test_to_wrap_and_errors);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run(s);
 }

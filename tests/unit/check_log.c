@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/unit/testutil.h"
 #include "util/log.h"
 
 START_TEST(test_parse)
@@ -53,15 +54,9 @@ int main(void)
 {
 	Suite *s = suite_create("log");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_parse);
 	tcase_add_test(tc, test_levels_and_sink);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run(s);
 }

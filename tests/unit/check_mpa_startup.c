@@ -422,8 +422,6 @@ int main(void)
 {
 	Suite *s = suite_create("mpa_startup");
 	TCase *tc = tcase_create("frames"), *tn = tcase_create("negotiate");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_encode_reference_request);
 	tcase_add_test(tc, test_decode_reference_reply);
@@ -442,9 +440,5 @@ int main(void)
 	tcase_add_test(tn, test_request_build_invalid);
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, tn);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run(s);
 }

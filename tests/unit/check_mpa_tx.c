@@ -228,8 +228,6 @@ int main(void)
 {
 	Suite *s = suite_create("mpa_tx");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_loop_test(tc, test_vectors, 0, (int)FPDU_VECS);
 	tcase_add_test(tc, test_zero_copy);
@@ -240,9 +238,5 @@ int main(void)
 	tcase_add_test(tc, test_build_errors);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run(s);
 }

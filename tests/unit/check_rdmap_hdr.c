@@ -234,8 +234,6 @@ int main(void)
 {
 	Suite *s = suite_create("rdmap_hdr");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_reference_frames);
 	tcase_add_test(tc, test_every_opcode_round_trip);
@@ -243,9 +241,5 @@ int main(void)
 	tcase_add_loop_test(tc, test_decode_errors, 0, (int)(sizeof(derrs) / sizeof(derrs[0])));
 	tcase_add_test(tc, test_names);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run(s);
 }

@@ -190,8 +190,6 @@ int main(void)
 {
 	Suite *s = suite_create("rdmap_term");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_reference_llp_crc);
 	tcase_add_test(tc, test_build_copies_untagged_header);
@@ -201,9 +199,5 @@ int main(void)
 	tcase_add_test(tc, test_round_trip_both_orders);
 	tcase_add_test(tc, test_encode_invalid_copy);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run(s);
 }

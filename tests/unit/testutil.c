@@ -125,3 +125,14 @@ int tu_feed_random(const uint8_t *buf, size_t len, uint64_t *rng, tu_feed_fn fee
 	}
 	return 0;
 }
+
+int tu_run(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -39,4 +39,8 @@ int tu_feed_cut(const uint8_t *buf, size_t len, size_t cut, tu_feed_fn feed, voi
 /* Feeds in pseudo-random pieces from |rng|. */
 int tu_feed_random(const uint8_t *buf, size_t len, uint64_t *rng, tu_feed_fn feed, void *ctx);
 
+/* Runs |s| (Check, normal output); returns the process exit status. */
+struct Suite;
+int tu_run(struct Suite *s);
+
 #endif
