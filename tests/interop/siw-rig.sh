@@ -115,6 +115,11 @@ prepare() {
 	local k
 	host_deps
 	k=$(kver)
+	if [ -z "$k" ] || ! apt-cache show "linux-source-$(echo "${k%-amd64}" | cut -d. -f1-2)" >/dev/null 2>&1; then
+		log "refreshing package lists"
+		apt-get update -qq >/dev/null 2>&1 || true
+		k=$(kver)
+	fi
 	[ -n "$k" ] || { log "cannot find the Debian kernel version (apt-get update?)"; return 1; }
 	fetch_kernel "$k"
 	build_siw "$k" default
