@@ -37,7 +37,7 @@ count() { # $1 = test-suite log: add its automake counts
 	done
 }
 show_failures() { # $1 = build dir
-	grep -l -s -E '^(FAIL|ERROR)' $(find "$1/tests" -name '*.log' 2>/dev/null) | head -n 5 |
+	find "$1/tests" "$1/tools" -name '*.log' -exec grep -l -s -E '^(FAIL|ERROR)' {} + 2>/dev/null | head -n 5 |
 		while read -r l; do echo "--- $l"; tail -n 40 "$l"; done
 }
 # stage NAME DIR TARGET [configure options]: configure (once), build, make TARGET.

@@ -1,4 +1,5 @@
 #!/bin/busybox sh
+# shellcheck shell=dash
 # SPDX-License-Identifier: MIT
 # /init of the siw guest: load the RDMA stack and siw, attach siw to eth0,
 # run /job.sh, send the files it lists back over the console, power off.
