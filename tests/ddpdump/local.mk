@@ -14,3 +14,4 @@ tests_ddpdump_live_peer_SOURCES = tests/ddpdump/live_peer.c
 tests_ddpdump_live_peer_LDADD = libesock_core.la
 TESTS += tests/ddpdump/live.sh
 EXTRA_DIST += tests/ddpdump/live.sh
+EXTRA_DIST += tests/interop
