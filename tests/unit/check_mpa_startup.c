@@ -15,7 +15,7 @@
 
 #include "tests/unit/testutil.h"
 
-/* PROTOCOL-NOTES reference frames: C=1, S=1, Rev 2, IRD 16, ORD 16. */
+/* Reference frames (decoded by tshark): C=1, S=1, Rev 2, IRD 16, ORD 16. */
 static const char *req_p2p_hex =
 	"4d 50 41 20 49 44 20 52 65 71 20 46 72 61 6d 65 50 02 00 04 80 10 c0 10";
 static const char *rep_read_hex =
