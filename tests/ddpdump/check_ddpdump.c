@@ -30,6 +30,8 @@ struct rec {
 	unsigned conn, ulen, opcode, t, l, qn, msn, mo, stag, markers, term_layer, term_etype, term_ecode,
 		term_hdrct;
 	char term_order[8];
+	unsigned sink_stag, size, src_stag;
+	unsigned long long sink_to, src_to;
 	unsigned long long to;
 	char crc[8];
 	bool has_op;
@@ -37,6 +39,14 @@ struct rec {
 
 static struct rec recs[MAXR];
 static size_t nrec;
+
+/* Start frames as ddpdump shows them (JSON). */
+struct sf {
+	bool reply;
+	unsigned rev, m, c, r, s, pd_len;
+};
+static struct sf sfs[64];
+static size_t nsf;
 static char out[1 << 22];
 static int exit_status;
 static unsigned gaps, resyncs, snap_notes, phase_notes;
@@ -98,6 +108,7 @@ static void run_json(const char *pcap, const char *args)
 	exit_status = pclose(p);
 	ck_assert_msg(WIFEXITED(exit_status), "ddpdump died: %s", cmd);
 	nrec = gaps = resyncs = snap_notes = phase_notes = 0;
+	nsf = 0;
 	for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
 		struct rec *r = &recs[nrec];
 
@@ -109,6 +120,17 @@ static void run_json(const char *pcap, const char *args)
 			snap_notes++;
 		if (strstr(line, "marker phase found"))
 			phase_notes++;
+		if ((strstr(line, "\"type\":\"mpa_request\"") || strstr(line, "\"type\":\"mpa_reply\"")) && nsf < 64) {
+			struct sf *f = &sfs[nsf++];
+
+			f->reply = strstr(line, "mpa_reply") != NULL;
+			f->rev = (unsigned)field(line, "rev", NULL);
+			f->m = (unsigned)field(line, "m", NULL);
+			f->c = (unsigned)field(line, "c", NULL);
+			f->r = (unsigned)field(line, "r", NULL);
+			f->s = (unsigned)field(line, "s", NULL);
+			f->pd_len = (unsigned)field(line, "pd_len", NULL);
+		}
 		if (!strstr(line, "\"type\":\"fpdu\"") || nrec >= MAXR)
 			continue;
 		memset(r, 0, sizeof(*r));
@@ -128,6 +150,11 @@ static void run_json(const char *pcap, const char *args)
 		r->term_ecode = (unsigned)field(line, "term_ecode", NULL);
 		r->term_hdrct = (unsigned)field(line, "term_hdrct", NULL);
 		sfield(line, "term_order", r->term_order, sizeof(r->term_order));
+		r->sink_stag = (unsigned)field(line, "sink_stag", NULL);
+		r->sink_to = field(line, "sink_to", NULL);
+		r->size = (unsigned)field(line, "size", NULL);
+		r->src_stag = (unsigned)field(line, "src_stag", NULL);
+		r->src_to = field(line, "src_to", NULL);
 		sfield(line, "crc", r->crc, sizeof(r->crc));
 		nrec++;
 	}
@@ -212,8 +239,11 @@ static size_t compare_with_tshark(const char *pcap)
 					 "iwarp_rdma.term_etype_rdma", "iwarp_rdma.term_etype_ddp",
 					 "iwarp_rdma.term_etype_llp", "iwarp_rdma.term_errcode_rdma",
 					 "iwarp_rdma.term_errcode_ddp_tagged", "iwarp_rdma.term_errcode_ddp_untagged",
-					 "iwarp_rdma.term_errcode_llp", NULL };
-	struct tshark_out t, v;
+					 "iwarp_rdma.term_errcode_llp", "iwarp_rdma.sinkstag", "iwarp_rdma.sinkto",
+					 "iwarp_rdma.rdmardsz", "iwarp_rdma.srcstag", "iwarp_rdma.srcto", NULL };
+	static const char *const fs[] = { "iwarp_mpa.rep", "iwarp_mpa.rev", "iwarp_mpa.marker_flag",
+					  "iwarp_mpa.crc_flag", "iwarp_mpa.rej_flag", "iwarp_mpa.pdlength", NULL };
+	struct tshark_out t, v, sft;
 	size_t good_ddpdump = 0, good_tshark = 0;
 	const char *p;
 
@@ -244,9 +274,31 @@ static size_t compare_with_tshark(const char *pcap)
 			ck_assert_uint_eq(strtoul(first_nonempty(c, 10, 12), NULL, 0), r->term_etype);
 			ck_assert_uint_eq(strtoul(first_nonempty(c, 13, 16), NULL, 0), r->term_ecode);
 		}
+		if (r->opcode == ESOCK_RDMAP_READ_REQ) {
+			ck_assert_uint_eq(strtoul(c[17], NULL, 0), r->sink_stag);
+			ck_assert(strtoull(c[18], NULL, 0) == r->sink_to);
+			ck_assert_uint_eq(strtoul(c[19], NULL, 0), r->size);
+			ck_assert_uint_eq(strtoul(c[20], NULL, 0), r->src_stag);
+			ck_assert(strtoull(c[21], NULL, 0) == r->src_to);
+		}
 		good_ddpdump += !strcmp(r->crc, "ok");
 	}
 	tshark_out_free(&t);
+	/* Start frames: same order, flags, revision and PD_Length (the RFC 6581
+	 * word counts in tshark's PD_Length, not in ddpdump's ULP private data). */
+	ck_assert_int_eq(tshark_run(pcap, "iwarp_mpa.req || iwarp_mpa.rep", fs, &sft), 0);
+	ck_assert_uint_eq(sft.nrows, nsf);
+	for (size_t i = 0; i < nsf; i++) {
+		char **c = sft.rows[i].col;
+
+		ck_assert_int_eq(*c[0] != '\0', sfs[i].reply);
+		ck_assert_uint_eq(strtoul(c[1], NULL, 0), sfs[i].rev);
+		ck_assert_uint_eq(strtoul(c[2], NULL, 0), sfs[i].m);
+		ck_assert_uint_eq(strtoul(c[3], NULL, 0), sfs[i].c);
+		ck_assert_uint_eq(strtoul(c[4], NULL, 0), sfs[i].r);
+		ck_assert_uint_eq(strtoul(c[5], NULL, 0), sfs[i].pd_len + ((sfs[i].s && sfs[i].rev == 2) ? 4 : 0));
+	}
+	tshark_out_free(&sft);
 	ck_assert_int_eq(tshark_run(pcap, "iwarp_mpa", NULL, &v), 0);
 	for (p = v.text; (p = strstr(p, "(Good CRC32)")); p++)
 		good_tshark++;
