@@ -28,5 +28,5 @@ fuzz-run: fuzz
 clean-local: clean-fuzz
 clean-fuzz:
 	rm -f $(addprefix tests/fuzz/fuzz_,$(FUZZ_TARGETS))
-	rm -rf tests/fuzz/work
+	rm -rf tests/fuzz/runs
 .PHONY: fuzz fuzz-run clean-fuzz

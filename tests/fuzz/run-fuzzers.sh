@@ -2,12 +2,12 @@
 # SPDX-License-Identifier: MIT
 # Runs every libFuzzer target for FUZZ_SECONDS on a scratch copy of its seed
 # corpus (the tree is never written).  Any crash, leak or sanitizer report
-# fails the run; the reproducer is left in tests/fuzz/work/<target>/.
+# fails the run; the reproducer is left in tests/fuzz/runs/<target>/.
 set -u
 srcdir=${1:-.}
 fail=0
 for t in $FUZZ_TARGETS; do
-	work=tests/fuzz/work/$t
+	work=tests/fuzz/runs/$t
 	rm -rf "$work"
 	mkdir -p "$work/corpus"
 	cp "$srcdir/tests/fuzz/corpus/$t/"* "$work/corpus/" 2>/dev/null || true
