@@ -312,11 +312,17 @@ START_TEST(test_tolerant)
 		int n = 0, bad = 0, badmark = 0;
 		unsigned nmark = 0;
 
-		stream_make(s, &rng, 3, 1500, true, markers, 0);
-		first_end = esock_mpa_fpdu_len(s->ulen[0], markers, 0);
+		size_t mark;
+
+		/* A stream with a marker somewhere after FPDU 0 (when markers are on). */
+		do {
+			stream_make(s, &rng, 3, 1500, true, markers, 0);
+			first_end = esock_mpa_fpdu_len(s->ulen[0], markers, 0);
+			mark = (first_end + 511) / 512 * 512;
+		} while (markers && mark + 4 > s->len);
 		s->wire[first_end - 1] ^= 0x80; /* CRC of FPDU 0 */
 		if (markers)
-			s->wire[first_end + 512 - first_end % 512 + 3] ^= 0x04; /* a marker in FPDU 1 */
+			s->wire[mark + 3] ^= 0x04; /* a marker of a later FPDU */
 		esock_mpa_rx_init(&rx, &cfg);
 		while (off < s->len) {
 			struct esock_mpa_ev ev;
