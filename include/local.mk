@@ -8,4 +8,5 @@ esockinclude_HEADERS = \
 	include/esock/mpa.h \
 	include/esock/ddp.h \
 	include/esock/rdmap.h \
-	include/esock/wire.h
+	include/esock/wire.h \
+	include/esock/iwarp.h
