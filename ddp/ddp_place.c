@@ -53,11 +53,12 @@ static int fail_untagged(struct esock_ddp_place *p, int rc, uint8_t ecode)
 	return fail(p, rc, ESOCK_TERM_LAYER_DDP, ESOCK_TERM_DDP_ETYPE_UNTAGGED, ecode);
 }
 
-static int place_tagged(struct esock_ddp_place *p, const struct esock_ddp_hdr *h,
-			const uint8_t *payload, size_t len, uint32_t access)
+static int place_tagged(struct esock_ddp_place *p, const struct esock_ddp_hdr *h, size_t len,
+			uint32_t access, uint8_t **dst)
 {
 	struct esock_ddp_region r;
 
+	*dst = NULL;
 	if (len == 0)
 		return 0;
 	if (p->cfg.lookup.stag(p->cfg.lookup.ctx, h->stag, &r) < 0)
@@ -72,7 +73,7 @@ static int place_tagged(struct esock_ddp_place *p, const struct esock_ddp_hdr *h
 		return fail_tagged(p, ESOCK_TERM_DDP_T_TO_WRAP);
 	if (h->to < r.base || h->to - r.base > r.len || len > r.len - (h->to - r.base))
 		return fail_tagged(p, ESOCK_TERM_DDP_T_BASE_BOUNDS);
-	memcpy(r.addr + (h->to - r.base), payload, len);
+	*dst = r.addr + (h->to - r.base);
 	return 0;
 }
 
@@ -163,8 +164,8 @@ static int check_untagged(struct esock_ddp_place *p, const struct esock_ddp_hdr 
 	return 0;
 }
 
-static int place_untagged(struct esock_ddp_place *p, const struct esock_ddp_hdr *h,
-			  const uint8_t *payload, size_t len, struct esock_ddp_placed *out)
+static int place_untagged(struct esock_ddp_place *p, const struct esock_ddp_hdr *h, size_t len,
+			  uint8_t **dst, struct esock_ddp_placed *out)
 {
 	struct esock_ddp_msg_state *m;
 	uint64_t end = (uint64_t)h->mo + len;
@@ -184,10 +185,31 @@ static int place_untagged(struct esock_ddp_place *p, const struct esock_ddp_hdr 
 		return rc;
 	if (h->last)
 		m->total = end;
-	if (len)
-		memcpy(m->buf.addr + h->mo, payload, len);
+	*dst = len ? m->buf.addr + h->mo : NULL;
 	m->done = m->total != TOTAL_UNKNOWN && m->received == m->total;
 	out->msg_done = m->done;
+	return 0;
+}
+
+ESOCK_EXPORT int esock_ddp_place_prepare(struct esock_ddp_place *p, const struct esock_ddp_hdr *h,
+					 size_t len, uint32_t access, uint8_t **dst,
+					 struct esock_ddp_placed *out)
+{
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	*dst = NULL;
+	if (p->err)
+		return p->err;
+	if (esock_ddp_hdr_check(h, &p->term) < 0) {
+		p->term.hdrct = ESOCK_TERM_HDRCT_M | ESOCK_TERM_HDRCT_D;
+		return p->err = -EPROTO;
+	}
+	rc = h->tagged ? place_tagged(p, h, len, access, dst) : place_untagged(p, h, len, dst, out);
+	if (rc < 0)
+		return rc;
+	out->len = len;
+	out->last = h->last;
 	return 0;
 }
 
@@ -195,21 +217,12 @@ ESOCK_EXPORT int esock_ddp_place_segment(struct esock_ddp_place *p, const struct
 					 const uint8_t *payload, size_t len, uint32_t access,
 					 struct esock_ddp_placed *out)
 {
-	int rc;
+	uint8_t *dst;
+	int rc = esock_ddp_place_prepare(p, h, len, access, &dst, out);
 
-	memset(out, 0, sizeof(*out));
-	if (p->err)
-		return p->err;
-	if (esock_ddp_hdr_check(h, &p->term) < 0) {
-		p->term.hdrct = ESOCK_TERM_HDRCT_M | ESOCK_TERM_HDRCT_D;
-		return p->err = -EPROTO;
-	}
-	rc = h->tagged ? place_tagged(p, h, payload, len, access) : place_untagged(p, h, payload, len, out);
-	if (rc < 0)
-		return rc;
-	out->len = len;
-	out->last = h->last;
-	return 0;
+	if (rc == 0 && len)
+		memcpy(dst, payload, len);
+	return rc;
 }
 
 ESOCK_EXPORT int esock_ddp_place_poll(struct esock_ddp_place *p, struct esock_ddp_completion *c)

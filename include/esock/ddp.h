@@ -232,6 +232,17 @@ ESOCK_EXPORT int esock_ddp_place_segment(struct esock_ddp_place *p, const struct
 					 struct esock_ddp_placed *out);
 
 /*
+ * esock_ddp_place_prepare runs every check of esock_ddp_place_segment for a
+ * segment of |len| payload octets and records it as placed, but copies
+ * nothing: |*dst| is where the caller must write the payload itself (NULL
+ * when |len| is 0), before it next calls esock_ddp_place_poll.  This lets an
+ * engine receive straight from the socket into the target.  Same returns.
+ */
+ESOCK_EXPORT int esock_ddp_place_prepare(struct esock_ddp_place *p, const struct esock_ddp_hdr *h,
+					 size_t len, uint32_t access, uint8_t **dst,
+					 struct esock_ddp_placed *out);
+
+/*
  * esock_ddp_place_poll hands out the next deliverable untagged message (the
  * next MSN of some QN whose octets have all arrived).  Returns 1 with |c|
  * filled, 0 when none is ready, or the terminal error.  Each message is
