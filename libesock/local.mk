@@ -1,10 +1,18 @@
-# libesock/: the installed library.  For now it exports the wire codecs
-# (esock/wire.h); the extended sockets layer joins it in later issues.
+# libesock/: the installed library: the wire codecs (esock/wire.h) and the
+# user-level endpoint (esock/iwarp.h); the extended sockets layer joins it in
+# issue 5.  libesock_ep.la is the endpoint as a convenience library, linked by
+# the tools and the tests.
+noinst_LTLIBRARIES += libesock_ep.la
+libesock_ep_la_SOURCES = libesock/ep.h libesock/ep_profile.h libesock/ep_profile.c \
+	libesock/ep_mr.c libesock/ep_cq.c libesock/ep_qp.c libesock/ep_conn.c \
+	libesock/ep_tx.c libesock/ep_rx.c libesock/ep_engine.c
+libesock_ep_la_LIBADD = libesock_core.la -lpthread
+
 lib_LTLIBRARIES += libesock.la
 libesock_la_SOURCES =
-# No sources of its own yet: everything comes from the codec core.
+# No sources of its own: everything comes from the convenience libraries.
 nodist_EXTRA_libesock_la_SOURCES = dummy.c
-libesock_la_LIBADD = libesock_core.la
+libesock_la_LIBADD = libesock_ep.la
 libesock_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 \
 	-Wl,--version-script=$(srcdir)/libesock/libesock.map
 EXTRA_libesock_la_DEPENDENCIES = libesock/libesock.map

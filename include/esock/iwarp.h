@@ -190,9 +190,9 @@ struct esock_conn_param {
 	const void *private_data;  /* borrowed during the call */
 	uint16_t private_data_len; /* at most 512 - 4 (256 - 4 towards siw) */
 	uint8_t mpa_rev;           /* 1 or 2 (0: 2; falls back to 1 when the peer does) */
-	int8_t crc;                /* -1: profile default (on), 0 off, 1 on */
+	int8_t crc;                /* 0: profile default (on), 1 on, -1 off */
 	bool markers;              /* ask the peer to send markers (we always accept them) */
-	int8_t p2p;                /* -1: profile default, 0 no, 1 ask for / allow an RTR */
+	int8_t p2p;                /* 0: profile default, 1 ask for / allow an RTR, -1 no */
 	uint16_t ird, ord;         /* inbound / outbound Read depth (0: 8 / 8) */
 	int timeout_ms;            /* MPA exchange (0: 10000; -1 none) */
 	const char *peer;          /* peer profile name (NULL: $ESOCK_PEER or "generic") */

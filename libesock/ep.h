@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal structures of the user-level iWARP endpoint (include/esock/iwarp.h).
+ *
+ * Ownership and threads.  A QP's protocol state (MPA tx/rx, DDP placement,
+ * the message in progress in each direction, the inbound Read queue) is
+ * touched only by the thread that holds the QP's progress token
+ * (ep_qp_progress): the application thread posting or waiting, or the engine
+ * thread.  Nobody blocks on the token: a thread that finds it taken leaves
+ * its wish in qp->want and the holder does the work before it lets go
+ * (a combining handoff, no lock on the data path).  Work requests enter
+ * through rings whose producer side is serialised by post_lock (posters only)
+ * and whose consumer side belongs to the token holder.
+ */
+#ifndef ESOCK_LIBESOCK_EP_H
+#define ESOCK_LIBESOCK_EP_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include <esock/iwarp.h>
+#include <esock/mpa.h>
+#include <esock/rdmap.h>
+
+#include "libesock/ep_profile.h"
+
+#define EP_SGE_MAX 15          /* + the header piece = ESOCK_MPA_TX_PIECES_MAX */
+#define EP_DEPTH_DEFAULT 128
+#define EP_IRD_DEFAULT 8
+#define EP_ORD_DEFAULT 8
+#define EP_IRD_MAX 128
+#define EP_CTRL_MAX 128        /* whole ULPDU of a Read Request / Terminate */
+#define EP_STAGE_LEN (64 * 1024 + 64)
+#define EP_DIRECT_MIN 2048     /* payload left worth a recv straight into place */
+#define EP_TIMEOUT_DEFAULT_MS 10000
+
+struct esock_pd {
+	uint32_t id;
+	atomic_int refs; /* MRs and QPs */
+};
+
+struct esock_mr {
+	struct esock_pd *pd;
+	uint8_t *addr;
+	uint64_t len;
+	unsigned access;
+	uint32_t stag;   /* index << 8 | key */
+	bool valid;      /* under the MR table lock */
+};
+
+/* ep_mr.c: the process-wide STag table. */
+int ep_mr_region(uint32_t stag, struct esock_ddp_region *out);
+/* Checks an SGE against |pd| and |need| (ESOCK_ACCESS_*); 0, -EACCES. */
+int ep_mr_check_sge(const struct esock_pd *pd, const struct esock_sge *sge, unsigned need);
+/* Remote invalidation (Send with Invalidate): 0, -ENOENT (not ours), -EINVAL. */
+int ep_mr_invalidate_remote(const struct esock_pd *pd, uint32_t stag);
+
+struct esock_cq {
+	pthread_mutex_t lock;
+	struct esock_wc *ring;
+	uint32_t depth, head, count;
+	bool overflow;
+	int efd;            /* eventfd: notifications and sleeping waiters */
+	int armed;          /* 0, 1 any completion, 2 solicited only */
+	atomic_int sleepers;
+	atomic_int refs;    /* QPs bound */
+	struct esock_qp **qps; /* bound QPs, for progress while waiting */
+	int nqps, qcap;
+};
+
+void ep_cq_push(struct esock_cq *cq, const struct esock_wc *wc, bool solicited);
+int ep_cq_bind(struct esock_cq *cq, struct esock_qp *qp);
+void ep_cq_unbind(struct esock_cq *cq, struct esock_qp *qp);
+
+/* A send work request as queued (SGEs copied). */
+struct ep_sqe {
+	uint64_t wr_id;
+	enum esock_wr_opcode opcode;
+	unsigned flags;
+	uint32_t inval_stag;
+	uint64_t remote_addr;
+	uint32_t rkey;
+	int num_sge;
+	struct esock_sge sge[EP_SGE_MAX];
+	uint64_t len;
+	bool sent;       /* wholly on the wire (Read: request sent) */
+	bool done;
+	enum esock_wc_status status;
+};
+
+struct ep_rqe {
+	uint64_t wr_id;
+	int num_sge;
+	struct esock_sge sge[EP_SGE_MAX];
+	uint64_t len;
+};
+
+/* An inbound RDMA Read being answered (responder side). */
+struct ep_irqe {
+	uint8_t *src;     /* registered source memory */
+	uint32_t len;
+	uint32_t sink_stag;
+	uint64_t sink_to;
+};
+
+enum ep_rx_kind { EP_RX_NONE, EP_RX_PLACE, EP_RX_CTRL };
+
+/* The received DDP segment in progress. */
+struct ep_rx_cur {
+	enum ep_rx_kind kind;
+	struct esock_rdmap_msg m;
+	uint8_t hdr[ESOCK_DDP_UNTAGGED_HLEN]; /* for a Terminate's copy */
+	size_t hdr_len;
+	size_t payload_len, got;
+	int iovcnt;
+	struct iovec iov[EP_SGE_MAX]; /* target of payload [0, payload_len) */
+	uint8_t ctrl[EP_CTRL_MAX];    /* control messages, whole ULPDU */
+	size_t ctrl_len;
+	uint16_t ulpdu_len;
+};
+
+/* The message being transmitted. */
+enum ep_tx_kind { EP_TX_NONE, EP_TX_SQ, EP_TX_READ_RESP, EP_TX_TERM, EP_TX_RTR };
+
+struct ep_tx_cur {
+	enum ep_tx_kind kind;
+	struct ep_sqe *sqe;      /* EP_TX_SQ */
+	struct esock_ddp_seg seg;
+	const struct esock_sge *sge; /* payload pieces (SQ) */
+	int num_sge;
+	struct esock_sge resp_sge;   /* Read Response source as one piece */
+	struct esock_rdmap_read_req read_req; /* Read Request being sent */
+	bool last_fpdu_built;
+};
+
+enum {
+	EP_WANT_RX = 0x1,
+	EP_WANT_TX = 0x2,
+	EP_WANT_FLUSH = 0x4,
+};
+
+struct esock_qp {
+	uint32_t num;
+	struct esock_pd *pd;
+	struct esock_cq *scq, *rcq;
+	bool sig_all;
+	uint32_t max_sge;
+	int fd;
+	_Atomic int state;          /* enum esock_qp_state */
+	atomic_int refs;            /* engine references */
+	atomic_bool busy;           /* progress token */
+	atomic_uint want;           /* EP_WANT_* left for the token holder */
+	atomic_bool in_engine;      /* registered with the engine's epoll */
+	bool pollout;               /* EPOLLOUT requested */
+
+	pthread_mutex_t post_lock;  /* posters only */
+	struct ep_sqe *sq;
+	uint32_t sq_depth;
+	_Atomic uint32_t sq_tail;   /* producer */
+	uint32_t sq_tx, sq_done;    /* token holder */
+	_Atomic uint32_t sq_done_pub; /* sq_done as posters see it */
+	struct ep_rqe *rq;
+	uint32_t rq_depth;
+	_Atomic uint32_t rq_tail;
+	uint32_t rq_next, rq_done;
+	_Atomic uint32_t rq_done_pub;
+
+	/* Token holder only from here on. */
+	struct esock_conn_info info;
+	const struct ep_profile *prof;
+	struct esock_mpa_tx tx;
+	struct esock_mpa_rx rx;
+	struct esock_ddp_place place;
+	struct ep_tx_cur txc;
+	struct ep_rx_cur rxc;
+	uint8_t txhdr[ESOCK_RDMAP_HDR_MAX + 64];
+	uint8_t termbuf[96];
+	size_t term_len;
+	uint32_t msn_tx[3];         /* next MSN to send on QN 0, 1, 2 */
+	uint32_t msn_rx[3];         /* next MSN expected on QN 1, 2 (QN 0: placement) */
+	uint32_t orq[EP_IRD_MAX];   /* SQ indices of Reads in flight, oldest first */
+	uint32_t orq_head, orq_n;
+	struct ep_irqe irq[EP_IRD_MAX];
+	uint32_t irq_head, irq_n;
+	uint16_t mulpdu;
+	bool tx_hold;               /* p2p responder: wait for the initiator's RTR */
+	bool rtr_pending;           /* initiator: RTR to send first */
+	bool rtr_read_out;          /* our zero-length Read RTR awaits its response */
+	bool term_pending;          /* a Terminate to send at the next FPDU boundary */
+	bool closing;               /* graceful disconnect: shut down once the SQ drains */
+	struct esock_qp_error err;
+	bool has_err;
+	uint8_t *stage;             /* received octets not yet fed to MPA */
+	size_t stage_off, stage_len;
+	bool eof;
+};
+
+/* ep_qp.c */
+void ep_qp_progress(struct esock_qp *qp, unsigned want);
+void ep_qp_fail(struct esock_qp *qp, const struct esock_term *t, bool send_term, int err,
+		enum esock_wc_status first_status);
+void ep_qp_complete_sq(struct esock_qp *qp);
+void ep_qp_flush(struct esock_qp *qp);
+int ep_qp_start(struct esock_qp *qp, int fd, const struct esock_mpa_params *mp, bool initiator);
+
+/* ep_tx.c / ep_rx.c (token holder) */
+void ep_tx_progress(struct esock_qp *qp);
+void ep_rx_progress(struct esock_qp *qp);
+/* Queues a Terminate about segment |seg| for reason |t|; the QP then fails. */
+void ep_tx_terminate(struct esock_qp *qp, const struct esock_term *t, const uint8_t *seg,
+		     size_t len);
+
+/* ep_engine.c */
+int ep_engine_add(struct esock_qp *qp);
+void ep_engine_del(struct esock_qp *qp);
+void ep_engine_want_out(struct esock_qp *qp, bool on);
+/* QP numbers: register / look up with a reference / drop the reference. */
+int ep_qpn_alloc(struct esock_qp *qp);
+void ep_qpn_free(struct esock_qp *qp);
+
+/* Time helper for timeouts (ms since an arbitrary start). */
+int64_t ep_now_ms(void);
+
+#endif /* ESOCK_LIBESOCK_EP_H */

@@ -1,0 +1,492 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Connection setup (RFC 5044 §7.1, RFC 6581): TCP connect / accept, then the
+ * MPA Request and Reply exchanged in the caller's thread under the MPA
+ * timeout, negotiated by the pure code in mpa/ with a policy made of the
+ * caller's parameters and the peer profile.  Exactly one start frame is read
+ * from the socket: what follows belongs to the FPDU stream.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libesock/ep.h"
+#include "util/log.h"
+
+struct esock_listener {
+	int fd;
+};
+
+struct esock_conn_req {
+	int fd;
+	uint8_t frame[ESOCK_MPA_FRAME_MAX];
+	struct esock_mpa_frame req;
+	struct sockaddr_storage local, remote;
+};
+
+int ep_rx_init(struct esock_qp *qp);
+
+static int64_t deadline_of(int timeout_ms)
+{
+	return timeout_ms < 0 ? -1 : ep_now_ms() + (timeout_ms ? timeout_ms : EP_TIMEOUT_DEFAULT_MS);
+}
+
+/* Waits for |ev| on |fd| until |deadline| (-1: none).  0, -ETIMEDOUT or -errno. */
+static int wait_fd(int fd, short ev, int64_t deadline)
+{
+	struct pollfd p = { .fd = fd, .events = ev };
+
+	for (;;) {
+		int left = deadline < 0 ? -1 : (int)(deadline - ep_now_ms());
+		int rc;
+
+		if (deadline >= 0 && left < 0)
+			return -ETIMEDOUT;
+		rc = poll(&p, 1, left);
+		if (rc > 0)
+			return 0;
+		if (rc == 0)
+			return -ETIMEDOUT;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n, int64_t deadline)
+{
+	while (n) {
+		ssize_t k = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		int rc;
+
+		if (k > 0) {
+			p += k;
+			n -= (size_t)k;
+		} else if (k < 0 && errno != EAGAIN && errno != EINTR) {
+			return -errno;
+		} else if ((rc = wait_fd(fd, POLLOUT, deadline)) < 0) {
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/* Reads exactly one start frame into |buf|.  Returns its length or -errno. */
+static ssize_t read_frame(int fd, uint8_t *buf, int64_t deadline)
+{
+	size_t have = 0, need = ESOCK_MPA_HDR_LEN;
+
+	while (have < need) {
+		ssize_t k = recv(fd, buf + have, need - have, MSG_DONTWAIT);
+		int rc;
+
+		if (k == 0)
+			return -ECONNRESET;
+		if (k > 0) {
+			have += (size_t)k;
+			need = esock_mpa_frame_need(buf, have);
+			if (need > ESOCK_MPA_FRAME_MAX)
+				return -EMSGSIZE;
+		} else if (errno != EAGAIN && errno != EINTR) {
+			return -errno;
+		} else if ((rc = wait_fd(fd, POLLIN, deadline)) < 0) {
+			return rc;
+		}
+	}
+	return (ssize_t)have;
+}
+
+static void tune_socket(int fd)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+/* Abortive close: the peer sees a reset, as siw does for a bad start frame. */
+static void close_reset(int fd)
+{
+	struct linger l = { 1, 0 };
+
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+	close(fd);
+}
+
+static int make_policy(const struct esock_conn_param *p, const struct ep_profile *prof,
+		       struct esock_mpa_policy *pol, bool initiator)
+{
+	static const struct esock_conn_param none;
+
+	if (!p)
+		p = &none;
+	memset(pol, 0, sizeof(*pol));
+	pol->rev = p->mpa_rev ? p->mpa_rev : prof->mpa_rev;
+	pol->crc = p->crc ? p->crc > 0 : prof->crc;
+	pol->markers_rx = p->markers;
+	pol->markers_tx = true; /* we always accept (and so send) markers */
+	pol->p2p = p->p2p ? p->p2p > 0 : prof->p2p;
+	pol->rtr = initiator ? prof->rtr_offer : prof->rtr_accept;
+	pol->ird = p->ird ? p->ird : EP_IRD_DEFAULT;
+	pol->ord = p->ord ? p->ord : EP_ORD_DEFAULT;
+	pol->pd = p->private_data;
+	pol->pd_len = p->private_data_len;
+	pol->pd_max = prof->pd_max;
+	pol->siw_compat = prof->siw_compat;
+	if (pol->rev < 1 || pol->rev > 2 || pol->ird > EP_IRD_MAX || pol->ord > EP_IRD_MAX ||
+	    (pol->pd_len && !pol->pd) ||
+	    pol->pd_len + (pol->rev == 2 ? ESOCK_MPA_IRD_ORD_LEN : 0) > prof->pd_max)
+		return -EINVAL;
+	if (initiator && pol->p2p && !pol->rtr)
+		return -EINVAL;
+	return 0;
+}
+
+static void sockaddrs(int fd, struct esock_conn_info *info)
+{
+	socklen_t l = sizeof(info->local);
+
+	getsockname(fd, (struct sockaddr *)&info->local, &l);
+	l = sizeof(info->remote);
+	getpeername(fd, (struct sockaddr *)&info->remote, &l);
+}
+
+/* Fills qp->info from the negotiation and the peer's frame. */
+static void set_info(struct esock_qp *qp, const struct esock_mpa_params *mp,
+		     const struct esock_mpa_frame *peer, const struct ep_profile *prof)
+{
+	struct esock_conn_info *i = &qp->info;
+
+	i->mpa_rev = mp->rev;
+	i->enhanced = mp->enhanced;
+	i->crc = mp->crc;
+	i->markers_tx = mp->markers_tx;
+	i->markers_rx = mp->markers_rx;
+	i->p2p = mp->p2p;
+	i->rtr = mp->rtr;
+	i->ird = mp->ird;
+	i->ord = mp->ord;
+	i->peer_ird = mp->peer_ird;
+	i->peer_ord = mp->peer_ord;
+	i->private_data_len = peer->pd_len;
+	if (peer->pd_len)
+		memcpy(i->private_data, peer->pd, peer->pd_len);
+	i->peer = prof->name;
+}
+
+int ep_qp_start(struct esock_qp *qp, int fd, const struct esock_mpa_params *mp, bool initiator)
+{
+	int mss = 0, rc;
+	socklen_t l = sizeof(mss);
+	size_t mulpdu;
+
+	(void)mp;
+	qp->fd = fd;
+	if (getsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &l) < 0 || mss <= 0)
+		mss = 1460;
+	mulpdu = esock_mpa_mulpdu((uint32_t)mss, qp->info.markers_tx);
+	if (qp->prof->max_ulpdu && mulpdu > qp->prof->max_ulpdu)
+		mulpdu = qp->prof->max_ulpdu;
+	qp->mulpdu = (uint16_t)mulpdu;
+	qp->info.mulpdu = qp->mulpdu;
+	esock_mpa_tx_init(&qp->tx, qp->info.crc, qp->info.markers_tx, 0);
+	if ((rc = ep_rx_init(qp)) < 0)
+		return rc;
+	for (int q = 0; q < 3; q++)
+		qp->msn_tx[q] = qp->msn_rx[q] = 1;
+	qp->rtr_pending = initiator && qp->info.p2p;
+	qp->tx_hold = !initiator && qp->info.p2p;
+	sockaddrs(fd, &qp->info);
+	atomic_store(&qp->state, ESOCK_QPS_RTS);
+	if ((rc = ep_engine_add(qp)) < 0)
+		return rc;
+	log_info("[qp %u fd %d] connected: MPA rev %u%s, CRC %s, markers tx %s rx %s, IRD %u ORD %u, "
+		 "MULPDU %u, peer profile %s", qp->num, fd, qp->info.mpa_rev,
+		 qp->info.enhanced ? " (RFC 6581)" : "", qp->info.crc ? "on" : "off",
+		 qp->info.markers_tx ? "on" : "off", qp->info.markers_rx ? "on" : "off",
+		 qp->info.ird, qp->info.ord, qp->mulpdu, qp->prof->name);
+	/* FPDUs may already wait behind the start frame. */
+	ep_qp_progress(qp, EP_WANT_RX | EP_WANT_TX);
+	return 0;
+}
+
+static int tcp_connect(const struct sockaddr *addr, socklen_t len, int64_t deadline)
+{
+	int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), rc, err = 0;
+	socklen_t el = sizeof(err);
+
+	if (fd < 0)
+		return -errno;
+	tune_socket(fd);
+	if (connect(fd, addr, len) < 0 && errno != EINPROGRESS) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	if ((rc = wait_fd(fd, POLLOUT, deadline)) < 0 ||
+	    (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 && err && (rc = -err))) {
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+/* Best effort: a Terminate about a start-up failure, then a close. */
+static void refuse(int fd, const struct esock_term *t, bool crc)
+{
+	struct esock_rdmap_term tm;
+	struct esock_mpa_tx tx;
+	uint8_t buf[96];
+	struct iovec iov;
+	ssize_t n;
+
+	esock_rdmap_term_build(&tm, t, NULL, 0);
+	if ((n = esock_rdmap_term_msg(&tm, 1, buf, sizeof(buf))) > 0) {
+		uint8_t out[160];
+
+		iov.iov_base = buf;
+		iov.iov_len = (size_t)n;
+		esock_mpa_tx_init(&tx, crc, false, 0);
+		if (esock_mpa_tx_build(&tx, &iov, 1) > 0 &&
+		    (n = esock_mpa_tx_flatten(&tx, out, sizeof(out))) > 0)
+			(void)!send(fd, out, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	}
+	close(fd);
+}
+
+static int mpa_initiate(struct esock_qp *qp, int fd, const struct esock_mpa_policy *pol,
+			int64_t deadline)
+{
+	uint8_t out[ESOCK_MPA_FRAME_MAX], in[ESOCK_MPA_FRAME_MAX];
+	struct esock_mpa_frame req, rep;
+	struct esock_mpa_params mp;
+	struct esock_term t = { 0 };
+	ssize_t n;
+	int rc;
+
+	if ((rc = esock_mpa_request_build(pol, &req)) < 0 ||
+	    (n = esock_mpa_frame_encode(&req, out, sizeof(out))) < 0)
+		return rc < 0 ? rc : (int)n;
+	if ((rc = write_all(fd, out, (size_t)n, deadline)) < 0 ||
+	    (n = read_frame(fd, in, deadline)) < 0)
+		return rc < 0 ? rc : (int)n;
+	if ((n = esock_mpa_frame_decode(&rep, true, in, (size_t)n, pol->pd_max, &t)) < 0) {
+		refuse(fd, &t, req.crc);
+		return -EPROTO;
+	}
+	rc = esock_mpa_reply_check(pol, &req, &rep, &mp, &t);
+	set_info(qp, &mp, &rep, qp->prof);
+	if (rc == -EPROTO)
+		refuse(fd, &t, mp.crc || req.crc);
+	return rc;
+}
+
+ESOCK_EXPORT int esock_qp_connect(struct esock_qp *qp, const struct sockaddr *addr,
+				  socklen_t addrlen, const struct esock_conn_param *param)
+{
+	struct esock_mpa_policy pol;
+	int64_t deadline = deadline_of(param ? param->timeout_ms : 0);
+	int expect = ESOCK_QPS_IDLE, fd, rc;
+
+	if (!qp || !addr || !(qp->prof = ep_profile_pick(param ? param->peer : NULL)) ||
+	    make_policy(param, qp->prof, &pol, true) < 0)
+		return -EINVAL;
+	if (!atomic_compare_exchange_strong(&qp->state, &expect, ESOCK_QPS_CONNECTING))
+		return -EINVAL;
+	if ((fd = tcp_connect(addr, addrlen, deadline)) < 0) {
+		atomic_store(&qp->state, ESOCK_QPS_IDLE);
+		return fd;
+	}
+	rc = mpa_initiate(qp, fd, &pol, deadline);
+	if (rc == -EPROTO) {
+		atomic_store(&qp->state, ESOCK_QPS_IDLE);
+		return rc; /* refuse() closed it */
+	}
+	if (rc == 0)
+		rc = ep_qp_start(qp, fd, NULL, true);
+	if (rc < 0) {
+		if (atomic_load(&qp->state) != ESOCK_QPS_RTS)
+			close(fd), qp->fd = -1;
+		atomic_store(&qp->state, ESOCK_QPS_IDLE);
+		return rc;
+	}
+	if (qp->prof->first_fpdu_delay_ms) {
+		/* siw may not read yet (its accept race): give it time. */
+		struct timespec ts = { 0, (long)qp->prof->first_fpdu_delay_ms * 1000000L };
+
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
+/* ---- passive side ---- */
+
+ESOCK_EXPORT int esock_listen(const struct sockaddr *addr, socklen_t addrlen, int backlog,
+			      struct esock_listener **out)
+{
+	struct esock_listener *l;
+	int one = 1, rc;
+
+	if (!addr || !out)
+		return -EINVAL;
+	if (!(l = calloc(1, sizeof(*l))))
+		return -ENOMEM;
+	l->fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (l->fd < 0 || setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(l->fd, addr, addrlen) < 0 || listen(l->fd, backlog > 0 ? backlog : 128) < 0) {
+		rc = -errno;
+		if (l->fd >= 0)
+			close(l->fd);
+		free(l);
+		return rc;
+	}
+	*out = l;
+	return 0;
+}
+
+ESOCK_EXPORT int esock_listener_addr(const struct esock_listener *l, struct sockaddr_storage *ss)
+{
+	socklen_t len = sizeof(*ss);
+
+	return getsockname(l->fd, (struct sockaddr *)ss, &len) < 0 ? -errno : 0;
+}
+
+ESOCK_EXPORT int esock_listener_fd(const struct esock_listener *l)
+{
+	return l->fd;
+}
+
+ESOCK_EXPORT int esock_listener_close(struct esock_listener *l)
+{
+	if (!l)
+		return -EINVAL;
+	close(l->fd);
+	free(l);
+	return 0;
+}
+
+ESOCK_EXPORT int esock_get_request(struct esock_listener *l, struct esock_conn_req **out,
+				   int timeout_ms)
+{
+	int64_t deadline = timeout_ms < 0 ? -1 : ep_now_ms() + timeout_ms;
+	struct esock_conn_req *r;
+	struct esock_term t = { 0 };
+	ssize_t n;
+	int fd, rc;
+
+	for (;;) {
+		fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd >= 0)
+			break;
+		if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+			return -errno;
+		if ((rc = wait_fd(l->fd, POLLIN, deadline)) < 0)
+			return rc;
+	}
+	tune_socket(fd);
+	if (!(r = calloc(1, sizeof(*r)))) {
+		close(fd);
+		return -ENOMEM;
+	}
+	r->fd = fd;
+	/* The MPA timeout guards the Request, whatever the caller's wait. */
+	n = read_frame(fd, r->frame, ep_now_ms() + EP_TIMEOUT_DEFAULT_MS);
+	if (n < 0 || esock_mpa_frame_decode(&r->req, false, r->frame, (size_t)n, 0, &t) < 0) {
+		log_info("listener: connection without a valid MPA Request (%s), reset",
+			 n < 0 ? strerror((int)-n) : "bad frame");
+		close_reset(fd);
+		free(r);
+		return -EPROTO;
+	}
+	socklen_t len = sizeof(r->local);
+
+	getsockname(fd, (struct sockaddr *)&r->local, &len);
+	len = sizeof(r->remote);
+	getpeername(fd, (struct sockaddr *)&r->remote, &len);
+	*out = r;
+	return 0;
+}
+
+ESOCK_EXPORT int esock_conn_req_info(const struct esock_conn_req *r, struct esock_conn_info *i)
+{
+	memset(i, 0, sizeof(*i));
+	i->mpa_rev = r->req.rev;
+	i->enhanced = esock_mpa_frame_has_ird_ord(&r->req);
+	i->crc = r->req.crc;
+	i->markers_tx = r->req.markers;
+	i->p2p = r->req.p2p;
+	i->rtr = r->req.rtr;
+	i->peer_ird = r->req.ird;
+	i->peer_ord = r->req.ord;
+	i->private_data_len = r->req.pd_len;
+	if (r->req.pd_len)
+		memcpy(i->private_data, r->req.pd, r->req.pd_len);
+	i->local = r->local;
+	i->remote = r->remote;
+	return 0;
+}
+
+static int send_reply(struct esock_conn_req *r, const struct esock_mpa_frame *rep)
+{
+	uint8_t out[ESOCK_MPA_FRAME_MAX];
+	ssize_t n = esock_mpa_frame_encode(rep, out, sizeof(out));
+
+	return n < 0 ? (int)n : write_all(r->fd, out, (size_t)n, ep_now_ms() + EP_TIMEOUT_DEFAULT_MS);
+}
+
+ESOCK_EXPORT int esock_accept(struct esock_conn_req *r, struct esock_qp *qp,
+			      const struct esock_conn_param *param)
+{
+	struct esock_mpa_policy pol;
+	struct esock_mpa_frame rep;
+	struct esock_mpa_params mp;
+	struct esock_term t = { 0 };
+	int expect = ESOCK_QPS_IDLE, rc;
+
+	if (!r || !qp || !(qp->prof = ep_profile_pick(param ? param->peer : NULL)) ||
+	    make_policy(param, qp->prof, &pol, false) < 0)
+		return -EINVAL;
+	if (!atomic_compare_exchange_strong(&qp->state, &expect, ESOCK_QPS_CONNECTING))
+		return -EINVAL;
+	rc = esock_mpa_reply_build(&pol, &r->req, &rep, &mp, &t);
+	if (rc == 0 || rc == -ECONNREFUSED) {
+		int wrc = send_reply(r, &rep);
+
+		rc = rc ? rc : wrc;
+	}
+	if (rc == 0) {
+		set_info(qp, &mp, &r->req, qp->prof);
+		rc = ep_qp_start(qp, r->fd, &mp, false);
+	}
+	if (rc < 0) {
+		log_info("accept: %s", rc == -ECONNREFUSED ? esock_term_str(t.layer, t.etype, t.ecode)
+							  : strerror(-rc));
+		close(r->fd);
+		qp->fd = -1;
+		atomic_store(&qp->state, ESOCK_QPS_IDLE);
+	}
+	free(r);
+	return rc;
+}
+
+ESOCK_EXPORT int esock_reject(struct esock_conn_req *r, const void *pd, uint16_t pd_len)
+{
+	struct esock_mpa_frame rep = { .reply = true, .reject = true, .rev = r->req.rev,
+				       .crc = r->req.crc, .pd = pd, .pd_len = pd_len };
+	int rc;
+
+	if (esock_mpa_frame_has_ird_ord(&r->req)) {
+		rep.enhanced = true;
+		rep.p2p = r->req.p2p;
+	}
+	rc = send_reply(r, &rep);
+	close(r->fd);
+	free(r);
+	return rc;
+}

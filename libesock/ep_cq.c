@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Completion queues: a ring under a short mutex (QPs of several threads may
+ * complete into one CQ), an eventfd written only when somebody sleeps or
+ * asked for a notification (no syscall per completion otherwise), and the
+ * waiting call that makes the bound QPs progress in the caller's thread.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libesock/ep.h"
+
+#define WAIT_FDS 32 /* QPs a waiter drives and watches at once */
+
+int64_t ep_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+ESOCK_EXPORT int esock_cq_create(int depth, struct esock_cq **cq)
+{
+	struct esock_cq *c;
+
+	if (depth <= 0 || depth > (1 << 24) || !cq)
+		return -EINVAL;
+	if (!(c = calloc(1, sizeof(*c))) || !(c->ring = calloc((size_t)depth, sizeof(*c->ring)))) {
+		free(c);
+		return -ENOMEM;
+	}
+	c->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (c->efd < 0) {
+		int e = errno;
+
+		free(c->ring);
+		free(c);
+		return -e;
+	}
+	c->depth = (uint32_t)depth;
+	pthread_mutex_init(&c->lock, NULL);
+	*cq = c;
+	return 0;
+}
+
+ESOCK_EXPORT int esock_cq_destroy(struct esock_cq *cq)
+{
+	if (!cq)
+		return -EINVAL;
+	if (atomic_load(&cq->refs))
+		return -EBUSY;
+	close(cq->efd);
+	pthread_mutex_destroy(&cq->lock);
+	free(cq->qps);
+	free(cq->ring);
+	free(cq);
+	return 0;
+}
+
+static void kick_fd(int fd)
+{
+	uint64_t one = 1;
+
+	(void)!write(fd, &one, sizeof(one));
+}
+
+void ep_cq_push(struct esock_cq *cq, const struct esock_wc *wc, bool solicited)
+{
+	bool notify;
+
+	pthread_mutex_lock(&cq->lock);
+	if (cq->count < cq->depth) {
+		cq->ring[(cq->head + cq->count) % cq->depth] = *wc;
+		cq->count++;
+	} else {
+		cq->overflow = true; /* verbs would raise an async CQ error */
+	}
+	notify = cq->armed == 1 || (cq->armed == 2 && (solicited || wc->status != ESOCK_WC_SUCCESS));
+	if (notify)
+		cq->armed = 0;
+	pthread_mutex_unlock(&cq->lock);
+	if (notify || atomic_load(&cq->sleepers))
+		kick_fd(cq->efd);
+}
+
+ESOCK_EXPORT int esock_cq_poll(struct esock_cq *cq, int n, struct esock_wc *wc)
+{
+	int got = 0;
+
+	if (n <= 0)
+		return 0;
+	pthread_mutex_lock(&cq->lock);
+	while (got < n && cq->count) {
+		wc[got++] = cq->ring[cq->head];
+		cq->head = (cq->head + 1) % cq->depth;
+		cq->count--;
+	}
+	pthread_mutex_unlock(&cq->lock);
+	return got;
+}
+
+ESOCK_EXPORT int esock_cq_fd(struct esock_cq *cq)
+{
+	return cq->efd;
+}
+
+ESOCK_EXPORT int esock_cq_arm(struct esock_cq *cq, bool solicited_only)
+{
+	uint64_t v;
+	int queued;
+
+	(void)!read(cq->efd, &v, sizeof(v));
+	pthread_mutex_lock(&cq->lock);
+	cq->armed = solicited_only ? 2 : 1;
+	queued = cq->count > 0;
+	pthread_mutex_unlock(&cq->lock);
+	return queued;
+}
+
+int ep_cq_bind(struct esock_cq *cq, struct esock_qp *qp)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&cq->lock);
+	if (cq->nqps == cq->qcap) {
+		int ncap = cq->qcap ? cq->qcap * 2 : 8;
+		struct esock_qp **q = realloc(cq->qps, (size_t)ncap * sizeof(*q));
+
+		if (!q)
+			rc = -ENOMEM;
+		else {
+			cq->qps = q;
+			cq->qcap = ncap;
+		}
+	}
+	if (rc == 0) {
+		cq->qps[cq->nqps++] = qp;
+		atomic_fetch_add(&cq->refs, 1);
+	}
+	pthread_mutex_unlock(&cq->lock);
+	return rc;
+}
+
+void ep_cq_unbind(struct esock_cq *cq, struct esock_qp *qp)
+{
+	pthread_mutex_lock(&cq->lock);
+	for (int i = 0; i < cq->nqps; i++)
+		if (cq->qps[i] == qp) {
+			cq->qps[i] = cq->qps[--cq->nqps];
+			atomic_fetch_sub(&cq->refs, 1);
+			break;
+		}
+	pthread_mutex_unlock(&cq->lock);
+}
+
+/*
+ * Drives every bound QP once and fills |pfd| (room for |cap|) with their
+ * sockets.  The QPs are pinned with a reference, not the CQ lock: progress
+ * completes into this very CQ.  Returns how many descriptors were filled.
+ */
+static int progress_bound(struct esock_cq *cq, struct pollfd *pfd, int cap)
+{
+	struct esock_qp *qps[WAIT_FDS];
+	int n = 0, m = 0;
+
+	pthread_mutex_lock(&cq->lock);
+	for (int i = 0; i < cq->nqps && m < cap && m < WAIT_FDS; i++) {
+		atomic_fetch_add(&cq->qps[i]->refs, 1);
+		qps[m++] = cq->qps[i];
+	}
+	pthread_mutex_unlock(&cq->lock);
+	for (int i = 0; i < m; i++) {
+		struct esock_qp *qp = qps[i];
+
+		ep_qp_progress(qp, EP_WANT_RX | EP_WANT_TX);
+		if (qp->fd >= 0 && atomic_load(&qp->state) == ESOCK_QPS_RTS) {
+			pfd[n].fd = qp->fd;
+			pfd[n].events = POLLIN;
+			pfd[n++].revents = 0;
+		}
+		atomic_fetch_sub(&qp->refs, 1);
+	}
+	return n;
+}
+
+ESOCK_EXPORT int esock_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_ms)
+{
+	int64_t end = timeout_ms >= 0 ? ep_now_ms() + timeout_ms : 0;
+	struct pollfd pfd[WAIT_FDS + 1];
+
+	for (;;) {
+		int got = esock_cq_poll(cq, n, wc), nfd, left = -1, rc;
+
+		if (got)
+			return got;
+		nfd = progress_bound(cq, pfd, WAIT_FDS);
+		atomic_fetch_add(&cq->sleepers, 1);
+		got = esock_cq_poll(cq, n, wc);
+		if (got) {
+			atomic_fetch_sub(&cq->sleepers, 1);
+			return got;
+		}
+		if (timeout_ms >= 0 && (left = (int)(end - ep_now_ms())) < 0)
+			left = 0;
+		pfd[nfd].fd = cq->efd;
+		pfd[nfd].events = POLLIN;
+		pfd[nfd].revents = 0;
+		rc = poll(pfd, (nfds_t)nfd + 1, left);
+		atomic_fetch_sub(&cq->sleepers, 1);
+		if (pfd[nfd].revents & POLLIN) {
+			uint64_t v;
+
+			(void)!read(cq->efd, &v, sizeof(v));
+		}
+		if (rc < 0 && errno == EINTR)
+			return -EINTR;
+		if (rc == 0 && timeout_ms >= 0)
+			return esock_cq_poll(cq, n, wc);
+	}
+}

@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The progress engine: one thread per process, blocking in epoll (or
+ * spinning with ESOCK_POLL=spin, pinned with ESOCK_ENGINE_CPU=n), that makes
+ * a QP progress when nobody else does: RDMA Write targets, Read Responses,
+ * Terminates, socket drain after a blocked send.  Edge-triggered: the token
+ * holder always reads until EAGAIN.  Events carry the QP number, looked up
+ * with a reference under the table lock, so an event for a QP destroyed
+ * meanwhile finds nothing.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include "libesock/ep.h"
+#include "util/log.h"
+
+static pthread_mutex_t tab_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct esock_qp **tab;
+static uint32_t tab_cap;
+static pthread_once_t started = PTHREAD_ONCE_INIT;
+static int epfd = -1;
+static bool spin;
+
+int ep_qpn_alloc(struct esock_qp *qp)
+{
+	uint32_t i;
+
+	pthread_mutex_lock(&tab_lock);
+	for (i = 1; i < tab_cap && tab[i]; i++)
+		;
+	if (i >= tab_cap) {
+		uint32_t ncap = tab_cap ? tab_cap * 2 : 64;
+		struct esock_qp **t = realloc(tab, ncap * sizeof(*t));
+
+		if (!t) {
+			pthread_mutex_unlock(&tab_lock);
+			return -ENOMEM;
+		}
+		memset(t + tab_cap, 0, (ncap - tab_cap) * sizeof(*t));
+		i = tab_cap ? tab_cap : 1;
+		tab = t;
+		tab_cap = ncap;
+	}
+	tab[i] = qp;
+	qp->num = i;
+	pthread_mutex_unlock(&tab_lock);
+	return 0;
+}
+
+void ep_qpn_free(struct esock_qp *qp)
+{
+	pthread_mutex_lock(&tab_lock);
+	if (qp->num < tab_cap && tab[qp->num] == qp)
+		tab[qp->num] = NULL;
+	pthread_mutex_unlock(&tab_lock);
+}
+
+static struct esock_qp *qp_get(uint32_t num)
+{
+	struct esock_qp *qp = NULL;
+
+	pthread_mutex_lock(&tab_lock);
+	if (num < tab_cap && (qp = tab[num]))
+		atomic_fetch_add(&qp->refs, 1);
+	pthread_mutex_unlock(&tab_lock);
+	return qp;
+}
+
+static void *engine_main(void *arg)
+{
+	struct epoll_event ev[64];
+
+	(void)arg;
+	for (;;) {
+		int n = epoll_wait(epfd, ev, 64, spin ? 0 : -1);
+
+		for (int i = 0; i < n; i++) {
+			struct esock_qp *qp = qp_get(ev[i].data.u32);
+			unsigned w = 0;
+
+			if (!qp)
+				continue;
+			if (ev[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
+				w |= EP_WANT_RX;
+			if (ev[i].events & EPOLLOUT)
+				w |= EP_WANT_TX;
+			ep_qp_progress(qp, w);
+			atomic_fetch_sub(&qp->refs, 1);
+		}
+	}
+	return NULL;
+}
+
+static void engine_start(void)
+{
+	const char *cpu = getenv("ESOCK_ENGINE_CPU"), *poll = getenv("ESOCK_POLL");
+	pthread_attr_t at;
+	pthread_t th;
+	sigset_t all, old;
+
+	spin = poll && strcmp(poll, "spin") == 0;
+	if ((epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
+		log_error("engine: epoll_create1: %s", strerror(errno));
+		return;
+	}
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	/* The engine takes no signals: they belong to the application's threads. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (pthread_create(&th, &at, engine_main, NULL) != 0) {
+		log_error("engine: cannot start its thread");
+		epfd = -1;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&at);
+	if (epfd >= 0 && cpu && *cpu) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(atoi(cpu), &set);
+		if (pthread_setaffinity_np(th, sizeof(set), &set) != 0)
+			log_warn("engine: cannot pin to CPU %s", cpu);
+	}
+	log_info("engine: started (%s%s%s)", spin ? "busy-poll" : "epoll",
+		 cpu ? ", CPU " : "", cpu ? cpu : "");
+}
+
+static uint32_t events_of(const struct esock_qp *qp)
+{
+	return EPOLLIN | EPOLLRDHUP | EPOLLET | (qp->pollout ? EPOLLOUT : 0);
+}
+
+int ep_engine_add(struct esock_qp *qp)
+{
+	struct epoll_event ev = { .events = events_of(qp), .data.u32 = qp->num };
+
+	pthread_once(&started, engine_start);
+	if (epfd < 0)
+		return -ENOSYS;
+	if (epoll_ctl(epfd, EPOLL_CTL_ADD, qp->fd, &ev) < 0)
+		return -errno;
+	atomic_store(&qp->in_engine, true);
+	return 0;
+}
+
+void ep_engine_del(struct esock_qp *qp)
+{
+	if (atomic_exchange(&qp->in_engine, false))
+		epoll_ctl(epfd, EPOLL_CTL_DEL, qp->fd, NULL);
+}
+
+void ep_engine_want_out(struct esock_qp *qp, bool on)
+{
+	struct epoll_event ev;
+
+	qp->pollout = on;
+	ev.events = events_of(qp);
+	ev.data.u32 = qp->num;
+	if (atomic_load(&qp->in_engine))
+		epoll_ctl(epfd, EPOLL_CTL_MOD, qp->fd, &ev);
+}

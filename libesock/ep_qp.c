@@ -1,0 +1,360 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Queue pairs: creation, the work-request rings, the progress token (a
+ * combining handoff: whoever holds it does everybody's pending work), in-order
+ * send completions, the error state and flushing (every outstanding work
+ * request completes with an error status, RFC 5040 §6.3 / verbs semantics).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "libesock/ep.h"
+#include "util/log.h"
+
+ESOCK_EXPORT int esock_qp_create(const struct esock_qp_attr *a, struct esock_qp **out)
+{
+	struct esock_qp *qp;
+	uint32_t sqd, rqd;
+
+	if (!a || !out || !a->pd || !a->send_cq || !a->recv_cq || a->max_sge > EP_SGE_MAX)
+		return -EINVAL;
+	sqd = a->sq_depth ? a->sq_depth : EP_DEPTH_DEFAULT;
+	rqd = a->rq_depth ? a->rq_depth : EP_DEPTH_DEFAULT;
+	if (sqd > (1u << 20) || rqd > (1u << 20))
+		return -EINVAL;
+	if (!(qp = calloc(1, sizeof(*qp))))
+		return -ENOMEM;
+	qp->sq = calloc(sqd, sizeof(*qp->sq));
+	qp->rq = calloc(rqd, sizeof(*qp->rq));
+	qp->stage = malloc(EP_STAGE_LEN);
+	if (!qp->sq || !qp->rq || !qp->stage || ep_qpn_alloc(qp) < 0) {
+		free(qp->sq);
+		free(qp->rq);
+		free(qp->stage);
+		free(qp);
+		return -ENOMEM;
+	}
+	qp->sq_depth = sqd;
+	qp->rq_depth = rqd;
+	qp->pd = a->pd;
+	qp->scq = a->send_cq;
+	qp->rcq = a->recv_cq;
+	qp->sig_all = a->sq_sig_all;
+	qp->max_sge = a->max_sge ? a->max_sge : 4;
+	qp->fd = -1;
+	atomic_store(&qp->state, ESOCK_QPS_IDLE);
+	pthread_mutex_init(&qp->post_lock, NULL);
+	atomic_fetch_add(&qp->pd->refs, 1);
+	ep_cq_bind(qp->scq, qp);
+	if (qp->rcq != qp->scq)
+		ep_cq_bind(qp->rcq, qp);
+	*out = qp;
+	return 0;
+}
+
+ESOCK_EXPORT int esock_qp_destroy(struct esock_qp *qp)
+{
+	if (!qp)
+		return -EINVAL;
+	ep_engine_del(qp);
+	ep_cq_unbind(qp->scq, qp);
+	if (qp->rcq != qp->scq)
+		ep_cq_unbind(qp->rcq, qp);
+	ep_qpn_free(qp);
+	/* Wait out a waiter or the engine still holding a reference. */
+	while (atomic_load(&qp->refs) || atomic_load(&qp->busy))
+		sched_yield();
+	if (qp->fd >= 0)
+		close(qp->fd);
+	atomic_fetch_sub(&qp->pd->refs, 1);
+	pthread_mutex_destroy(&qp->post_lock);
+	free(qp->sq);
+	free(qp->rq);
+	free(qp->stage);
+	free(qp);
+	return 0;
+}
+
+ESOCK_EXPORT enum esock_qp_state esock_qp_state(const struct esock_qp *qp)
+{
+	return (enum esock_qp_state)atomic_load(&qp->state);
+}
+
+ESOCK_EXPORT uint32_t esock_qp_num(const struct esock_qp *qp)
+{
+	return qp->num;
+}
+
+ESOCK_EXPORT int esock_qp_conn_info(const struct esock_qp *qp, struct esock_conn_info *info)
+{
+	if (atomic_load(&qp->state) == ESOCK_QPS_IDLE && !qp->info.mpa_rev)
+		return -ENOTCONN;
+	*info = qp->info;
+	return 0;
+}
+
+ESOCK_EXPORT int esock_qp_last_error(const struct esock_qp *qp, struct esock_qp_error *e)
+{
+	if (!qp->has_err)
+		return -ENOENT;
+	*e = qp->err;
+	return 0;
+}
+
+/*
+ * The progress token.  Work is left in qp->want; the loop re-checks after
+ * letting go, so a wish made while another thread held the token is never
+ * lost, and nobody ever sleeps on the token.
+ */
+void ep_qp_progress(struct esock_qp *qp, unsigned want)
+{
+	atomic_fetch_or(&qp->want, want);
+	while (atomic_load(&qp->want)) {
+		bool f = false;
+
+		if (!atomic_compare_exchange_strong(&qp->busy, &f, true))
+			return; /* the holder will see our wish */
+		unsigned w = atomic_exchange(&qp->want, 0);
+		int st = atomic_load(&qp->state);
+
+		if (st == ESOCK_QPS_RTS || st == ESOCK_QPS_CLOSING) {
+			if (w & EP_WANT_RX)
+				ep_rx_progress(qp);
+			if (w & (EP_WANT_TX | EP_WANT_RX))
+				ep_tx_progress(qp);
+		}
+		if (atomic_load(&qp->state) == ESOCK_QPS_ERROR)
+			ep_qp_flush(qp);
+		atomic_store(&qp->busy, false);
+	}
+}
+
+static void push_sq_wc(struct esock_qp *qp, const struct ep_sqe *e)
+{
+	static const enum esock_wc_opcode op[] = {
+		[ESOCK_WR_SEND] = ESOCK_WC_SEND, [ESOCK_WR_SEND_SE] = ESOCK_WC_SEND,
+		[ESOCK_WR_SEND_INV] = ESOCK_WC_SEND, [ESOCK_WR_SEND_SE_INV] = ESOCK_WC_SEND,
+		[ESOCK_WR_RDMA_WRITE] = ESOCK_WC_RDMA_WRITE, [ESOCK_WR_RDMA_READ] = ESOCK_WC_RDMA_READ,
+	};
+	struct esock_wc wc = { .wr_id = e->wr_id, .status = e->status, .opcode = op[e->opcode],
+			       .byte_len = (uint32_t)e->len, .qp_num = qp->num };
+
+	if (e->status != ESOCK_WC_SUCCESS || qp->sig_all || (e->flags & ESOCK_SEND_SIGNALED))
+		ep_cq_push(qp->scq, &wc, false);
+}
+
+/* Completes finished send WRs in posting order (token holder). */
+void ep_qp_complete_sq(struct esock_qp *qp)
+{
+	while (qp->sq_done != qp->sq_tx) {
+		struct ep_sqe *e = &qp->sq[qp->sq_done % qp->sq_depth];
+
+		if (!e->done)
+			break;
+		push_sq_wc(qp, e);
+		qp->sq_done++;
+	}
+	atomic_store(&qp->sq_done_pub, qp->sq_done);
+}
+
+/* Every outstanding WR completes with an error (token holder, QP in error). */
+void ep_qp_flush(struct esock_qp *qp)
+{
+	uint32_t tail = atomic_load(&qp->sq_tail);
+
+	for (; qp->sq_done != tail; qp->sq_done++) {
+		struct ep_sqe *e = &qp->sq[qp->sq_done % qp->sq_depth];
+
+		if (!e->done)
+			e->status = ESOCK_WC_WR_FLUSH_ERR;
+		push_sq_wc(qp, e);
+	}
+	qp->sq_tx = qp->sq_done;
+	atomic_store(&qp->sq_done_pub, qp->sq_done);
+	tail = atomic_load(&qp->rq_tail);
+	for (; qp->rq_done != tail; qp->rq_done++) {
+		struct ep_rqe *r = &qp->rq[qp->rq_done % qp->rq_depth];
+		struct esock_wc wc = { .wr_id = r->wr_id, .status = ESOCK_WC_WR_FLUSH_ERR,
+				       .opcode = ESOCK_WC_RECV, .qp_num = qp->num };
+
+		ep_cq_push(qp->rcq, &wc, false);
+	}
+	qp->rq_next = qp->rq_done;
+	atomic_store(&qp->rq_done_pub, qp->rq_done);
+	qp->orq_n = 0;
+	qp->irq_n = 0;
+}
+
+/*
+ * Puts the QP in error (token holder).  |t| is the reason (sent to the peer
+ * in a Terminate when |send_term|); the oldest unfinished send WR completes
+ * with |first_status|, the rest are flushed.
+ */
+void ep_qp_fail(struct esock_qp *qp, const struct esock_term *t, bool send_term, int err,
+		enum esock_wc_status first_status)
+{
+	if (atomic_load(&qp->state) == ESOCK_QPS_ERROR)
+		return;
+	if (!qp->has_err) {
+		qp->has_err = true;
+		qp->err.sent = send_term;
+		qp->err.err = err;
+		if (t)
+			qp->err.term = *t;
+	}
+	if (t && t->valid)
+		log_info("[qp %u fd %d] error: %s (%s)", qp->num, qp->fd,
+			 esock_term_str(t->layer, t->etype, t->ecode), send_term ? "sent" : "received");
+	if (qp->sq_done != atomic_load(&qp->sq_tail)) {
+		struct ep_sqe *e = &qp->sq[qp->sq_done % qp->sq_depth];
+
+		if (!e->done && first_status != ESOCK_WC_WR_FLUSH_ERR) {
+			e->done = true;
+			e->status = first_status;
+		}
+	}
+	atomic_store(&qp->state, ESOCK_QPS_ERROR);
+	if (qp->fd >= 0)
+		shutdown(qp->fd, SHUT_RDWR);
+	ep_engine_del(qp);
+	ep_qp_flush(qp);
+}
+
+/* ---- posting ---- */
+
+static int check_sges(struct esock_qp *qp, const struct esock_sge *sg, int n, unsigned need,
+		      uint64_t *len)
+{
+	uint64_t total = 0;
+
+	if (n < 0 || (uint32_t)n > qp->max_sge || (n && !sg))
+		return -EINVAL;
+	for (int i = 0; i < n; i++) {
+		if (ep_mr_check_sge(qp->pd, &sg[i], need) < 0)
+			return -EACCES;
+		total += sg[i].length;
+	}
+	if (total > UINT32_MAX)
+		return -EMSGSIZE;
+	*len = total;
+	return 0;
+}
+
+static int queue_send(struct esock_qp *qp, const struct esock_send_wr *wr)
+{
+	uint32_t tail = atomic_load(&qp->sq_tail);
+	struct ep_sqe *e;
+	uint64_t len;
+	unsigned need = wr->opcode == ESOCK_WR_RDMA_READ ? ESOCK_ACCESS_LOCAL_WRITE : 0;
+	int rc;
+
+	if ((unsigned)wr->opcode > ESOCK_WR_RDMA_READ ||
+	    (wr->opcode == ESOCK_WR_RDMA_READ && wr->num_sge > 1))
+		return -EINVAL;
+	if ((rc = check_sges(qp, wr->sg_list, wr->num_sge, need, &len)) < 0)
+		return rc;
+	if (tail - atomic_load(&qp->sq_done_pub) >= qp->sq_depth)
+		return -ENOMEM;
+	e = &qp->sq[tail % qp->sq_depth];
+	memset(e, 0, sizeof(*e));
+	e->wr_id = wr->wr_id;
+	e->opcode = wr->opcode;
+	e->flags = wr->send_flags;
+	e->inval_stag = wr->invalidate_stag;
+	e->remote_addr = wr->remote_addr;
+	e->rkey = wr->rkey;
+	e->num_sge = wr->num_sge;
+	if (wr->num_sge)
+		memcpy(e->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(e->sge[0]));
+	e->len = len;
+	atomic_store(&qp->sq_tail, tail + 1);
+	return 0;
+}
+
+ESOCK_EXPORT int esock_post_send(struct esock_qp *qp, struct esock_send_wr *wr,
+				 struct esock_send_wr **bad_wr)
+{
+	int rc = 0, st = atomic_load(&qp->state);
+
+	if (st == ESOCK_QPS_IDLE || st == ESOCK_QPS_CONNECTING) {
+		if (bad_wr)
+			*bad_wr = wr;
+		return -ENOTCONN;
+	}
+	pthread_mutex_lock(&qp->post_lock);
+	for (; wr; wr = wr->next)
+		if ((rc = queue_send(qp, wr)) < 0)
+			break;
+	pthread_mutex_unlock(&qp->post_lock);
+	if (rc < 0 && bad_wr)
+		*bad_wr = wr;
+	/* Send inline: the calling thread puts its FPDUs on the wire itself. */
+	ep_qp_progress(qp, EP_WANT_TX);
+	return rc;
+}
+
+static int queue_recv(struct esock_qp *qp, const struct esock_recv_wr *wr)
+{
+	uint32_t tail = atomic_load(&qp->rq_tail);
+	struct ep_rqe *r;
+	uint64_t len;
+	int rc;
+
+	if ((rc = check_sges(qp, wr->sg_list, wr->num_sge, ESOCK_ACCESS_LOCAL_WRITE, &len)) < 0)
+		return rc;
+	if (tail - atomic_load(&qp->rq_done_pub) >= qp->rq_depth)
+		return -ENOMEM;
+	r = &qp->rq[tail % qp->rq_depth];
+	r->wr_id = wr->wr_id;
+	r->num_sge = wr->num_sge;
+	if (wr->num_sge)
+		memcpy(r->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(r->sge[0]));
+	r->len = len;
+	atomic_store(&qp->rq_tail, tail + 1);
+	return 0;
+}
+
+ESOCK_EXPORT int esock_post_recv(struct esock_qp *qp, struct esock_recv_wr *wr,
+				 struct esock_recv_wr **bad_wr)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&qp->post_lock);
+	for (; wr; wr = wr->next)
+		if ((rc = queue_recv(qp, wr)) < 0)
+			break;
+	pthread_mutex_unlock(&qp->post_lock);
+	if (rc < 0 && bad_wr)
+		*bad_wr = wr;
+	if (atomic_load(&qp->state) == ESOCK_QPS_ERROR)
+		ep_qp_progress(qp, EP_WANT_FLUSH);
+	return rc;
+}
+
+ESOCK_EXPORT int esock_qp_disconnect(struct esock_qp *qp)
+{
+	int st = atomic_load(&qp->state);
+
+	if (st != ESOCK_QPS_RTS)
+		return st == ESOCK_QPS_IDLE ? -ENOTCONN : 0;
+	atomic_store(&qp->state, ESOCK_QPS_CLOSING);
+	ep_qp_progress(qp, EP_WANT_TX);
+	return 0;
+}
+
+ESOCK_EXPORT const char *esock_wc_status_str(enum esock_wc_status st)
+{
+	static const char *const names[] = {
+		"success", "local length error", "local protection error",
+		"local QP operation error", "flush error", "remote access error",
+		"remote operation error", "fatal error",
+	};
+
+	return (unsigned)st < sizeof(names) / sizeof(names[0]) ? names[st] : "unknown status";
+}

@@ -1,0 +1,508 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Receive progress of one QP (token holder only): kernel TCP -> MPA (header
+ * first) -> DDP/RDMAP checks -> payload straight into place.  The first
+ * octets of each FPDU are read into a small stage; once the header has been
+ * checked and its target found (registered region for tagged data, posted
+ * buffer for untagged), the rest of a large payload is read from the socket
+ * directly into the target and only run through the CRC (RFC 5044 §4.4)
+ * there.  Read Requests and Terminates are small: gathered whole, decoded,
+ * acted upon.  Every error ends in a Terminate with the RFC code.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "libesock/ep.h"
+#include "util/log.h"
+
+#define STAGE_READ 4096 /* octets read when the next FPDU's size is unknown */
+
+static void term_at(struct esock_qp *qp, uint8_t layer, uint8_t etype, uint8_t ecode,
+		    uint8_t hdrct, const uint8_t *seg, size_t len)
+{
+	struct esock_term t = { 0 };
+
+	esock_term_set(&t, layer, etype, ecode, hdrct);
+	ep_tx_terminate(qp, &t, seg, len);
+}
+
+/* ---- DDP lookups (called back by the placement code) ---- */
+
+static int lookup_stag(void *ctx, uint32_t stag, struct esock_ddp_region *out)
+{
+	(void)ctx;
+	return ep_mr_region(stag, out);
+}
+
+static int lookup_untagged(void *ctx, uint32_t qn, uint32_t msn, struct esock_ddp_buf *out)
+{
+	struct esock_qp *qp = ctx;
+	struct ep_rqe *r;
+
+	(void)msn;
+	if (qn != ESOCK_DDP_QN_SEND || qp->rq_next == atomic_load(&qp->rq_tail))
+		return -ENOENT;
+	r = &qp->rq[qp->rq_next % qp->rq_depth];
+	out->addr = r->num_sge ? (uint8_t *)(uintptr_t)r->sge[0].addr : NULL;
+	out->len = (size_t)r->len;
+	out->cookie = qp->rq_next++;
+	return 0;
+}
+
+int ep_rx_init(struct esock_qp *qp);
+int ep_rx_init(struct esock_qp *qp)
+{
+	struct esock_mpa_rx_cfg rc = { .crc = qp->info.crc, .markers = qp->info.markers_rx,
+				       .peek = ESOCK_DDP_UNTAGGED_HLEN };
+	struct esock_ddp_place_cfg pc = {
+		.lookup = { lookup_stag, lookup_untagged, qp },
+		.pd = qp->pd->id,
+		.qn_mask = 1u << ESOCK_DDP_QN_SEND, /* QN 1 and 2 are handled here */
+		.msn_window = ESOCK_DDP_MSG_SLOTS,
+	};
+	int rc2 = esock_mpa_rx_init(&qp->rx, &rc);
+
+	return rc2 < 0 ? rc2 : esock_ddp_place_init(&qp->place, &pc);
+}
+
+/* ---- the target of the payload ---- */
+
+/* Fills cur->iov with [mo, mo + len) of the posted buffer |r|. */
+static void slice_sges(struct ep_rx_cur *c, const struct ep_rqe *r, uint64_t mo, size_t len)
+{
+	c->iovcnt = 0;
+	for (int i = 0; i < r->num_sge && len; i++) {
+		uint64_t l = r->sge[i].length;
+
+		if (mo >= l) {
+			mo -= l;
+			continue;
+		}
+		size_t n = (size_t)(l - mo) < len ? (size_t)(l - mo) : len;
+
+		c->iov[c->iovcnt].iov_base = (uint8_t *)(uintptr_t)r->sge[i].addr + mo;
+		c->iov[c->iovcnt++].iov_len = n;
+		len -= n;
+		mo = 0;
+	}
+}
+
+/* Where payload octet |off| of the current segment goes, and how many fit there. */
+static uint8_t *target_at(struct ep_rx_cur *c, size_t off, size_t *room)
+{
+	for (int i = 0; i < c->iovcnt; i++) {
+		if (off < c->iov[i].iov_len) {
+			*room = c->iov[i].iov_len - off;
+			return (uint8_t *)c->iov[i].iov_base + off;
+		}
+		off -= c->iov[i].iov_len;
+	}
+	*room = 0;
+	return NULL;
+}
+
+static void put_payload(struct ep_rx_cur *c, const uint8_t *p, size_t n)
+{
+	while (n) {
+		size_t room;
+		uint8_t *dst = target_at(c, c->got, &room);
+
+		if (!dst)
+			return; /* cannot happen: placement checked the length */
+		if (room > n)
+			room = n;
+		if (dst != p) /* already there when read straight into place */
+			memcpy(dst, p, room);
+		c->got += room;
+		p += room;
+		n -= room;
+	}
+}
+
+/* ---- segment header ---- */
+
+static const struct esock_rdmap_decode_opts dec_opts = { true, ESOCK_RDMAP_TERM_AUTO };
+
+/* A Read Response must land in the sink of the oldest Read in flight. */
+static bool resp_expected(struct esock_qp *qp, const struct esock_ddp_hdr *h, size_t len)
+{
+	const struct ep_sqe *e;
+
+	if (qp->orq_n == 0)
+		return qp->rtr_read_out && len == 0;
+	e = &qp->sq[qp->orq[qp->orq_head % EP_IRD_MAX] % qp->sq_depth];
+	if (len == 0 && e->len == 0)
+		return true;
+	return e->num_sge == 1 && h->stag == e->sge[0].lkey && h->to >= e->sge[0].addr &&
+	       h->to - e->sge[0].addr <= e->len && len <= e->len - (h->to - e->sge[0].addr);
+}
+
+static void on_place_hdr(struct esock_qp *qp, const uint8_t *peek, size_t n, size_t hl)
+{
+	struct ep_rx_cur *c = &qp->rxc;
+	struct esock_ddp_placed pl;
+	uint32_t access = 0;
+	uint8_t *dst;
+	int rc;
+
+	c->kind = EP_RX_PLACE;
+	c->payload_len = c->ulpdu_len - hl;
+	if (c->m.opcode == ESOCK_RDMAP_WRITE)
+		access = ESOCK_DDP_ACCESS_REMOTE_WRITE;
+	else if (c->m.opcode == ESOCK_RDMAP_READ_RESP) {
+		access = ESOCK_DDP_ACCESS_LOCAL_WRITE;
+		if (!resp_expected(qp, &c->m.ddp, c->payload_len))
+			return term_at(qp, ESOCK_TERM_LAYER_DDP, ESOCK_TERM_DDP_ETYPE_TAGGED,
+				       ESOCK_TERM_DDP_T_INV_STAG, ESOCK_TERM_HDRCT_M | ESOCK_TERM_HDRCT_D,
+				       peek, c->ulpdu_len);
+	}
+	rc = esock_ddp_place_prepare(&qp->place, &c->m.ddp, c->payload_len, access, &dst, &pl);
+	if (rc < 0)
+		return ep_tx_terminate(qp, esock_ddp_place_term(&qp->place), peek, c->ulpdu_len);
+	if (c->m.ddp.tagged) {
+		c->iovcnt = dst ? 1 : 0;
+		c->iov[0].iov_base = dst;
+		c->iov[0].iov_len = c->payload_len;
+	} else {
+		/* The buffer was consumed for this MSN: its slot is rq_next - 1 or earlier. */
+		const struct esock_ddp_msg_state *ms = NULL;
+
+		for (int i = 0; i < ESOCK_DDP_MSG_SLOTS; i++)
+			if (qp->place.msg[i].used && qp->place.msg[i].qn == c->m.ddp.qn &&
+			    qp->place.msg[i].msn == c->m.ddp.msn)
+				ms = &qp->place.msg[i];
+		if (ms)
+			slice_sges(c, &qp->rq[ms->buf.cookie % qp->rq_depth], c->m.ddp.mo, c->payload_len);
+	}
+	put_payload(c, peek + hl, n - hl);
+}
+
+static void on_hdr(struct esock_qp *qp, const struct esock_mpa_ev *ev)
+{
+	struct ep_rx_cur *c = &qp->rxc;
+	const struct esock_rdmap_opinfo *oi;
+	struct esock_term t = { 0 };
+	ssize_t hl;
+
+	memset(c, 0, offsetof(struct ep_rx_cur, ctrl));
+	c->ctrl_len = 0;
+	c->ulpdu_len = ev->ulpdu_len;
+	c->hdr_len = ev->len;
+	memcpy(c->hdr, ev->data, ev->len);
+	oi = ev->len ? esock_rdmap_opinfo(ev->data[1] & ESOCK_RDMAP_CTRL_OPCODE) : NULL;
+	if (oi && oi->payload && oi->hlen == 0) {
+		size_t dl = esock_ddp_hdr_len(ev->data[0]);
+
+		hl = esock_rdmap_decode(&c->m, ev->data, ev->len < dl ? ev->len : dl, &dec_opts, &t);
+		if (hl < 0)
+			return ep_tx_terminate(qp, &t, ev->data, ev->ulpdu_len);
+		if (qp->tx_hold && c->m.ddp.tagged && c->m.opcode == ESOCK_RDMAP_WRITE)
+			qp->tx_hold = false; /* the initiator's RTR (or first Write) came */
+		return on_place_hdr(qp, ev->data, ev->len, (size_t)hl);
+	}
+	/* Control message: gather it whole, or judge what we have. */
+	if (ev->ulpdu_len > EP_CTRL_MAX) {
+		hl = esock_rdmap_decode(&c->m, ev->data, ev->len, &dec_opts, &t);
+		if (hl >= 0 || hl == -EBADMSG) {
+			t.valid = false;
+			esock_term_set(&t, ESOCK_TERM_LAYER_RDMAP, ESOCK_TERM_RDMAP_ETYPE_OPERATION,
+				       ESOCK_TERM_RDMAP_CATASTROPHIC_STREAM,
+				       ESOCK_TERM_HDRCT_M | ESOCK_TERM_HDRCT_D);
+		}
+		return ep_tx_terminate(qp, &t, ev->data, ev->ulpdu_len);
+	}
+	c->kind = EP_RX_CTRL;
+	memcpy(c->ctrl, ev->data, ev->len);
+	c->ctrl_len = ev->len;
+}
+
+static void on_data(struct esock_qp *qp, const uint8_t *p, size_t n)
+{
+	struct ep_rx_cur *c = &qp->rxc;
+
+	if (c->kind == EP_RX_PLACE) {
+		put_payload(c, p, n);
+	} else if (c->kind == EP_RX_CTRL && c->ctrl_len + n <= EP_CTRL_MAX) {
+		memcpy(c->ctrl + c->ctrl_len, p, n);
+		c->ctrl_len += n;
+	}
+}
+
+/* ---- end of segment ---- */
+
+static void deliver_recvs(struct esock_qp *qp, unsigned flags, uint32_t inval)
+{
+	struct esock_ddp_completion dc;
+
+	while (esock_ddp_place_poll(&qp->place, &dc) == 1) {
+		struct esock_wc wc = { .wr_id = qp->rq[dc.buf.cookie % qp->rq_depth].wr_id,
+				       .status = ESOCK_WC_SUCCESS, .opcode = ESOCK_WC_RECV,
+				       .byte_len = (uint32_t)dc.len, .qp_num = qp->num,
+				       .flags = flags, .invalidated_stag = inval };
+
+		qp->rq_done++;
+		atomic_store(&qp->rq_done_pub, qp->rq_done);
+		ep_cq_push(qp->rcq, &wc, flags & ESOCK_WC_SOLICITED);
+	}
+}
+
+static void end_send(struct esock_qp *qp)
+{
+	const struct esock_rdmap_msg *m = &qp->rxc.m;
+	unsigned flags = 0;
+
+	if (!m->ddp.last)
+		return;
+	if (qp->tx_hold)
+		qp->tx_hold = false; /* a zero-length Send RTR, or a first Send */
+	if (m->opcode == ESOCK_RDMAP_SEND_INV || m->opcode == ESOCK_RDMAP_SEND_SE_INV) {
+		if (ep_mr_invalidate_remote(qp->pd, m->inval_stag) < 0)
+			return term_at(qp, ESOCK_TERM_LAYER_RDMAP, ESOCK_TERM_RDMAP_ETYPE_PROTECTION,
+				       ESOCK_TERM_RDMAP_CANT_INVALIDATE,
+				       ESOCK_TERM_HDRCT_M | ESOCK_TERM_HDRCT_D, qp->rxc.hdr,
+				       qp->rxc.ulpdu_len);
+		flags |= ESOCK_WC_WITH_INV;
+	}
+	if (m->opcode == ESOCK_RDMAP_SEND_SE || m->opcode == ESOCK_RDMAP_SEND_SE_INV)
+		flags |= ESOCK_WC_SOLICITED;
+	deliver_recvs(qp, flags, m->inval_stag);
+}
+
+static void end_read_resp(struct esock_qp *qp)
+{
+	struct ep_sqe *e;
+
+	if (!qp->rxc.m.ddp.last)
+		return;
+	if (qp->orq_n == 0) {
+		qp->rtr_read_out = false;
+		return;
+	}
+	e = &qp->sq[qp->orq[qp->orq_head % EP_IRD_MAX] % qp->sq_depth];
+	qp->orq_head++;
+	qp->orq_n--;
+	e->done = true;
+	e->status = ESOCK_WC_SUCCESS;
+	ep_qp_complete_sq(qp);
+}
+
+/* RFC 5040 §4.4: checks at the Data Source, then queue the response. */
+static void on_read_req(struct esock_qp *qp, const struct esock_rdmap_msg *m, const uint8_t *seg,
+			size_t len)
+{
+	const struct esock_rdmap_read_req *r = &m->u.read_req;
+	const uint8_t hc = ESOCK_TERM_HDRCT_M | ESOCK_TERM_HDRCT_D | ESOCK_TERM_HDRCT_R;
+	struct esock_ddp_region reg = { 0 };
+	int code = -1;
+
+	if (qp->irq_n >= qp->info.ird || qp->irq_n >= EP_IRD_MAX)
+		/* More Reads than the IRD we announced: siw's code for it. */
+		return term_at(qp, ESOCK_TERM_LAYER_RDMAP, ESOCK_TERM_RDMAP_ETYPE_OPERATION,
+			       ESOCK_TERM_RDMAP_CATASTROPHIC_STREAM, hc, seg, len);
+	if (r->size) {
+		if (ep_mr_region(r->src_stag, &reg) < 0)
+			code = ESOCK_TERM_RDMAP_INV_STAG;
+		else if (reg.pd != qp->pd->id)
+			code = ESOCK_TERM_RDMAP_STAG_NOT_ASSOC;
+		else if (!(reg.access & ESOCK_DDP_ACCESS_REMOTE_READ))
+			code = ESOCK_TERM_RDMAP_ACCESS;
+		else if (r->src_to > UINT64_MAX - (r->size - 1))
+			code = ESOCK_TERM_RDMAP_TO_WRAP;
+		else if (r->src_to < reg.base || r->src_to - reg.base > reg.len ||
+			 r->size > reg.len - (r->src_to - reg.base))
+			code = ESOCK_TERM_RDMAP_BASE_BOUNDS;
+		if (code >= 0)
+			return term_at(qp, ESOCK_TERM_LAYER_RDMAP, ESOCK_TERM_RDMAP_ETYPE_PROTECTION,
+				       (uint8_t)code, hc, seg, len);
+	}
+	struct ep_irqe *q = &qp->irq[(qp->irq_head + qp->irq_n) % EP_IRD_MAX];
+
+	q->src = r->size ? reg.addr + (r->src_to - reg.base) : NULL;
+	q->len = r->size;
+	q->sink_stag = r->sink_stag;
+	q->sink_to = r->sink_to;
+	qp->irq_n++;
+	qp->tx_hold = false; /* a Read RTR, or the first Read */
+	atomic_fetch_or(&qp->want, EP_WANT_TX);
+}
+
+static void on_terminate(struct esock_qp *qp, const struct esock_rdmap_msg *m)
+{
+	const struct esock_term *t = &m->u.term.t;
+	enum esock_wc_status st = ESOCK_WC_REM_OP_ERR;
+
+	if ((t->layer == ESOCK_TERM_LAYER_RDMAP && t->etype == ESOCK_TERM_RDMAP_ETYPE_PROTECTION) ||
+	    (t->layer == ESOCK_TERM_LAYER_DDP && t->etype == ESOCK_TERM_DDP_ETYPE_TAGGED))
+		st = ESOCK_WC_REM_ACCESS_ERR;
+	log_warn("[qp %u fd %d] peer Terminate: %s (%s bit order)", qp->num, qp->fd,
+		 esock_term_str(t->layer, t->etype, t->ecode),
+		 m->u.term.order == ESOCK_RDMAP_TERM_SIW ? "siw" : "RFC");
+	ep_qp_fail(qp, t, false, -ECONNRESET, st);
+}
+
+static void end_ctrl(struct esock_qp *qp)
+{
+	struct ep_rx_cur *c = &qp->rxc;
+	struct esock_term t = { 0 };
+	ssize_t hl = esock_rdmap_decode(&c->m, c->ctrl, c->ctrl_len, &dec_opts, &t);
+	uint32_t qn = c->m.ddp.qn;
+
+	if (hl < 0)
+		return ep_tx_terminate(qp, &t, c->ctrl, c->ctrl_len);
+	if (qn > ESOCK_DDP_QN_TERMINATE || c->m.ddp.msn != qp->msn_rx[qn])
+		return term_at(qp, ESOCK_TERM_LAYER_DDP, ESOCK_TERM_DDP_ETYPE_UNTAGGED,
+			       ESOCK_TERM_DDP_U_MSN_RANGE, ESOCK_TERM_HDRCT_M | ESOCK_TERM_HDRCT_D,
+			       c->ctrl, c->ctrl_len);
+	qp->msn_rx[qn]++;
+	if (c->m.opcode == ESOCK_RDMAP_READ_REQ)
+		on_read_req(qp, &c->m, c->ctrl, c->ctrl_len);
+	else if (c->m.opcode == ESOCK_RDMAP_TERMINATE)
+		on_terminate(qp, &c->m);
+	else /* decoded with RFC 7306 off: cannot happen */
+		term_at(qp, ESOCK_TERM_LAYER_RDMAP, ESOCK_TERM_RDMAP_ETYPE_OPERATION,
+			ESOCK_TERM_RDMAP_OPCODE, ESOCK_TERM_HDRCT_M | ESOCK_TERM_HDRCT_D, c->ctrl,
+			c->ctrl_len);
+}
+
+static void on_end(struct esock_qp *qp)
+{
+	struct ep_rx_cur *c = &qp->rxc;
+
+	if (c->kind == EP_RX_CTRL)
+		end_ctrl(qp);
+	else if (c->kind == EP_RX_PLACE && !c->m.ddp.tagged)
+		end_send(qp);
+	else if (c->kind == EP_RX_PLACE && c->m.opcode == ESOCK_RDMAP_READ_RESP)
+		end_read_resp(qp);
+	c->kind = EP_RX_NONE;
+}
+
+/* ---- the driver ---- */
+
+static bool rx_alive(struct esock_qp *qp)
+{
+	int st = atomic_load(&qp->state);
+
+	return (st == ESOCK_QPS_RTS || st == ESOCK_QPS_CLOSING) && !qp->term_pending;
+}
+
+/* Feeds |p| (|len| octets) to MPA; returns octets consumed or -1 after an error. */
+static ssize_t feed(struct esock_qp *qp, const uint8_t *p, size_t len)
+{
+	struct esock_mpa_ev ev;
+	ssize_t n = esock_mpa_rx_feed(&qp->rx, p, len, &ev);
+
+	if (n < 0) {
+		ep_tx_terminate(qp, esock_mpa_rx_term(&qp->rx), NULL, 0);
+		return -1;
+	}
+	if (ev.type == ESOCK_MPA_EV_HDR)
+		on_hdr(qp, &ev);
+	else if (ev.type == ESOCK_MPA_EV_DATA)
+		on_data(qp, ev.data, ev.len);
+	else if (ev.type == ESOCK_MPA_EV_END)
+		on_end(qp);
+	return rx_alive(qp) ? n : -1;
+}
+
+/*
+ * Reads once: straight into the payload's target when much of it is still
+ * to come (markers off: they would land in the target), else into the stage.
+ * Returns octets read, 0 at EOF, or -errno.
+ */
+static ssize_t read_some(struct esock_qp *qp, bool *direct)
+{
+	struct ep_rx_cur *c = &qp->rxc;
+	ssize_t n;
+
+	*direct = false;
+	if (c->kind == EP_RX_PLACE && !qp->info.markers_rx &&
+	    c->payload_len - c->got >= EP_DIRECT_MIN) {
+		struct iovec iov[EP_SGE_MAX];
+		size_t left = c->payload_len - c->got, off = c->got;
+		int cnt = 0;
+
+		while (left && cnt < EP_SGE_MAX) {
+			size_t room;
+			uint8_t *dst = target_at(c, off, &room);
+
+			if (!dst)
+				break;
+			if (room > left)
+				room = left;
+			iov[cnt].iov_base = dst;
+			iov[cnt++].iov_len = room;
+			off += room;
+			left -= room;
+		}
+		if (cnt) {
+			*direct = true;
+			do
+				n = readv(qp->fd, iov, cnt);
+			while (n < 0 && errno == EINTR);
+			return n < 0 ? -errno : n;
+		}
+	}
+	do
+		n = recv(qp->fd, qp->stage, STAGE_READ, MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : n;
+}
+
+/* Feeds octets that were read straight into the target, piece by piece. */
+static int feed_direct(struct esock_qp *qp, size_t n)
+{
+	while (n) {
+		size_t room;
+		uint8_t *dst = target_at(&qp->rxc, qp->rxc.got, &room);
+		ssize_t k;
+
+		if (room > n)
+			room = n;
+		if ((k = feed(qp, dst, room)) < 0)
+			return -1;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+void ep_rx_progress(struct esock_qp *qp)
+{
+	while (rx_alive(qp)) {
+		bool direct;
+		ssize_t n;
+
+		if (qp->stage_off < qp->stage_len) {
+			n = feed(qp, qp->stage + qp->stage_off, qp->stage_len - qp->stage_off);
+			if (n < 0)
+				return;
+			qp->stage_off += (size_t)n;
+			continue;
+		}
+		qp->stage_off = qp->stage_len = 0;
+		n = read_some(qp, &direct);
+		if (n == -EAGAIN || n == -EWOULDBLOCK)
+			return;
+		if (n <= 0) {
+			struct esock_term t = { 0 };
+
+			esock_term_set(&t, ESOCK_TERM_LAYER_LLP, ESOCK_TERM_LLP_ETYPE_MPA,
+				       ESOCK_TERM_LLP_CONN_LOST, 0);
+			log_debug("[qp %u fd %d] connection %s", qp->num, qp->fd,
+				  n == 0 ? "closed by the peer" : "lost");
+			ep_qp_fail(qp, &t, false, n == 0 ? -ECONNRESET : (int)n,
+				   n == 0 ? ESOCK_WC_WR_FLUSH_ERR : ESOCK_WC_FATAL_ERR);
+			return;
+		}
+		if (direct) {
+			if (feed_direct(qp, (size_t)n) < 0)
+				return;
+		} else {
+			qp->stage_len = (size_t)n;
+		}
+	}
+}

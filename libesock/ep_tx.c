@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Transmit progress of one QP (token holder only).  One FPDU at a time: the
+ * DDP/RDMAP header is encoded into a few octets of QP scratch, the payload
+ * pieces point at the application's registered memory, and the MPA plan
+ * (length, pad, markers, CRC) goes out with one sendmsg, without staging
+ * copies; a short write resumes where it stopped when the socket drains.
+ * Between messages the next one is picked: a pending Terminate first, the
+ * RFC 6581 RTR, Read Responses (RFC 5040 §4.5), then the send queue, whose
+ * RDMA Reads respect the ORD and the fence flag.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "libesock/ep.h"
+#include "util/log.h"
+
+/* Writes what is left of the current plan.  True once it is all out. */
+static bool write_plan(struct esock_qp *qp)
+{
+	while (qp->tx.left) {
+		int cnt;
+		const struct iovec *iov = esock_mpa_tx_iov(&qp->tx, &cnt);
+		struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)cnt };
+		ssize_t n = sendmsg(qp->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			if (!qp->pollout)
+				ep_engine_want_out(qp, true);
+			return false;
+		}
+		if (n < 0) {
+			struct esock_term t = { 0 };
+
+			esock_term_set(&t, ESOCK_TERM_LAYER_LLP, ESOCK_TERM_LLP_ETYPE_MPA,
+				       ESOCK_TERM_LLP_CONN_LOST, 0);
+			ep_qp_fail(qp, &t, false, -errno, ESOCK_WC_FATAL_ERR);
+			return false;
+		}
+		esock_mpa_tx_advance(&qp->tx, (size_t)n);
+	}
+	return true;
+}
+
+void ep_tx_terminate(struct esock_qp *qp, const struct esock_term *t, const uint8_t *seg,
+		     size_t len)
+{
+	struct esock_rdmap_term tm;
+	ssize_t n;
+
+	if (qp->term_pending || atomic_load(&qp->state) == ESOCK_QPS_ERROR)
+		return;
+	esock_rdmap_term_build(&tm, t, seg, len);
+	tm.order = qp->prof ? qp->prof->term_order : ESOCK_RDMAP_TERM_RFC;
+	n = esock_rdmap_term_msg(&tm, qp->msn_tx[ESOCK_DDP_QN_TERMINATE]++, qp->termbuf,
+				 sizeof(qp->termbuf));
+	qp->has_err = true;
+	qp->err.sent = true;
+	qp->err.term = *t;
+	qp->err.err = -EPROTO;
+	log_info("[qp %u fd %d] sending Terminate: %s", qp->num, qp->fd,
+		 esock_term_str(t->layer, t->etype, t->ecode));
+	if (n < 0) {
+		ep_qp_fail(qp, t, true, -EPROTO, ESOCK_WC_WR_FLUSH_ERR);
+		return;
+	}
+	qp->txc.last_fpdu_built = false; /* the message in progress is abandoned */
+	qp->txc.kind = EP_TX_NONE;
+	qp->term_pending = true;
+	qp->term_len = (size_t)n;
+	atomic_fetch_or(&qp->want, EP_WANT_TX);
+}
+
+/* The message whose last FPDU just went out. */
+static void msg_done(struct esock_qp *qp)
+{
+	struct ep_tx_cur *c = &qp->txc;
+
+	if (c->kind == EP_TX_SQ) {
+		struct ep_sqe *e = c->sqe;
+
+		e->sent = true;
+		if (e->opcode != ESOCK_WR_RDMA_READ) {
+			e->done = true;
+			e->status = ESOCK_WC_SUCCESS;
+		}
+		qp->sq_tx++;
+		ep_qp_complete_sq(qp);
+	} else if (c->kind == EP_TX_READ_RESP) {
+		qp->irq_head++;
+		qp->irq_n--;
+	} else if (c->kind == EP_TX_TERM) {
+		ep_qp_fail(qp, &qp->err.term, true, -EPROTO, ESOCK_WC_WR_FLUSH_ERR);
+	}
+	c->kind = EP_TX_NONE;
+	c->last_fpdu_built = false;
+}
+
+static void seg_start(struct esock_qp *qp, struct esock_rdmap_msg *m, uint64_t len)
+{
+	esock_ddp_seg_init(&qp->txc.seg, &m->ddp, (size_t)len, qp->mulpdu);
+	qp->txc.seg.tmpl.ulp_ctrl = esock_rdmap_ctrl(m->opcode);
+}
+
+/* Starts the send WR |e|: header template and segmentation. */
+static void start_sqe(struct esock_qp *qp, struct ep_sqe *e)
+{
+	static const uint8_t op[] = {
+		[ESOCK_WR_SEND] = ESOCK_RDMAP_SEND, [ESOCK_WR_SEND_SE] = ESOCK_RDMAP_SEND_SE,
+		[ESOCK_WR_SEND_INV] = ESOCK_RDMAP_SEND_INV,
+		[ESOCK_WR_SEND_SE_INV] = ESOCK_RDMAP_SEND_SE_INV,
+		[ESOCK_WR_RDMA_WRITE] = ESOCK_RDMAP_WRITE, [ESOCK_WR_RDMA_READ] = ESOCK_RDMAP_READ_REQ,
+	};
+	struct esock_rdmap_msg m;
+
+	esock_rdmap_msg_init(&m, op[e->opcode]);
+	qp->txc.kind = EP_TX_SQ;
+	qp->txc.sqe = e;
+	qp->txc.sge = e->sge;
+	qp->txc.num_sge = e->num_sge;
+	if (e->opcode == ESOCK_WR_RDMA_WRITE) {
+		m.ddp.stag = e->rkey;
+		m.ddp.to = e->remote_addr;
+	} else if (e->opcode == ESOCK_WR_RDMA_READ) {
+		m.ddp.msn = qp->msn_tx[ESOCK_DDP_QN_READ_REQ]++;
+		qp->orq[(qp->orq_head + qp->orq_n++) % EP_IRD_MAX] = qp->sq_tx;
+		qp->txc.num_sge = 0; /* the Read Request carries no payload */
+		qp->txc.read_req = (struct esock_rdmap_read_req){
+			.sink_stag = e->num_sge ? e->sge[0].lkey : 0,
+			.sink_to = e->num_sge ? e->sge[0].addr : 0, .size = (uint32_t)e->len,
+			.src_stag = e->rkey, .src_to = e->remote_addr };
+	} else {
+		m.ddp.msn = qp->msn_tx[ESOCK_DDP_QN_SEND]++;
+		m.inval_stag = e->inval_stag;
+		m.ddp.ulp_word = e->inval_stag;
+	}
+	seg_start(qp, &m, e->opcode == ESOCK_WR_RDMA_READ ? 0 : e->len);
+}
+
+static void start_read_resp(struct esock_qp *qp)
+{
+	const struct ep_irqe *q = &qp->irq[qp->irq_head % EP_IRD_MAX];
+	struct esock_rdmap_msg m;
+
+	esock_rdmap_msg_init(&m, ESOCK_RDMAP_READ_RESP);
+	m.ddp.stag = q->sink_stag;
+	m.ddp.to = q->sink_to;
+	qp->txc.kind = EP_TX_READ_RESP;
+	qp->txc.resp_sge = (struct esock_sge){ .addr = (uint64_t)(uintptr_t)q->src, .length = q->len };
+	qp->txc.sge = &qp->txc.resp_sge;
+	qp->txc.num_sge = 1;
+	seg_start(qp, &m, q->len);
+}
+
+/* RFC 6581 RTR as the initiator's first FPDU (zero-length, siw's values). */
+static void start_rtr(struct esock_qp *qp)
+{
+	struct esock_rdmap_msg m;
+
+	qp->rtr_pending = false;
+	qp->txc.kind = EP_TX_RTR;
+	qp->txc.num_sge = 0;
+	if (qp->info.rtr == ESOCK_MPA_RTR_READ) {
+		esock_rdmap_msg_init(&m, ESOCK_RDMAP_READ_REQ);
+		m.ddp.msn = qp->msn_tx[ESOCK_DDP_QN_READ_REQ]++;
+		qp->txc.read_req = (struct esock_rdmap_read_req){ .src_stag = 1 };
+		qp->rtr_read_out = true;
+	} else if (qp->info.rtr == ESOCK_MPA_RTR_SEND) {
+		esock_rdmap_msg_init(&m, ESOCK_RDMAP_SEND);
+		m.ddp.msn = qp->msn_tx[ESOCK_DDP_QN_SEND]++;
+	} else {
+		esock_rdmap_msg_init(&m, ESOCK_RDMAP_WRITE);
+		m.ddp.stag = 1;
+	}
+	seg_start(qp, &m, 0);
+}
+
+/* May the WR at sq_tx start now?  Reads wait for ORD room, fenced WRs for Reads. */
+static bool sq_ready(struct esock_qp *qp, struct ep_sqe **out)
+{
+	struct ep_sqe *e;
+
+	if (qp->sq_tx == atomic_load(&qp->sq_tail))
+		return false;
+	e = &qp->sq[qp->sq_tx % qp->sq_depth];
+	if ((e->flags & ESOCK_SEND_FENCE) && qp->orq_n)
+		return false;
+	if (e->opcode == ESOCK_WR_RDMA_READ && qp->orq_n >= qp->info.ord)
+		return false;
+	*out = e;
+	return true;
+}
+
+static bool pick_next(struct esock_qp *qp)
+{
+	struct ep_sqe *e;
+
+	if (qp->term_pending) { /* stays set: nothing else goes out after it */
+		qp->txc.kind = EP_TX_TERM;
+		return true;
+	}
+	if (qp->tx_hold)
+		return false;
+	if (qp->rtr_pending) {
+		start_rtr(qp);
+		return true;
+	}
+	if (qp->irq_n) {
+		start_read_resp(qp);
+		return true;
+	}
+	if (atomic_load(&qp->state) != ESOCK_QPS_RTS && atomic_load(&qp->state) != ESOCK_QPS_CLOSING)
+		return false;
+	if (!sq_ready(qp, &e))
+		return false;
+	start_sqe(qp, e);
+	return true;
+}
+
+/* Pieces [off, off + len) of the message's SGE list into |iov|; returns the count. */
+static int payload_iov(const struct ep_tx_cur *c, size_t off, size_t len, struct iovec *iov)
+{
+	int n = 0;
+
+	for (int i = 0; i < c->num_sge && len; i++) {
+		size_t l = c->sge[i].length;
+
+		if (off >= l) {
+			off -= l;
+			continue;
+		}
+		size_t k = l - off < len ? l - off : len;
+
+		iov[n].iov_base = (uint8_t *)(uintptr_t)c->sge[i].addr + off;
+		iov[n++].iov_len = k;
+		len -= k;
+		off = 0;
+	}
+	return n;
+}
+
+/* Plans the next FPDU of the current message.  Returns 0 or a negative code. */
+static int build_fpdu(struct esock_qp *qp)
+{
+	struct ep_tx_cur *c = &qp->txc;
+	struct iovec iov[ESOCK_MPA_TX_PIECES_MAX];
+	struct esock_rdmap_msg m;
+	size_t off, len;
+	ssize_t hl;
+
+	if (c->kind == EP_TX_TERM) {
+		iov[0].iov_base = qp->termbuf;
+		iov[0].iov_len = qp->term_len;
+		c->last_fpdu_built = true;
+		return (int)esock_mpa_tx_build(&qp->tx, iov, 1) < 0 ? -EPROTO : 0;
+	}
+	memset(&m, 0, sizeof(m));
+	if (!esock_ddp_seg_next(&c->seg, &m.ddp, &off, &len))
+		return -EPROTO;
+	m.rv = ESOCK_RDMAP_VERSION;
+	m.opcode = m.ddp.ulp_ctrl & ESOCK_RDMAP_CTRL_OPCODE;
+	m.inval_stag = m.ddp.ulp_word;
+	if (m.opcode == ESOCK_RDMAP_READ_REQ)
+		m.u.read_req = c->read_req;
+	if ((hl = esock_rdmap_hdr_encode(&m, qp->txhdr, sizeof(qp->txhdr))) < 0)
+		return (int)hl;
+	iov[0].iov_base = qp->txhdr;
+	iov[0].iov_len = (size_t)hl;
+	int n = 1 + payload_iov(c, off, len, iov + 1);
+
+	c->last_fpdu_built = m.ddp.last;
+	return esock_mpa_tx_build(&qp->tx, iov, n) < 0 ? -EPROTO : 0;
+}
+
+void ep_tx_progress(struct esock_qp *qp)
+{
+	for (;;) {
+		if (qp->tx.left && !write_plan(qp))
+			return;
+		if (qp->txc.kind != EP_TX_NONE && qp->txc.last_fpdu_built)
+			msg_done(qp);
+		if (atomic_load(&qp->state) == ESOCK_QPS_ERROR)
+			return;
+		if (qp->txc.kind == EP_TX_NONE && !pick_next(qp))
+			break;
+		if (build_fpdu(qp) < 0) {
+			struct esock_term t = { 0 };
+
+			esock_term_set(&t, ESOCK_TERM_LAYER_RDMAP, ESOCK_TERM_RDMAP_ETYPE_CATASTROPHIC,
+				       ESOCK_TERM_RDMAP_CATASTROPHIC_STREAM, 0);
+			ep_qp_fail(qp, &t, false, -EPROTO, ESOCK_WC_LOC_QP_OP_ERR);
+			return;
+		}
+	}
+	if (qp->pollout)
+		ep_engine_want_out(qp, false);
+	/* Graceful disconnect: once everything queued is out, close our side. */
+	if (atomic_load(&qp->state) == ESOCK_QPS_CLOSING && qp->sq_tx == atomic_load(&qp->sq_tail) &&
+	    !qp->irq_n && !qp->orq_n) {
+		shutdown(qp->fd, SHUT_WR);
+		ep_qp_fail(qp, NULL, false, 0, ESOCK_WC_WR_FLUSH_ERR);
+	}
+}

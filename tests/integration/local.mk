@@ -1,0 +1,13 @@
+# tests/integration/: the endpoint over loopback TCP (Check), both ends in one
+# process or in two.
+noinst_LTLIBRARIES += tests/integration/libeppair.la
+tests_integration_libeppair_la_SOURCES = tests/integration/ep_pair.c tests/integration/ep_pair.h
+tests_integration_libeppair_la_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+
+EP_TEST_LDADD = tests/integration/libeppair.la libesock_ep.la tests/unit/libtestutil.la $(CHECK_LIBS)
+
+check_PROGRAMS += tests/integration/check_ep_ops
+TESTS += tests/integration/check_ep_ops
+tests_integration_check_ep_ops_SOURCES = tests/integration/check_ep_ops.c
+tests_integration_check_ep_ops_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_integration_check_ep_ops_LDADD = $(EP_TEST_LDADD)
