@@ -11,3 +11,9 @@ TESTS += tests/integration/check_ep_ops
 tests_integration_check_ep_ops_SOURCES = tests/integration/check_ep_ops.c
 tests_integration_check_ep_ops_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_integration_check_ep_ops_LDADD = $(EP_TEST_LDADD)
+
+check_PROGRAMS += tests/integration/check_ep_sem
+TESTS += tests/integration/check_ep_sem
+tests_integration_check_ep_sem_SOURCES = tests/integration/check_ep_sem.c
+tests_integration_check_ep_sem_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_integration_check_ep_sem_LDADD = $(EP_TEST_LDADD)

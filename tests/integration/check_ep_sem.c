@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Endpoint semantics on loopback: scatter/gather on both sides, Solicited
+ * Event and Send with Invalidate flags, unsignaled sends, completion order,
+ * many QPs at once, ORD limits with many Reads, the fence, the CQ fd, MPA
+ * variants (revision 1, CRC off, markers both ways, peer-to-peer RTRs of
+ * every type through the peer profiles), graceful disconnect with flush.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <poll.h>
+
+#include <esock/mpa.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/integration/ep_pair.h"
+#include "tests/unit/testutil.h"
+
+#define U64(p) ((uint64_t)(uintptr_t)(p))
+
+static void fill(uint8_t *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(i * 13 + seed);
+}
+
+START_TEST(scatter_gather)
+{
+	struct ep_pair p;
+	uint8_t src[3][1000], dst[2][1600];
+	struct esock_mr *ms = NULL, *md;
+	struct esock_sge s[3], d[2];
+	struct esock_wc wc;
+
+	ck_assert_int_eq(ep_pair_open(&p, NULL, NULL), 0);
+	for (int i = 0; i < 3; i++)
+		fill(src[i], sizeof(src[i]), (unsigned)i);
+	memset(dst, 0, sizeof(dst));
+	ms = ep_reg(&p.a, src, sizeof(src), 0);
+	md = ep_reg(&p.b, dst, sizeof(dst), ESOCK_ACCESS_LOCAL_WRITE);
+	for (int i = 0; i < 3; i++)
+		s[i] = (struct esock_sge){ U64(src[i]), (uint32_t)sizeof(src[i]), esock_mr_stag(ms) };
+	for (int i = 0; i < 2; i++)
+		d[i] = (struct esock_sge){ U64(dst[i]), (uint32_t)sizeof(dst[i]), esock_mr_stag(md) };
+	struct esock_recv_wr rw = { .wr_id = 1, .sg_list = d, .num_sge = 2 };
+	struct esock_send_wr sw = { .wr_id = 2, .sg_list = s, .num_sge = 3,
+				    .opcode = ESOCK_WR_SEND, .send_flags = ESOCK_SEND_SIGNALED };
+
+	ck_assert_int_eq(esock_post_recv(p.b.qp, &rw, NULL), 0);
+	ck_assert_int_eq(esock_post_send(p.a.qp, &sw, NULL), 0);
+	ck_assert_int_eq(ep_wait1(p.b.rcq, &wc), 1);
+	ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+	ck_assert_uint_eq(wc.byte_len, 3000);
+	ck_assert_int_eq(memcmp(dst, src, 3000), 0);
+	for (int i = 3000; i < 3200; i++)
+		ck_assert_int_eq(((uint8_t *)dst)[i], 0);
+	esock_mr_dereg(ms);
+	esock_mr_dereg(md);
+	ep_pair_close(&p);
+}
+END_TEST
+
+START_TEST(solicited_and_invalidate)
+{
+	struct ep_pair p;
+	uint8_t buf[64] = "hello", rb[2][64], target[32];
+	struct esock_mr *ms, *mr, *mt;
+	struct esock_wc wc;
+
+	ck_assert_int_eq(ep_pair_open(&p, NULL, NULL), 0);
+	ms = ep_reg(&p.a, buf, sizeof(buf), 0);
+	mr = ep_reg(&p.b, rb, sizeof(rb), ESOCK_ACCESS_LOCAL_WRITE);
+	mt = ep_reg(&p.b, target, sizeof(target), ESOCK_ACCESS_LOCAL_WRITE | ESOCK_ACCESS_REMOTE_WRITE);
+	ep_post_recv1(&p.b, 1, rb[0], 64, esock_mr_stag(mr));
+	ep_post_recv1(&p.b, 2, rb[1], 64, esock_mr_stag(mr));
+	ck_assert_int_eq(esock_cq_arm(p.b.rcq, true), 0);
+	ck_assert_int_eq(ep_post_send1(&p.a, 10, ESOCK_WR_SEND_SE, buf, 5, esock_mr_stag(ms), 0, 0), 0);
+	ck_assert_int_eq(ep_wait1(p.b.rcq, &wc), 1);
+	ck_assert_uint_eq(wc.flags, ESOCK_WC_SOLICITED);
+	/* The solicited completion raised the CQ's notification. */
+	struct pollfd pf = { esock_cq_fd(p.b.rcq), POLLIN, 0 };
+
+	ck_assert_int_eq(poll(&pf, 1, 1000), 1);
+	ck_assert(esock_mr_valid(mt));
+	ck_assert_int_eq(ep_post_send1(&p.a, 11, ESOCK_WR_SEND_INV, buf, 5, esock_mr_stag(ms), 0,
+				       esock_mr_stag(mt)), 0);
+	ck_assert_int_eq(ep_wait1(p.b.rcq, &wc), 1);
+	ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+	ck_assert_uint_eq(wc.flags, ESOCK_WC_WITH_INV);
+	ck_assert_uint_eq(wc.invalidated_stag, esock_mr_stag(mt));
+	ck_assert(!esock_mr_valid(mt));
+	/* A fresh key makes it usable again. */
+	ck_assert_int_eq(esock_mr_rekey(mt, 0x11), 0);
+	ck_assert(esock_mr_valid(mt));
+	ck_assert_uint_eq(esock_mr_stag(mt) & 0xff, 0x11);
+	esock_mr_dereg(ms);
+	esock_mr_dereg(mr);
+	esock_mr_dereg(mt);
+	ep_pair_close(&p);
+}
+END_TEST
+
+/* Unsignaled WRs complete silently, yet in order with the signaled ones. */
+START_TEST(unsignaled_order)
+{
+	struct ep_pair p;
+	static uint8_t src[4096], dst[4096];
+	struct esock_mr *ms, *md;
+	struct esock_wc wc[8];
+	int got = 0;
+
+	ck_assert_int_eq(ep_pair_open(&p, NULL, NULL), 0);
+	ms = ep_reg(&p.a, src, sizeof(src), ESOCK_ACCESS_LOCAL_WRITE);
+	md = ep_reg(&p.b, dst, sizeof(dst), ESOCK_ACCESS_LOCAL_WRITE | ESOCK_ACCESS_REMOTE_WRITE |
+					    ESOCK_ACCESS_REMOTE_READ);
+	for (uint64_t i = 0; i < 6; i++) {
+		struct esock_sge sge = { U64(src + i * 512), 512, esock_mr_stag(ms) };
+		struct esock_send_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1,
+					    .opcode = i % 2 ? ESOCK_WR_RDMA_READ : ESOCK_WR_RDMA_WRITE,
+					    .send_flags = i == 2 ? 0 : ESOCK_SEND_SIGNALED,
+					    .remote_addr = U64(dst + i * 512), .rkey = esock_mr_stag(md) };
+
+		ck_assert_int_eq(esock_post_send(p.a.qp, &wr, NULL), 0);
+	}
+	while (got < 5) {
+		int n = esock_cq_wait(p.a.scq, 8 - got, wc + got, 5000);
+
+		ck_assert_int_gt(n, 0);
+		got += n;
+	}
+	uint64_t want[] = { 0, 1, 3, 4, 5 };
+
+	for (int i = 0; i < 5; i++) {
+		ck_assert_int_eq(wc[i].status, ESOCK_WC_SUCCESS);
+		ck_assert_uint_eq(wc[i].wr_id, want[i]);
+	}
+	ck_assert_int_eq(esock_cq_poll(p.a.scq, 8, wc), 0);
+	esock_mr_dereg(ms);
+	esock_mr_dereg(md);
+	ep_pair_close(&p);
+}
+END_TEST
+
+/* More Reads than the ORD: they queue and all complete, in order. */
+START_TEST(many_reads_ord)
+{
+	struct esock_conn_param cp = { .ord = 2, .ird = 2 };
+	struct ep_pair p;
+	static uint8_t src[64 * 1024], dst[64 * 1024];
+	struct esock_mr *ms, *md;
+	struct esock_wc wc;
+
+	fill(src, sizeof(src), 9);
+	ck_assert_int_eq(ep_pair_open(&p, &cp, &cp), 0);
+	ms = ep_reg(&p.b, src, sizeof(src), ESOCK_ACCESS_REMOTE_READ);
+	md = ep_reg(&p.a, dst, sizeof(dst), ESOCK_ACCESS_LOCAL_WRITE);
+	for (uint64_t i = 0; i < 16; i++)
+		ck_assert_int_eq(ep_post_send1(&p.a, i, ESOCK_WR_RDMA_READ, dst + i * 4096, 4096,
+					       esock_mr_stag(md), U64(src + i * 4096), esock_mr_stag(ms)), 0);
+	for (uint64_t i = 0; i < 16; i++) {
+		ck_assert_int_eq(ep_wait1(p.a.scq, &wc), 1);
+		ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+		ck_assert_uint_eq(wc.wr_id, i);
+	}
+	ck_assert_int_eq(memcmp(src, dst, sizeof(src)), 0);
+	esock_mr_dereg(ms);
+	esock_mr_dereg(md);
+	ep_pair_close(&p);
+}
+END_TEST
+
+#define NQP 16
+
+/* Many connections at once, traffic interleaved. */
+START_TEST(many_qps)
+{
+	static struct ep_pair p[NQP];
+	static uint8_t src[NQP][8192], dst[NQP][8192];
+	struct esock_mr *ms[NQP], *md[NQP];
+	struct esock_wc wc;
+
+	for (int i = 0; i < NQP; i++) {
+		ck_assert_int_eq(ep_pair_open(&p[i], NULL, NULL), 0);
+		fill(src[i], sizeof(src[i]), (unsigned)i);
+		ms[i] = ep_reg(&p[i].a, src[i], sizeof(src[i]), 0);
+		md[i] = ep_reg(&p[i].b, dst[i], sizeof(dst[i]), ESOCK_ACCESS_LOCAL_WRITE);
+		ep_post_recv1(&p[i].b, (uint64_t)i, dst[i], sizeof(dst[i]), esock_mr_stag(md[i]));
+	}
+	for (int i = 0; i < NQP; i++)
+		ck_assert_int_eq(ep_post_send1(&p[i].a, (uint64_t)i, ESOCK_WR_SEND, src[i],
+					       sizeof(src[i]), esock_mr_stag(ms[i]), 0, 0), 0);
+	for (int i = NQP - 1; i >= 0; i--) {
+		ck_assert_int_eq(ep_wait1(p[i].b.rcq, &wc), 1);
+		ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+		ck_assert_uint_eq(wc.wr_id, (uint64_t)i);
+		ck_assert_int_eq(memcmp(src[i], dst[i], sizeof(src[i])), 0);
+	}
+	for (int i = 0; i < NQP; i++) {
+		esock_mr_dereg(ms[i]);
+		esock_mr_dereg(md[i]);
+		ep_pair_close(&p[i]);
+	}
+}
+END_TEST
+
+/* MPA variants between two esock ends: the data must flow in each. */
+static const struct variant {
+	const char *peer;
+	uint8_t rev;
+	int8_t crc;
+	bool markers_a, markers_b;
+	uint8_t want_rtr;
+} variants[] = {
+	{ "generic", 2, 1, false, false, 0 },
+	{ "generic", 2, -1, false, false, 0 },
+	{ "generic", 1, 1, false, false, 0 },
+	{ "generic", 2, 1, true, false, 0 },
+	{ "generic", 2, 1, true, true, 0 },
+	{ "generic", 2, -1, false, true, 0 },
+	{ "siw", 2, 1, false, false, 0 },
+	{ "cxgb4", 2, 1, false, false, ESOCK_MPA_RTR_READ },
+	{ "irdma", 2, 1, false, false, ESOCK_MPA_RTR_WRITE },
+	{ "mpa1", 0, 0, false, false, 0 },
+};
+
+START_TEST(mpa_variants)
+{
+	const struct variant *v = &variants[_i];
+	struct esock_conn_param ca = { .mpa_rev = v->rev, .crc = v->crc, .markers = v->markers_a,
+				       .peer = v->peer, .private_data = "hi", .private_data_len = 2 };
+	struct esock_conn_param cb = { .crc = v->crc, .markers = v->markers_b, .peer = v->peer };
+	struct esock_conn_info ia, ib;
+	struct ep_pair p;
+	static uint8_t src[100000], dst[100000], back[100000];
+	struct esock_mr *ms, *md, *mb;
+	struct esock_wc wc;
+
+	fill(src, sizeof(src), 5);
+	ck_assert_int_eq(ep_pair_open(&p, &ca, &cb), 0);
+	ck_assert_int_eq(p.accept_rc, 0);
+	ck_assert_int_eq(esock_qp_conn_info(p.a.qp, &ia), 0);
+	ck_assert_int_eq(esock_qp_conn_info(p.b.qp, &ib), 0);
+	ck_assert_int_eq(ia.crc, v->crc >= 0);
+	ck_assert_int_eq(ib.crc, v->crc >= 0);
+	ck_assert_int_eq(ia.markers_tx, v->markers_b);
+	ck_assert_int_eq(ia.markers_rx, v->markers_a);
+	ck_assert_int_eq(ib.markers_tx, v->markers_a);
+	ck_assert_uint_eq(ia.rtr, v->want_rtr);
+	ck_assert_uint_eq(ib.private_data_len, 2);
+	ck_assert_int_eq(memcmp(ib.private_data, "hi", 2), 0);
+	ck_assert_str_eq(ia.peer, v->peer);
+	ms = ep_reg(&p.a, src, sizeof(src), ESOCK_ACCESS_REMOTE_READ);
+	md = ep_reg(&p.b, dst, sizeof(dst), ESOCK_ACCESS_LOCAL_WRITE);
+	mb = ep_reg(&p.b, back, sizeof(back), ESOCK_ACCESS_LOCAL_WRITE);
+	/* Send a -> b, then b reads it back from a: both directions, both models. */
+	ep_post_recv1(&p.b, 1, dst, sizeof(dst), esock_mr_stag(md));
+	ck_assert_int_eq(ep_post_send1(&p.a, 2, ESOCK_WR_SEND, src, sizeof(src), esock_mr_stag(ms), 0, 0), 0);
+	ck_assert_int_eq(ep_wait1(p.b.rcq, &wc), 1);
+	ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+	ck_assert_int_eq(memcmp(src, dst, sizeof(src)), 0);
+	if (v->rev != 0 || strcmp(v->peer, "mpa1")) {
+		ck_assert_int_eq(ep_post_send1(&p.b, 3, ESOCK_WR_RDMA_READ, back, sizeof(back),
+					       esock_mr_stag(mb), U64(src), esock_mr_stag(ms)), 0);
+		ck_assert_int_eq(ep_wait1(p.b.scq, &wc), 1);
+		ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+		ck_assert_int_eq(memcmp(src, back, sizeof(src)), 0);
+	}
+	esock_mr_dereg(ms);
+	esock_mr_dereg(md);
+	esock_mr_dereg(mb);
+	ep_pair_close(&p);
+}
+END_TEST
+
+/* Disconnect: queued sends still arrive, then every posted receive is flushed. */
+START_TEST(disconnect_flush)
+{
+	struct ep_pair p;
+	uint8_t src[256], dst[4][256];
+	struct esock_mr *ms, *md;
+	struct esock_wc wc;
+
+	fill(src, sizeof(src), 1);
+	ck_assert_int_eq(ep_pair_open(&p, NULL, NULL), 0);
+	ms = ep_reg(&p.a, src, sizeof(src), 0);
+	md = ep_reg(&p.b, dst, sizeof(dst), ESOCK_ACCESS_LOCAL_WRITE);
+	for (int i = 0; i < 4; i++)
+		ep_post_recv1(&p.b, (uint64_t)i, dst[i], 256, esock_mr_stag(md));
+	ck_assert_int_eq(ep_post_send1(&p.a, 9, ESOCK_WR_SEND, src, 256, esock_mr_stag(ms), 0, 0), 0);
+	ck_assert_int_eq(esock_qp_disconnect(p.a.qp), 0);
+	ck_assert_int_eq(ep_wait1(p.b.rcq, &wc), 1);
+	ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+	for (int i = 1; i < 4; i++) {
+		ck_assert_int_eq(ep_wait1(p.b.rcq, &wc), 1);
+		ck_assert_int_eq(wc.status, ESOCK_WC_WR_FLUSH_ERR);
+		ck_assert_uint_eq(wc.wr_id, (uint64_t)i);
+	}
+	ck_assert_int_eq(esock_qp_state(p.b.qp), ESOCK_QPS_ERROR);
+	/* Posting to a QP in error completes at once with a flush. */
+	ep_post_recv1(&p.b, 42, dst[0], 256, esock_mr_stag(md));
+	ck_assert_int_eq(ep_wait1(p.b.rcq, &wc), 1);
+	ck_assert_int_eq(wc.status, ESOCK_WC_WR_FLUSH_ERR);
+	ck_assert_uint_eq(wc.wr_id, 42);
+	ck_assert_int_eq(ep_wait1(p.a.scq, &wc), 1);
+	ck_assert_uint_eq(wc.wr_id, 9);
+	ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+	esock_mr_dereg(ms);
+	esock_mr_dereg(md);
+	ep_pair_close(&p);
+}
+END_TEST
+
+/* Posting checks: bad lkey, SGE beyond its MR, Read sink without local write. */
+START_TEST(post_checks)
+{
+	struct ep_pair p;
+	uint8_t buf[128];
+	struct esock_mr *m, *ro;
+	struct esock_send_wr *bad = NULL;
+
+	ck_assert_int_eq(ep_pair_open(&p, NULL, NULL), 0);
+	m = ep_reg(&p.a, buf, 64, ESOCK_ACCESS_LOCAL_WRITE);
+	ro = ep_reg(&p.a, buf + 64, 64, 0);
+	ck_assert_int_eq(ep_post_send1(&p.a, 1, ESOCK_WR_SEND, buf, 65, esock_mr_stag(m), 0, 0), -EACCES);
+	ck_assert_int_eq(ep_post_send1(&p.a, 1, ESOCK_WR_SEND, buf, 8, 0xdead00, 0, 0), -EACCES);
+	ck_assert_int_eq(ep_post_send1(&p.a, 1, ESOCK_WR_RDMA_READ, buf + 64, 8, esock_mr_stag(ro), 0, 1),
+			 -EACCES);
+	struct esock_sge sg[16];
+	struct esock_send_wr wr = { .sg_list = sg, .num_sge = 16, .opcode = ESOCK_WR_SEND };
+
+	memset(sg, 0, sizeof(sg));
+	ck_assert_int_eq(esock_post_send(p.a.qp, &wr, &bad), -EINVAL);
+	ck_assert_ptr_eq(bad, &wr);
+	esock_mr_dereg(m);
+	esock_mr_dereg(ro);
+	ep_pair_close(&p);
+}
+END_TEST
+
+START_TEST(not_connected)
+{
+	struct ep_side s;
+	struct esock_send_wr wr = { .opcode = ESOCK_WR_SEND };
+	struct esock_conn_info ci;
+
+	ep_side_init(&s);
+	ck_assert_int_eq(esock_post_send(s.qp, &wr, NULL), -ENOTCONN);
+	ck_assert_int_eq(esock_qp_conn_info(s.qp, &ci), -ENOTCONN);
+	ck_assert_int_eq(esock_qp_state(s.qp), ESOCK_QPS_IDLE);
+	ck_assert_int_eq(esock_pd_free(s.pd), -EBUSY);
+	ep_side_fini(&s);
+	ck_assert_int_eq(esock_pd_free(s.pd), 0);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("endpoint semantics");
+	TCase *tc = tcase_create("semantics");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, scatter_gather);
+	tcase_add_test(tc, solicited_and_invalidate);
+	tcase_add_test(tc, unsignaled_order);
+	tcase_add_test(tc, many_reads_ord);
+	tcase_add_test(tc, many_qps);
+	tcase_add_loop_test(tc, mpa_variants, 0, (int)(sizeof(variants) / sizeof(variants[0])));
+	tcase_add_test(tc, disconnect_flush);
+	tcase_add_test(tc, post_checks);
+	tcase_add_test(tc, not_connected);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return tu_run(suite());
+}
