@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <unistd.h>
 
 #include "libesock/ep.h"
 #include "util/log.h"
@@ -98,6 +99,35 @@ static void *engine_main(void *arg)
 	return NULL;
 }
 
+/*
+ * A forked child has no engine thread: forget the parent's, so that the
+ * child's first connected QP starts its own.  QPs copied from the parent
+ * keep sharing the parent's sockets and are not driven in the child.
+ */
+static void atfork_prepare(void)
+{
+	pthread_mutex_lock(&tab_lock);
+}
+
+static void atfork_parent(void)
+{
+	pthread_mutex_unlock(&tab_lock);
+}
+
+static void atfork_child(void)
+{
+	static const pthread_once_t fresh = PTHREAD_ONCE_INIT;
+
+	pthread_mutex_unlock(&tab_lock);
+	if (epfd >= 0)
+		close(epfd);
+	epfd = -1;
+	memcpy(&started, &fresh, sizeof(started));
+	for (uint32_t i = 0; i < tab_cap; i++)
+		if (tab[i])
+			atomic_store(&tab[i]->in_engine, false);
+}
+
 static void engine_start(void)
 {
 	const char *cpu = getenv("ESOCK_ENGINE_CPU"), *poll = getenv("ESOCK_POLL");
@@ -105,6 +135,10 @@ static void engine_start(void)
 	pthread_t th;
 	sigset_t all, old;
 
+	static bool atfork_set;
+
+	if (!atfork_set)
+		atfork_set = pthread_atfork(atfork_prepare, atfork_parent, atfork_child) == 0;
 	spin = poll && strcmp(poll, "spin") == 0;
 	if ((epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
 		log_error("engine: epoll_create1: %s", strerror(errno));

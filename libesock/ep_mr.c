@@ -21,10 +21,28 @@ static struct esock_mr **mr_tab; /* by index; 0 unused */
 static uint32_t mr_cap, mr_hint = 1;
 static atomic_uint pd_ids;
 
+/* fork() while another thread holds mr_lock must not leave it locked in the child. */
+static void fork_lock(void)
+{
+	pthread_mutex_lock(&mr_lock);
+}
+
+static void fork_unlock(void)
+{
+	pthread_mutex_unlock(&mr_lock);
+}
+
+static void mr_atfork(void)
+{
+	pthread_atfork(fork_lock, fork_unlock, fork_unlock);
+}
+
 ESOCK_EXPORT int esock_pd_alloc(struct esock_pd **pd)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct esock_pd *p = calloc(1, sizeof(*p));
 
+	pthread_once(&once, mr_atfork);
 	if (!p)
 		return -ENOMEM;
 	p->id = atomic_fetch_add(&pd_ids, 1) + 1;

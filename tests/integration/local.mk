@@ -17,3 +17,9 @@ TESTS += tests/integration/check_ep_sem
 tests_integration_check_ep_sem_SOURCES = tests/integration/check_ep_sem.c
 tests_integration_check_ep_sem_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_integration_check_ep_sem_LDADD = $(EP_TEST_LDADD)
+
+check_PROGRAMS += tests/integration/check_ep_proc
+TESTS += tests/integration/check_ep_proc
+tests_integration_check_ep_proc_SOURCES = tests/integration/check_ep_proc.c
+tests_integration_check_ep_proc_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_integration_check_ep_proc_LDADD = $(EP_TEST_LDADD)

@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Two processes on loopback.  The child is a passive target: it accepts,
+ * registers a region for remote read and write, tells the parent where it
+ * is, and then sleeps, so every RDMA Write and Read the parent makes is
+ * served by the child's progress engine alone.  Then the child is killed
+ * with SIGKILL in the middle of transfers: every outstanding work request
+ * of the parent must complete (an error status for what was cut off), the
+ * QP must be in error, and nothing may hang.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/integration/ep_pair.h"
+#include "tests/unit/testutil.h"
+
+#define REGION (8u << 20)
+
+struct target_info {
+	int port;
+	uint64_t addr;
+	uint32_t stag;
+};
+
+static void child_target(int wfd)
+{
+	struct esock_listener *l;
+	struct esock_conn_req *req;
+	struct target_info ti;
+	struct ep_side s;
+	struct esock_mr *mr;
+	uint8_t *mem = malloc(REGION);
+
+	for (size_t i = 0; i < REGION; i++)
+		mem[i] = (uint8_t)(i * 31 + 7);
+	ep_side_init(&s);
+	ti.port = ep_listen_any(&l);
+	mr = ep_reg(&s, mem, REGION, ESOCK_ACCESS_LOCAL_WRITE | ESOCK_ACCESS_REMOTE_WRITE |
+					    ESOCK_ACCESS_REMOTE_READ);
+	ti.addr = (uint64_t)(uintptr_t)mem;
+	ti.stag = esock_mr_stag(mr);
+	if (write(wfd, &ti, sizeof(ti)) != sizeof(ti))
+		_exit(2);
+	if (esock_get_request(l, &req, 10000) < 0 || esock_accept(req, s.qp, NULL) < 0)
+		_exit(3);
+	/* The application does nothing from now on. */
+	for (int i = 0; i < 60; i++)
+		sleep(1);
+	_exit(0);
+}
+
+static pid_t start_target(struct target_info *ti)
+{
+	int pfd[2];
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(pfd), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(pfd[0]);
+		child_target(pfd[1]);
+	}
+	close(pfd[1]);
+	ck_assert_int_eq(read(pfd[0], ti, sizeof(*ti)), sizeof(*ti));
+	close(pfd[0]);
+	return pid;
+}
+
+static void connect_to(struct ep_side *s, int port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+
+	ep_side_init(s);
+	ck_assert_int_eq(esock_qp_connect(s->qp, (struct sockaddr *)&sin, sizeof(sin), NULL), 0);
+}
+
+static void stop(pid_t pid)
+{
+	int st;
+
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+}
+
+START_TEST(target_sleeps)
+{
+	struct target_info ti;
+	pid_t pid = start_target(&ti);
+	struct ep_side s;
+	uint8_t *src = malloc(REGION), *back = calloc(1, REGION);
+	struct esock_mr *ms, *mb;
+	struct esock_wc wc;
+
+	connect_to(&s, ti.port);
+	ms = ep_reg(&s, src, REGION, 0);
+	mb = ep_reg(&s, back, REGION, ESOCK_ACCESS_LOCAL_WRITE);
+	/* First read the child's pattern, then overwrite half and read it all back. */
+	ck_assert_int_eq(ep_post_send1(&s, 1, ESOCK_WR_RDMA_READ, back, REGION, esock_mr_stag(mb),
+				       ti.addr, ti.stag), 0);
+	ck_assert_int_eq(ep_wait1(s.scq, &wc), 1);
+	ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+	for (size_t i = 0; i < REGION; i += 4093)
+		ck_assert_uint_eq(back[i], (uint8_t)(i * 31 + 7));
+	for (size_t i = 0; i < REGION; i++)
+		src[i] = (uint8_t)(i ^ (i >> 9));
+	ck_assert_int_eq(ep_post_send1(&s, 2, ESOCK_WR_RDMA_WRITE, src, REGION / 2, esock_mr_stag(ms),
+				       ti.addr + REGION / 4, ti.stag), 0);
+	ck_assert_int_eq(ep_post_send1(&s, 3, ESOCK_WR_RDMA_READ, back, REGION, esock_mr_stag(mb),
+				       ti.addr, ti.stag), 0);
+	ck_assert_int_eq(ep_wait1(s.scq, &wc), 1);
+	ck_assert_uint_eq(wc.wr_id, 2);
+	ck_assert_int_eq(ep_wait1(s.scq, &wc), 1);
+	ck_assert_uint_eq(wc.wr_id, 3);
+	ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+	ck_assert_int_eq(memcmp(back + REGION / 4, src, REGION / 2), 0);
+	ck_assert_uint_eq(back[0], 7);
+	ck_assert_uint_eq(back[REGION - 1], (uint8_t)((REGION - 1) * 31 + 7));
+	stop(pid);
+	esock_mr_dereg(ms);
+	esock_mr_dereg(mb);
+	ep_side_fini(&s);
+	free(src);
+	free(back);
+}
+END_TEST
+
+/* _i = 0: the peer dies during Writes; 1: during Reads. */
+START_TEST(peer_killed)
+{
+	struct target_info ti;
+	pid_t pid = start_target(&ti);
+	struct ep_side s;
+	uint8_t *buf = calloc(1, REGION), rb[16];
+	struct esock_mr *mb, *mr;
+	struct esock_wc wc;
+	int n = 32, ok = 0, bad = 0;
+
+	connect_to(&s, ti.port);
+	mb = ep_reg(&s, buf, REGION, ESOCK_ACCESS_LOCAL_WRITE);
+	mr = ep_reg(&s, rb, sizeof(rb), ESOCK_ACCESS_LOCAL_WRITE);
+	ep_post_recv1(&s, 100, rb, sizeof(rb), esock_mr_stag(mr));
+	/* Stopped, the peer reads nothing: the transfers stall part way. */
+	kill(pid, SIGSTOP);
+	for (int i = 0; i < n; i++)
+		ck_assert_int_eq(ep_post_send1(&s, (uint64_t)i, _i ? ESOCK_WR_RDMA_READ : ESOCK_WR_RDMA_WRITE,
+					       buf, REGION, esock_mr_stag(mb), ti.addr, ti.stag), 0);
+	/* At most a Write or two fit in the socket buffers; check what came. */
+	while (esock_cq_wait(s.scq, 1, &wc, 200) == 1) {
+		ck_assert_uint_eq(wc.wr_id, (uint64_t)ok);
+		ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+		ck_assert_int_lt(++ok, 4);
+	}
+	stop(pid);
+	while (ok + bad < n) {
+		ck_assert_int_eq(esock_cq_wait(s.scq, 1, &wc, 10000), 1);
+		ck_assert_uint_eq(wc.wr_id, (uint64_t)(ok + bad));
+		if (wc.status == ESOCK_WC_SUCCESS)
+			ok++;
+		else
+			bad++;
+	}
+	ck_assert_int_gt(bad, 0);
+	ck_assert_int_eq(esock_cq_wait(s.rcq, 1, &wc, 10000), 1);
+	ck_assert_uint_eq(wc.wr_id, 100);
+	ck_assert_int_eq(wc.status, ESOCK_WC_WR_FLUSH_ERR);
+	ck_assert_int_eq(esock_qp_state(s.qp), ESOCK_QPS_ERROR);
+	esock_mr_dereg(mb);
+	esock_mr_dereg(mr);
+	ep_side_fini(&s);
+	free(buf);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("endpoint, two processes");
+	TCase *tc = tcase_create("processes");
+
+	signal(SIGPIPE, SIG_IGN);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, target_sleeps);
+	tcase_add_loop_test(tc, peer_killed, 0, 2);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return tu_run(suite());
+}
