@@ -40,6 +40,7 @@ static void child_target(int wfd)
 	struct esock_mr *mr;
 	uint8_t *mem = malloc(REGION);
 
+	memset(&ti, 0, sizeof(ti));
 	for (size_t i = 0; i < REGION; i++)
 		mem[i] = (uint8_t)(i * 31 + 7);
 	ep_side_init(&s);
@@ -130,6 +131,7 @@ START_TEST(target_sleeps)
 	esock_mr_dereg(ms);
 	esock_mr_dereg(mb);
 	ep_side_fini(&s);
+	esock_pd_free(s.pd);
 	free(src);
 	free(back);
 }
@@ -178,6 +180,7 @@ START_TEST(peer_killed)
 	esock_mr_dereg(mb);
 	esock_mr_dereg(mr);
 	ep_side_fini(&s);
+	esock_pd_free(s.pd);
 	free(buf);
 }
 END_TEST
