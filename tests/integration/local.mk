@@ -23,3 +23,9 @@ TESTS += tests/integration/check_ep_proc
 tests_integration_check_ep_proc_SOURCES = tests/integration/check_ep_proc.c
 tests_integration_check_ep_proc_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_integration_check_ep_proc_LDADD = $(EP_TEST_LDADD)
+
+check_PROGRAMS += tests/integration/check_ep_profile
+TESTS += tests/integration/check_ep_profile
+tests_integration_check_ep_profile_SOURCES = tests/integration/check_ep_profile.c
+tests_integration_check_ep_profile_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_integration_check_ep_profile_LDADD = $(EP_TEST_LDADD)
