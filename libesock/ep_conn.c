@@ -201,7 +201,13 @@ int ep_qp_start(struct esock_qp *qp, int fd, const struct esock_mpa_params *mp, 
 	for (int q = 0; q < 3; q++)
 		qp->msn_tx[q] = qp->msn_rx[q] = 1;
 	qp->rtr_pending = initiator && qp->info.p2p;
-	qp->tx_hold = !initiator && qp->info.p2p;
+	/*
+	 * RFC 5044: a responder receives and validates one FPDU before it sends
+	 * any (siw's initiator even drops the connection when bytes follow the
+	 * Reply at once).  RFC 6581's RTR exists so that this first FPDU comes
+	 * even when the initiator's application has nothing to say.
+	 */
+	qp->tx_hold = !initiator;
 	sockaddrs(fd, &qp->info);
 	atomic_store(&qp->state, ESOCK_QPS_RTS);
 	if ((rc = ep_engine_add(qp)) < 0)

@@ -30,13 +30,13 @@ static const struct ep_profile profiles[] = {
 	  .rtr_offer = ESOCK_MPA_RTR_WRITE | ESOCK_MPA_RTR_READ, .rtr_accept = RTR_ALL,
 	  .pd_max = ESOCK_MPA_PD_MAX_SIW, .first_fpdu_delay_ms = 200, .siw_compat = true,
 	  .term_order = ESOCK_RDMAP_TERM_RFC },
-	/* Chelsio iw_cxgb4: peer-to-peer by default with a zero-length Read RTR. */
+	/* Chelsio iw_cxgb4: peer-to-peer by default (peer2peer=1) with a Read RTR only (p2p_type). */
 	{ .name = "cxgb4", .mpa_rev = 2, .crc = true, .p2p = true,
 	  .rtr_offer = ESOCK_MPA_RTR_READ, .rtr_accept = ESOCK_MPA_RTR_READ | ESOCK_MPA_RTR_WRITE,
 	  .pd_max = ESOCK_MPA_PD_MAX_SIW, .term_order = ESOCK_RDMAP_TERM_RFC },
-	/* Intel irdma: peer-to-peer with a zero-length Write RTR. */
+	/* Intel irdma: always peer-to-peer (it fails a revision 2 frame without A), offers and prefers Read. */
 	{ .name = "irdma", .mpa_rev = 2, .crc = true, .p2p = true,
-	  .rtr_offer = ESOCK_MPA_RTR_WRITE, .rtr_accept = RTR_ALL,
+	  .rtr_offer = ESOCK_MPA_RTR_WRITE | ESOCK_MPA_RTR_READ, .rtr_accept = RTR_ALL,
 	  .pd_max = ESOCK_MPA_PD_MAX_SIW, .term_order = ESOCK_RDMAP_TERM_RFC },
 	/* Revision 1 peers (no RFC 6581 word). */
 	{ .name = "mpa1", .mpa_rev = 1, .crc = true, .p2p = false,

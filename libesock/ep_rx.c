@@ -200,8 +200,6 @@ static void on_hdr(struct esock_qp *qp, const struct esock_mpa_ev *ev)
 		hl = esock_rdmap_decode(&c->m, ev->data, ev->len < dl ? ev->len : dl, &dec_opts, &t);
 		if (hl < 0)
 			return ep_tx_terminate(qp, &t, ev->data, ev->ulpdu_len);
-		if (qp->tx_hold && c->m.ddp.tagged && c->m.opcode == ESOCK_RDMAP_WRITE)
-			qp->tx_hold = false; /* the initiator's RTR (or first Write) came */
 		return on_place_hdr(qp, ev->data, ev->len, (size_t)hl);
 	}
 	/* Control message: gather it whole, or judge what we have. */
@@ -257,8 +255,6 @@ static void end_send(struct esock_qp *qp)
 
 	if (!m->ddp.last)
 		return;
-	if (qp->tx_hold)
-		qp->tx_hold = false; /* a zero-length Send RTR, or a first Send */
 	if (m->opcode == ESOCK_RDMAP_SEND_INV || m->opcode == ESOCK_RDMAP_SEND_SE_INV) {
 		if (ep_mr_invalidate_remote(qp->pd, m->inval_stag) < 0)
 			return term_at(qp, ESOCK_TERM_LAYER_RDMAP, ESOCK_TERM_RDMAP_ETYPE_PROTECTION,
@@ -326,7 +322,6 @@ static void on_read_req(struct esock_qp *qp, const struct esock_rdmap_msg *m, co
 	q->sink_stag = r->sink_stag;
 	q->sink_to = r->sink_to;
 	qp->irq_n++;
-	qp->tx_hold = false; /* a Read RTR, or the first Read */
 	atomic_fetch_or(&qp->want, EP_WANT_TX);
 }
 
@@ -372,6 +367,10 @@ static void on_end(struct esock_qp *qp)
 {
 	struct ep_rx_cur *c = &qp->rxc;
 
+	if (qp->tx_hold) { /* the initiator's first FPDU (RTR or not) came and was valid */
+		qp->tx_hold = false;
+		atomic_fetch_or(&qp->want, EP_WANT_TX);
+	}
 	if (c->kind == EP_RX_CTRL)
 		end_ctrl(qp);
 	else if (c->kind == EP_RX_PLACE && !c->m.ddp.tagged)

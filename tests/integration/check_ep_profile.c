@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <esock/mpa.h>
@@ -39,7 +41,10 @@ static const struct expect cases[] = {
 	{ "generic", 2, true, false, 0, 0, ESOCK_RDMAP_SEND },
 	{ "siw", 2, true, false, 0, 0, ESOCK_RDMAP_SEND },
 	{ "cxgb4", 2, true, true, ESOCK_MPA_RTR_READ, ESOCK_MPA_RTR_READ, ESOCK_RDMAP_READ_REQ },
-	{ "irdma", 2, true, true, ESOCK_MPA_RTR_WRITE, ESOCK_MPA_RTR_WRITE, ESOCK_RDMAP_WRITE },
+	{ "irdma", 2, true, true, ESOCK_MPA_RTR_WRITE | ESOCK_MPA_RTR_READ, ESOCK_MPA_RTR_WRITE,
+	  ESOCK_RDMAP_WRITE },
+	{ "irdma", 2, true, true, ESOCK_MPA_RTR_WRITE | ESOCK_MPA_RTR_READ, ESOCK_MPA_RTR_READ,
+	  ESOCK_RDMAP_READ_REQ },
 	{ "mpa1", 1, true, false, 0, 0, ESOCK_RDMAP_SEND },
 };
 
@@ -218,6 +223,91 @@ START_TEST(peer_from_environment)
 }
 END_TEST
 
+struct acc_args {
+	struct esock_listener *l;
+	struct ep_side *s;
+	int rc;
+};
+
+static void *do_accept(void *arg)
+{
+	struct acc_args *a = arg;
+	struct esock_conn_req *req;
+
+	a->rc = esock_get_request(a->l, &req, 5000);
+	if (a->rc == 0)
+		a->rc = esock_accept(req, a->s->qp, NULL);
+	return NULL;
+}
+
+/* Sends one FPDU carrying |ulpdu| (CRC on). */
+static void send_fpdu(int fd, const uint8_t *ulpdu, size_t len)
+{
+	struct esock_mpa_tx tx;
+	struct iovec iov = { (void *)ulpdu, len };
+	uint8_t out[256];
+	ssize_t n;
+
+	esock_mpa_tx_init(&tx, true, false, 0);
+	ck_assert_int_gt(esock_mpa_tx_build(&tx, &iov, 1), 0);
+	ck_assert_int_gt(n = esock_mpa_tx_flatten(&tx, out, sizeof(out)), 0);
+	ck_assert_int_eq(send(fd, out, (size_t)n, 0), n);
+}
+
+/*
+ * RFC 5044: the responder sends nothing before the initiator's first FPDU,
+ * even when its application posts a Send at once; a zero-length Write (the
+ * RTR shape) releases it.
+ */
+START_TEST(responder_waits_for_first_fpdu)
+{
+	struct ep_side s;
+	struct acc_args a = { NULL, &s, -1 };
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct esock_mpa_policy pol = { .rev = 2, .crc = true, .ird = 1, .ord = 1 };
+	struct esock_mpa_frame req, rep;
+	struct esock_rdmap_msg m;
+	struct esock_term t = { 0 };
+	uint8_t buf[ESOCK_MPA_FRAME_MAX], msg[8] = "early", hdr[64];
+	pthread_t th;
+	int fd;
+
+	ep_side_init(&s);
+	sin.sin_port = htons((uint16_t)ep_listen_any(&a.l));
+	ck_assert_int_eq(pthread_create(&th, NULL, do_accept, &a), 0);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	ck_assert_int_eq(esock_mpa_request_build(&pol, &req), 0);
+	ssize_t n = esock_mpa_frame_encode(&req, buf, sizeof(buf));
+
+	ck_assert_int_eq(send(fd, buf, (size_t)n, 0), n);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(a.rc, 0);
+	ck_assert_uint_eq(read_n(fd, buf, ESOCK_MPA_HDR_LEN + 4), ESOCK_MPA_HDR_LEN + 4);
+	ck_assert_int_gt(esock_mpa_frame_decode(&rep, true, buf, ESOCK_MPA_HDR_LEN + 4, 0, &t), 0);
+	struct esock_mr *mr = ep_reg(&s, msg, sizeof(msg), 0);
+
+	ck_assert_int_eq(ep_post_send1(&s, 1, ESOCK_WR_SEND, msg, 5, esock_mr_stag(mr), 0, 0), 0);
+	struct timeval tv = { 0, 200000 };
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ck_assert_int_lt(recv(fd, buf, sizeof(buf), 0), 0); /* nothing yet */
+	esock_rdmap_msg_init(&m, ESOCK_RDMAP_WRITE);
+	m.ddp.stag = 1;
+	n = esock_rdmap_hdr_encode(&m, hdr, sizeof(hdr));
+	send_fpdu(fd, hdr, (size_t)n);
+	/* Now the Send: 2 + 18 + 5 octets, PAD, CRC. */
+	ck_assert_uint_eq(read_n(fd, buf, 32), 32);
+	ck_assert_uint_eq((unsigned)(buf[0] << 8 | buf[1]), ESOCK_DDP_UNTAGGED_HLEN + 5);
+	ck_assert_int_eq(memcmp(buf + 2 + ESOCK_DDP_UNTAGGED_HLEN, "early", 5), 0);
+	esock_mr_dereg(mr);
+	close(fd);
+	esock_listener_close(a.l);
+	ep_side_fini(&s);
+	esock_pd_free(s.pd);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("peer profiles");
@@ -227,6 +317,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, profile_on_wire, 0, (int)(sizeof(cases) / sizeof(cases[0])));
 	tcase_add_test(tc, private_data_limits);
 	tcase_add_test(tc, peer_from_environment);
+	tcase_add_test(tc, responder_waits_for_first_fpdu);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -222,7 +222,7 @@ static const struct variant {
 	{ "generic", 2, -1, false, true, 0 },
 	{ "siw", 2, 1, false, false, 0 },
 	{ "cxgb4", 2, 1, false, false, ESOCK_MPA_RTR_READ },
-	{ "irdma", 2, 1, false, false, ESOCK_MPA_RTR_WRITE },
+	{ "irdma", 2, 1, false, false, ESOCK_MPA_RTR_WRITE }, /* our responder prefers Write */
 	{ "mpa1", 0, 0, false, false, 0 },
 };
 
