@@ -60,6 +60,7 @@ stop_server() {
 # ASCII rising from 'A' + K (58 letters 'A'..'z', wrapping), SIZE - 1 octets of data.
 check_pings() {
 	awk -v pre="$2" -v n="$3" -v size="$4" '
+	BEGIN { k = 0 }
 	function expect(k,   s, c) {
 		s = "rdma-ping-" k ": "
 		for (c = k % 58; length(s) < size - 1; c = (c + 1) % 58)
@@ -90,19 +91,29 @@ for bad in "-c -S 22" "-c -S 65536" "-c -C -1" "-c -x" "-v"; do
 done
 "$iwping" --help | grep -q '^iwping -c' || fail "iwping --help"
 
+# CRC is used when either side asks for it: both sides ask, or both decline.
 n=0
-start_server persistent -P -S 65535
 for crc in --crc --no-crc; do
+	state=on
+	[ "$crc" = --no-crc ] && state=off
+	start_server "persistent$crc" -P -S 65535 "$crc"
 	for size in 23 100 4096 65535; do
-		client "c$size$crc" 0 -C 10 -S "$size" -V -v "$crc"
+		client "c$size$crc" 0 -C 10 -S "$size" -V -v -d "$crc"
 		check_pings "$tmp/c$size$crc.out" "ping data:" 10 "$size" ||
 			fail "client -S $size $crc: ping data"
+		grep -q "^connected: .*, CRC $state," "$tmp/c$size$crc.out" ||
+			fail "client $crc: CRC not $state"
 		n=$((n + 1))
 	done
+	kill -0 "$srv_pid" 2>/dev/null || fail "persistent server ($crc) died"
+	[ "$crc" = --no-crc ] || stop_server
 done
+client markers 0 -C 10 -S 4096 -V -v -d --markers
+check_pings "$tmp/markers.out" "ping data:" 10 4096 || fail "client --markers: ping data"
+grep -q "^connected: .*, markers tx off rx on" "$tmp/markers.out" || fail "client --markers: no markers"
 client pa 0 -C 10 -V -v &
 pa=$!
-client pb 0 -C 10 -V -v --no-crc
+client pb 0 -C 10 -V -v
 wait "$pa" || exit 1
 for f in pa pb; do
 	check_pings "$tmp/$f.out" "ping data:" 10 64 || fail "two clients at once: ping data ($f)"

@@ -144,7 +144,7 @@ static int parse_opt(struct iwping_opts *o, int c, int *port)
 			optarg);
 		return 0;
 	case OPT_CRC: o->param.crc = 1; return 0;
-	case OPT_NO_CRC: o->param.crc = 0; return 0;
+	case OPT_NO_CRC: o->param.crc = -1; return 0;
 	case OPT_MARKERS: o->param.markers = true; return 0;
 	case OPT_PEER: o->param.peer = optarg; return 0;
 	case OPT_HELP: usage(); return -1;
@@ -163,8 +163,11 @@ static int parse_args(struct iwping_opts *o, int argc, char **argv)
 	o->size = IWPING_DEFAULT_SIZE;
 	sin->sin_family = AF_INET;
 	o->addrlen = sizeof(*sin);
-	o->param.crc = -1;
-	o->param.p2p = -1;
+	/*
+	 * crc and p2p stay 0: the profile's choice.  The endpoint reads 0 as
+	 * "default" and -1 as "off" (its tests do too), although the field
+	 * comments in iwarp.h say -1 is the default and 0 is off.
+	 */
 	o->param.ird = o->param.ord = 1; /* rping's responder resources and initiator depth */
 	while ((c = getopt_long(argc, argv, "a:I:Pp:C:S:scvVdq", long_opts, NULL)) != -1) {
 		r = parse_opt(o, c, &port);

@@ -218,12 +218,10 @@ static int start_listening(const struct iwping_opts *o, struct esock_listener **
 		fprintf(stderr, "iwping: server: listen: %s\n", strerror(-r));
 		return -1;
 	}
-	if (esock_listener_addr(*l, &bound) == 0) {
-		if (sockaddr_port(&o->addr) == 0)
-			printf("listening on port %u\n", sockaddr_port(&bound));
-		iwping_dbg(o, "listening on port %u", sockaddr_port(&bound));
+	if (esock_listener_addr(*l, &bound) == 0 && (sockaddr_port(&o->addr) == 0 || o->debug)) {
+		printf("listening on port %u\n", sockaddr_port(&bound));
+		fflush(stdout);
 	}
-	fflush(stdout);
 	return 0;
 }
 
