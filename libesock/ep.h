@@ -8,9 +8,10 @@
  * (ep_qp_progress): the application thread posting or waiting, or the engine
  * thread.  Nobody blocks on the token: a thread that finds it taken leaves
  * its wish in qp->want and the holder does the work before it lets go
- * (a combining handoff, no lock on the data path).  Work requests enter
- * through rings whose producer side is serialised by post_lock (posters only)
- * and whose consumer side belongs to the token holder.
+ * (a combining handoff).  Work requests enter through lock-free rings
+ * (ep_ring.h) that any thread may post to and that the token holder consumes
+ * in place; completions leave through the CQ's lock-free ring.  No lock on
+ * the data path.
  */
 #ifndef ESOCK_LIBESOCK_EP_H
 #define ESOCK_LIBESOCK_EP_H
@@ -26,6 +27,7 @@
 #include <esock/rdmap.h>
 
 #include "libesock/ep_profile.h"
+#include "libesock/ep_ring.h"
 
 #define EP_SGE_MAX 15          /* + the header piece = ESOCK_MPA_TX_PIECES_MAX */
 #define EP_DEPTH_DEFAULT 128
@@ -59,14 +61,14 @@ int ep_mr_check_sge(const struct esock_pd *pd, const struct esock_sge *sge, unsi
 int ep_mr_invalidate_remote(const struct esock_pd *pd, uint32_t stag);
 
 struct esock_cq {
-	pthread_mutex_t lock;
-	struct esock_wc *ring;
-	uint32_t depth, head, count;
-	bool overflow;
-	int efd;            /* eventfd: notifications and sleeping waiters */
-	int armed;          /* 0, 1 any completion, 2 solicited only */
+	struct ep_ring ring;   /* lock-free: many QPs produce, many threads poll */
+	struct esock_wc *wc;   /* slots */
+	atomic_bool overflow;
+	int efd;               /* eventfd: notifications and sleeping waiters */
+	atomic_int armed;      /* 0, 1 any completion, 2 solicited only */
 	atomic_int sleepers;
-	atomic_int refs;    /* QPs bound */
+	atomic_int refs;       /* QPs bound */
+	pthread_mutex_t lock;  /* the bound-QP list only (bind, unbind, waiters) */
 	struct esock_qp **qps; /* bound QPs, for progress while waiting */
 	int nqps, qcap;
 };
@@ -106,11 +108,19 @@ struct ep_irqe {
 	uint64_t sink_to;
 };
 
+/* The slot of ring position |pos|. */
+#define EP_SQE(qp, pos) (&(qp)->sq[ep_ring_idx(&(qp)->sqr, (pos))])
+#define EP_RQE(qp, pos) (&(qp)->rq[ep_ring_idx(&(qp)->rqr, (pos))])
+
 enum ep_rx_kind { EP_RX_NONE, EP_RX_PLACE, EP_RX_CTRL };
 
 /* The received DDP segment in progress. */
 struct ep_rx_cur {
-	enum ep_rx_kind kind;
+	/* The slot of ring position |pos|. */
+#define EP_SQE(qp, pos) (&(qp)->sq[ep_ring_idx(&(qp)->sqr, (pos))])
+#define EP_RQE(qp, pos) (&(qp)->rq[ep_ring_idx(&(qp)->rqr, (pos))])
+
+enum ep_rx_kind kind;
 	struct esock_rdmap_msg m;
 	uint8_t hdr[ESOCK_DDP_UNTAGGED_HLEN]; /* for a Terminate's copy */
 	size_t hdr_len;
@@ -156,17 +166,12 @@ struct esock_qp {
 	atomic_bool in_engine;      /* registered with the engine's epoll */
 	bool pollout;               /* EPOLLOUT requested */
 
-	pthread_mutex_t post_lock;  /* posters only */
-	struct ep_sqe *sq;
-	uint32_t sq_depth;
-	_Atomic uint32_t sq_tail;   /* producer */
-	uint32_t sq_tx, sq_done;    /* token holder */
-	_Atomic uint32_t sq_done_pub; /* sq_done as posters see it */
+	struct ep_ring sqr;         /* send queue: posters produce, token holder consumes */
+	struct ep_sqe *sq;          /* slots, by ep_ring_idx */
+	uint32_t sq_tx, sq_done;    /* token holder: next to send, next to complete */
+	struct ep_ring rqr;
 	struct ep_rqe *rq;
-	uint32_t rq_depth;
-	_Atomic uint32_t rq_tail;
-	uint32_t rq_next, rq_done;
-	_Atomic uint32_t rq_done_pub;
+	uint32_t rq_next, rq_done;  /* token holder: next to fill, next to complete */
 
 	/* Token holder only from here on. */
 	struct esock_conn_info info;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Completion queues: a ring under a short mutex (QPs of several threads may
- * complete into one CQ), an eventfd written only when somebody sleeps or
- * asked for a notification (no syscall per completion otherwise), and the
- * waiting call that makes the bound QPs progress in the caller's thread.
+ * Completion queues: a lock-free ring (QPs progressed by several threads
+ * complete into one CQ, several threads may poll it), an eventfd written only
+ * when somebody sleeps or asked for a notification (no syscall per
+ * completion otherwise), and the waiting call that makes the bound QPs
+ * progress in the caller's thread.
  */
 #include "config.h"
 
@@ -33,7 +34,11 @@ ESOCK_EXPORT int esock_cq_create(int depth, struct esock_cq **cq)
 
 	if (depth <= 0 || depth > (1 << 24) || !cq)
 		return -EINVAL;
-	if (!(c = calloc(1, sizeof(*c))) || !(c->ring = calloc((size_t)depth, sizeof(*c->ring)))) {
+	if (!(c = calloc(1, sizeof(*c))))
+		return -ENOMEM;
+	if (ep_ring_init(&c->ring, (uint32_t)depth) < 0 ||
+	    !(c->wc = calloc(c->ring.size, sizeof(*c->wc)))) {
+		ep_ring_fini(&c->ring);
 		free(c);
 		return -ENOMEM;
 	}
@@ -41,11 +46,11 @@ ESOCK_EXPORT int esock_cq_create(int depth, struct esock_cq **cq)
 	if (c->efd < 0) {
 		int e = errno;
 
-		free(c->ring);
+		ep_ring_fini(&c->ring);
+		free(c->wc);
 		free(c);
 		return -e;
 	}
-	c->depth = (uint32_t)depth;
 	pthread_mutex_init(&c->lock, NULL);
 	*cq = c;
 	return 0;
@@ -59,8 +64,9 @@ ESOCK_EXPORT int esock_cq_destroy(struct esock_cq *cq)
 		return -EBUSY;
 	close(cq->efd);
 	pthread_mutex_destroy(&cq->lock);
+	ep_ring_fini(&cq->ring);
 	free(cq->qps);
-	free(cq->ring);
+	free(cq->wc);
 	free(cq);
 	return 0;
 }
@@ -74,36 +80,34 @@ static void kick_fd(int fd)
 
 void ep_cq_push(struct esock_cq *cq, const struct esock_wc *wc, bool solicited)
 {
-	bool notify;
+	uint32_t pos;
+	int armed;
 
-	pthread_mutex_lock(&cq->lock);
-	if (cq->count < cq->depth) {
-		cq->ring[(cq->head + cq->count) % cq->depth] = *wc;
-		cq->count++;
+	if (ep_ring_claim(&cq->ring, &pos)) {
+		cq->wc[ep_ring_idx(&cq->ring, pos)] = *wc;
+		ep_ring_publish(&cq->ring, pos);
 	} else {
-		cq->overflow = true; /* verbs would raise an async CQ error */
+		atomic_store(&cq->overflow, true); /* verbs would raise an async CQ error */
 	}
-	notify = cq->armed == 1 || (cq->armed == 2 && (solicited || wc->status != ESOCK_WC_SUCCESS));
-	if (notify)
-		cq->armed = 0;
-	pthread_mutex_unlock(&cq->lock);
-	if (notify || atomic_load(&cq->sleepers))
+	/* The publish must be visible before we look for sleepers (see esock_cq_wait). */
+	atomic_thread_fence(memory_order_seq_cst);
+	armed = atomic_load(&cq->armed);
+	if (armed && (armed == 1 || solicited || wc->status != ESOCK_WC_SUCCESS) &&
+	    atomic_compare_exchange_strong(&cq->armed, &armed, 0))
+		kick_fd(cq->efd);
+	else if (atomic_load(&cq->sleepers))
 		kick_fd(cq->efd);
 }
 
 ESOCK_EXPORT int esock_cq_poll(struct esock_cq *cq, int n, struct esock_wc *wc)
 {
+	uint32_t pos;
 	int got = 0;
 
-	if (n <= 0)
-		return 0;
-	pthread_mutex_lock(&cq->lock);
-	while (got < n && cq->count) {
-		wc[got++] = cq->ring[cq->head];
-		cq->head = (cq->head + 1) % cq->depth;
-		cq->count--;
+	while (got < n && ep_ring_take(&cq->ring, &pos)) {
+		wc[got++] = cq->wc[ep_ring_idx(&cq->ring, pos)];
+		ep_ring_release(&cq->ring, pos);
 	}
-	pthread_mutex_unlock(&cq->lock);
 	return got;
 }
 
@@ -115,14 +119,10 @@ ESOCK_EXPORT int esock_cq_fd(struct esock_cq *cq)
 ESOCK_EXPORT int esock_cq_arm(struct esock_cq *cq, bool solicited_only)
 {
 	uint64_t v;
-	int queued;
 
 	(void)!read(cq->efd, &v, sizeof(v));
-	pthread_mutex_lock(&cq->lock);
-	cq->armed = solicited_only ? 2 : 1;
-	queued = cq->count > 0;
-	pthread_mutex_unlock(&cq->lock);
-	return queued;
+	atomic_store(&cq->armed, solicited_only ? 2 : 1);
+	return ep_ring_count(&cq->ring) > 0;
 }
 
 int ep_cq_bind(struct esock_cq *cq, struct esock_qp *qp)

@@ -17,6 +17,16 @@
 #include "libesock/ep.h"
 #include "util/log.h"
 
+static void qp_free(struct esock_qp *qp)
+{
+	ep_ring_fini(&qp->sqr);
+	ep_ring_fini(&qp->rqr);
+	free(qp->sq);
+	free(qp->rq);
+	free(qp->stage);
+	free(qp);
+}
+
 ESOCK_EXPORT int esock_qp_create(const struct esock_qp_attr *a, struct esock_qp **out)
 {
 	struct esock_qp *qp;
@@ -30,18 +40,13 @@ ESOCK_EXPORT int esock_qp_create(const struct esock_qp_attr *a, struct esock_qp 
 		return -EINVAL;
 	if (!(qp = calloc(1, sizeof(*qp))))
 		return -ENOMEM;
-	qp->sq = calloc(sqd, sizeof(*qp->sq));
-	qp->rq = calloc(rqd, sizeof(*qp->rq));
-	qp->stage = malloc(EP_STAGE_LEN);
-	if (!qp->sq || !qp->rq || !qp->stage || ep_qpn_alloc(qp) < 0) {
-		free(qp->sq);
-		free(qp->rq);
-		free(qp->stage);
-		free(qp);
+	if (ep_ring_init(&qp->sqr, sqd) < 0 || ep_ring_init(&qp->rqr, rqd) < 0 ||
+	    !(qp->sq = calloc(qp->sqr.size, sizeof(*qp->sq))) ||
+	    !(qp->rq = calloc(qp->rqr.size, sizeof(*qp->rq))) || !(qp->stage = malloc(EP_STAGE_LEN)) ||
+	    ep_qpn_alloc(qp) < 0) {
+		qp_free(qp);
 		return -ENOMEM;
 	}
-	qp->sq_depth = sqd;
-	qp->rq_depth = rqd;
 	qp->pd = a->pd;
 	qp->scq = a->send_cq;
 	qp->rcq = a->recv_cq;
@@ -49,7 +54,6 @@ ESOCK_EXPORT int esock_qp_create(const struct esock_qp_attr *a, struct esock_qp 
 	qp->max_sge = a->max_sge ? a->max_sge : 4;
 	qp->fd = -1;
 	atomic_store(&qp->state, ESOCK_QPS_IDLE);
-	pthread_mutex_init(&qp->post_lock, NULL);
 	atomic_fetch_add(&qp->pd->refs, 1);
 	ep_cq_bind(qp->scq, qp);
 	if (qp->rcq != qp->scq)
@@ -73,11 +77,7 @@ ESOCK_EXPORT int esock_qp_destroy(struct esock_qp *qp)
 	if (qp->fd >= 0)
 		close(qp->fd);
 	atomic_fetch_sub(&qp->pd->refs, 1);
-	pthread_mutex_destroy(&qp->post_lock);
-	free(qp->sq);
-	free(qp->rq);
-	free(qp->stage);
-	free(qp);
+	qp_free(qp);
 	return 0;
 }
 
@@ -153,40 +153,40 @@ static void push_sq_wc(struct esock_qp *qp, const struct ep_sqe *e)
 void ep_qp_complete_sq(struct esock_qp *qp)
 {
 	while (qp->sq_done != qp->sq_tx) {
-		struct ep_sqe *e = &qp->sq[qp->sq_done % qp->sq_depth];
+		struct ep_sqe *e = EP_SQE(qp, qp->sq_done);
 
 		if (!e->done)
 			break;
 		push_sq_wc(qp, e);
-		qp->sq_done++;
+		ep_ring_release(&qp->sqr, qp->sq_done++);
 	}
-	atomic_store(&qp->sq_done_pub, qp->sq_done);
 }
 
-/* Every outstanding WR completes with an error (token holder, QP in error). */
+/*
+ * Every outstanding WR completes with an error (token holder, QP in error).
+ * A WR still being written by its poster is flushed by the poster's own
+ * progress call right after it publishes.
+ */
 void ep_qp_flush(struct esock_qp *qp)
 {
-	uint32_t tail = atomic_load(&qp->sq_tail);
-
-	for (; qp->sq_done != tail; qp->sq_done++) {
-		struct ep_sqe *e = &qp->sq[qp->sq_done % qp->sq_depth];
+	for (; ep_ring_ready(&qp->sqr, qp->sq_done); qp->sq_done++) {
+		struct ep_sqe *e = EP_SQE(qp, qp->sq_done);
 
 		if (!e->done)
 			e->status = ESOCK_WC_WR_FLUSH_ERR;
 		push_sq_wc(qp, e);
+		ep_ring_release(&qp->sqr, qp->sq_done);
 	}
 	qp->sq_tx = qp->sq_done;
-	atomic_store(&qp->sq_done_pub, qp->sq_done);
-	tail = atomic_load(&qp->rq_tail);
-	for (; qp->rq_done != tail; qp->rq_done++) {
-		struct ep_rqe *r = &qp->rq[qp->rq_done % qp->rq_depth];
-		struct esock_wc wc = { .wr_id = r->wr_id, .status = ESOCK_WC_WR_FLUSH_ERR,
-				       .opcode = ESOCK_WC_RECV, .qp_num = qp->num };
+	for (; ep_ring_ready(&qp->rqr, qp->rq_done); qp->rq_done++) {
+		struct esock_wc wc = { .wr_id = EP_RQE(qp, qp->rq_done)->wr_id,
+				       .status = ESOCK_WC_WR_FLUSH_ERR, .opcode = ESOCK_WC_RECV,
+				       .qp_num = qp->num };
 
 		ep_cq_push(qp->rcq, &wc, false);
+		ep_ring_release(&qp->rqr, qp->rq_done);
 	}
 	qp->rq_next = qp->rq_done;
-	atomic_store(&qp->rq_done_pub, qp->rq_done);
 	qp->orq_n = 0;
 	qp->irq_n = 0;
 }
@@ -211,8 +211,8 @@ void ep_qp_fail(struct esock_qp *qp, const struct esock_term *t, bool send_term,
 	if (t && t->valid)
 		log_info("[qp %u fd %d] error: %s (%s)", qp->num, qp->fd,
 			 esock_term_str(t->layer, t->etype, t->ecode), send_term ? "sent" : "received");
-	if (qp->sq_done != atomic_load(&qp->sq_tail)) {
-		struct ep_sqe *e = &qp->sq[qp->sq_done % qp->sq_depth];
+	if (ep_ring_ready(&qp->sqr, qp->sq_done)) {
+		struct ep_sqe *e = EP_SQE(qp, qp->sq_done);
 
 		if (!e->done && first_status != ESOCK_WC_WR_FLUSH_ERR) {
 			e->done = true;
@@ -248,7 +248,7 @@ static int check_sges(struct esock_qp *qp, const struct esock_sge *sg, int n, un
 
 static int queue_send(struct esock_qp *qp, const struct esock_send_wr *wr)
 {
-	uint32_t tail = atomic_load(&qp->sq_tail);
+	uint32_t pos;
 	struct ep_sqe *e;
 	uint64_t len;
 	unsigned need = wr->opcode == ESOCK_WR_RDMA_READ ? ESOCK_ACCESS_LOCAL_WRITE : 0;
@@ -259,9 +259,9 @@ static int queue_send(struct esock_qp *qp, const struct esock_send_wr *wr)
 		return -EINVAL;
 	if ((rc = check_sges(qp, wr->sg_list, wr->num_sge, need, &len)) < 0)
 		return rc;
-	if (tail - atomic_load(&qp->sq_done_pub) >= qp->sq_depth)
+	if (!ep_ring_claim(&qp->sqr, &pos))
 		return -ENOMEM;
-	e = &qp->sq[tail % qp->sq_depth];
+	e = EP_SQE(qp, pos);
 	memset(e, 0, sizeof(*e));
 	e->wr_id = wr->wr_id;
 	e->opcode = wr->opcode;
@@ -273,7 +273,7 @@ static int queue_send(struct esock_qp *qp, const struct esock_send_wr *wr)
 	if (wr->num_sge)
 		memcpy(e->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(e->sge[0]));
 	e->len = len;
-	atomic_store(&qp->sq_tail, tail + 1);
+	ep_ring_publish(&qp->sqr, pos);
 	return 0;
 }
 
@@ -287,11 +287,9 @@ ESOCK_EXPORT int esock_post_send(struct esock_qp *qp, struct esock_send_wr *wr,
 			*bad_wr = wr;
 		return -ENOTCONN;
 	}
-	pthread_mutex_lock(&qp->post_lock);
 	for (; wr; wr = wr->next)
 		if ((rc = queue_send(qp, wr)) < 0)
 			break;
-	pthread_mutex_unlock(&qp->post_lock);
 	if (rc < 0 && bad_wr)
 		*bad_wr = wr;
 	/* Send inline: the calling thread puts its FPDUs on the wire itself. */
@@ -301,22 +299,22 @@ ESOCK_EXPORT int esock_post_send(struct esock_qp *qp, struct esock_send_wr *wr,
 
 static int queue_recv(struct esock_qp *qp, const struct esock_recv_wr *wr)
 {
-	uint32_t tail = atomic_load(&qp->rq_tail);
+	uint32_t pos;
 	struct ep_rqe *r;
 	uint64_t len;
 	int rc;
 
 	if ((rc = check_sges(qp, wr->sg_list, wr->num_sge, ESOCK_ACCESS_LOCAL_WRITE, &len)) < 0)
 		return rc;
-	if (tail - atomic_load(&qp->rq_done_pub) >= qp->rq_depth)
+	if (!ep_ring_claim(&qp->rqr, &pos))
 		return -ENOMEM;
-	r = &qp->rq[tail % qp->rq_depth];
+	r = EP_RQE(qp, pos);
 	r->wr_id = wr->wr_id;
 	r->num_sge = wr->num_sge;
 	if (wr->num_sge)
 		memcpy(r->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(r->sge[0]));
 	r->len = len;
-	atomic_store(&qp->rq_tail, tail + 1);
+	ep_ring_publish(&qp->rqr, pos);
 	return 0;
 }
 
@@ -325,11 +323,9 @@ ESOCK_EXPORT int esock_post_recv(struct esock_qp *qp, struct esock_recv_wr *wr,
 {
 	int rc = 0;
 
-	pthread_mutex_lock(&qp->post_lock);
 	for (; wr; wr = wr->next)
 		if ((rc = queue_recv(qp, wr)) < 0)
 			break;
-	pthread_mutex_unlock(&qp->post_lock);
 	if (rc < 0 && bad_wr)
 		*bad_wr = wr;
 	if (atomic_load(&qp->state) == ESOCK_QPS_ERROR)

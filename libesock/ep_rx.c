@@ -44,9 +44,9 @@ static int lookup_untagged(void *ctx, uint32_t qn, uint32_t msn, struct esock_dd
 	struct ep_rqe *r;
 
 	(void)msn;
-	if (qn != ESOCK_DDP_QN_SEND || qp->rq_next == atomic_load(&qp->rq_tail))
+	if (qn != ESOCK_DDP_QN_SEND || !ep_ring_ready(&qp->rqr, qp->rq_next))
 		return -ENOENT;
-	r = &qp->rq[qp->rq_next % qp->rq_depth];
+	r = EP_RQE(qp, qp->rq_next);
 	out->addr = r->num_sge ? (uint8_t *)(uintptr_t)r->sge[0].addr : NULL;
 	out->len = (size_t)r->len;
 	out->cookie = qp->rq_next++;
@@ -134,7 +134,7 @@ static bool resp_expected(struct esock_qp *qp, const struct esock_ddp_hdr *h, si
 
 	if (qp->orq_n == 0)
 		return qp->rtr_read_out && len == 0;
-	e = &qp->sq[qp->orq[qp->orq_head % EP_IRD_MAX] % qp->sq_depth];
+	e = EP_SQE(qp, qp->orq[qp->orq_head % EP_IRD_MAX]);
 	if (len == 0 && e->len == 0)
 		return true;
 	return e->num_sge == 1 && h->stag == e->sge[0].lkey && h->to >= e->sge[0].addr &&
@@ -176,7 +176,7 @@ static void on_place_hdr(struct esock_qp *qp, const uint8_t *peek, size_t n, siz
 			    qp->place.msg[i].msn == c->m.ddp.msn)
 				ms = &qp->place.msg[i];
 		if (ms)
-			slice_sges(c, &qp->rq[ms->buf.cookie % qp->rq_depth], c->m.ddp.mo, c->payload_len);
+			slice_sges(c, EP_RQE(qp, (uint32_t)ms->buf.cookie), c->m.ddp.mo, c->payload_len);
 	}
 	put_payload(c, peek + hl, n - hl);
 }
@@ -237,13 +237,12 @@ static void deliver_recvs(struct esock_qp *qp, unsigned flags, uint32_t inval)
 	struct esock_ddp_completion dc;
 
 	while (esock_ddp_place_poll(&qp->place, &dc) == 1) {
-		struct esock_wc wc = { .wr_id = qp->rq[dc.buf.cookie % qp->rq_depth].wr_id,
+		struct esock_wc wc = { .wr_id = EP_RQE(qp, (uint32_t)dc.buf.cookie)->wr_id,
 				       .status = ESOCK_WC_SUCCESS, .opcode = ESOCK_WC_RECV,
 				       .byte_len = (uint32_t)dc.len, .qp_num = qp->num,
 				       .flags = flags, .invalidated_stag = inval };
 
-		qp->rq_done++;
-		atomic_store(&qp->rq_done_pub, qp->rq_done);
+		ep_ring_release(&qp->rqr, qp->rq_done++);
 		ep_cq_push(qp->rcq, &wc, flags & ESOCK_WC_SOLICITED);
 	}
 }
@@ -278,7 +277,7 @@ static void end_read_resp(struct esock_qp *qp)
 		qp->rtr_read_out = false;
 		return;
 	}
-	e = &qp->sq[qp->orq[qp->orq_head % EP_IRD_MAX] % qp->sq_depth];
+	e = EP_SQE(qp, qp->orq[qp->orq_head % EP_IRD_MAX]);
 	qp->orq_head++;
 	qp->orq_n--;
 	e->done = true;

@@ -185,9 +185,9 @@ static bool sq_ready(struct esock_qp *qp, struct ep_sqe **out)
 {
 	struct ep_sqe *e;
 
-	if (qp->sq_tx == atomic_load(&qp->sq_tail))
+	if (!ep_ring_ready(&qp->sqr, qp->sq_tx))
 		return false;
-	e = &qp->sq[qp->sq_tx % qp->sq_depth];
+	e = EP_SQE(qp, qp->sq_tx);
 	if ((e->flags & ESOCK_SEND_FENCE) && qp->orq_n)
 		return false;
 	if (e->opcode == ESOCK_WR_RDMA_READ && qp->orq_n >= qp->info.ord)
@@ -300,7 +300,7 @@ void ep_tx_progress(struct esock_qp *qp)
 	if (qp->pollout)
 		ep_engine_want_out(qp, false);
 	/* Graceful disconnect: once everything queued is out, close our side. */
-	if (atomic_load(&qp->state) == ESOCK_QPS_CLOSING && qp->sq_tx == atomic_load(&qp->sq_tail) &&
+	if (atomic_load(&qp->state) == ESOCK_QPS_CLOSING && !ep_ring_ready(&qp->sqr, qp->sq_tx) &&
 	    !qp->irq_n && !qp->orq_n) {
 		shutdown(qp->fd, SHUT_WR);
 		ep_qp_fail(qp, NULL, false, 0, ESOCK_WC_WR_FLUSH_ERR);
