@@ -3,7 +3,7 @@
 # issue 5.  libesock_ep.la is the endpoint as a convenience library, linked by
 # the tools and the tests.
 noinst_LTLIBRARIES += libesock_ep.la
-libesock_ep_la_SOURCES = libesock/ep.h libesock/ep_profile.h libesock/ep_profile.c \
+libesock_ep_la_SOURCES = libesock/ep.h libesock/ep_ring.h libesock/ep_profile.h libesock/ep_profile.c \
 	libesock/ep_mr.c libesock/ep_cq.c libesock/ep_qp.c libesock/ep_conn.c \
 	libesock/ep_tx.c libesock/ep_rx.c libesock/ep_engine.c
 libesock_ep_la_LIBADD = libesock_core.la -lpthread
