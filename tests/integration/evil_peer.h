@@ -82,6 +82,7 @@ struct evil_term_want {
 	const uint8_t *seg;   /* the offending ULPDU as sent (for M, D, R) */
 	size_t seg_len;
 	bool skip_responses;  /* Read Responses may come first (else nothing may) */
+	const char *what;     /* the case, for failure messages (may be NULL) */
 };
 
 /* Receives the Terminate and asserts reason, header flags and copies. */
