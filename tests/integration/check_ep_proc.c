@@ -31,6 +31,25 @@ struct target_info {
 	uint32_t stag;
 };
 
+/* Echo mode: every Send received goes back as a Send of the same octets. */
+static void child_echo(struct ep_side *s, uint8_t *mem)
+{
+	struct esock_mr *mr = ep_reg(s, mem, REGION, ESOCK_ACCESS_LOCAL_WRITE);
+	struct esock_wc wc;
+
+	ep_post_recv1(s, 0, mem, REGION, esock_mr_stag(mr));
+	for (;;) {
+		if (esock_cq_wait(s->rcq, 1, &wc, 30000) != 1 || wc.status != ESOCK_WC_SUCCESS)
+			_exit(0);
+		if (ep_post_send1(s, 1, ESOCK_WR_SEND, mem, wc.byte_len, esock_mr_stag(mr), 0, 0) < 0 ||
+		    esock_cq_wait(s->scq, 1, &wc, 30000) != 1)
+			_exit(4);
+		ep_post_recv1(s, 0, mem, REGION, esock_mr_stag(mr));
+	}
+}
+
+static bool echo_mode;
+
 static void child_target(int wfd)
 {
 	struct esock_listener *l;
@@ -38,7 +57,7 @@ static void child_target(int wfd)
 	struct target_info ti;
 	struct ep_side s;
 	struct esock_mr *mr;
-	uint8_t *mem = malloc(REGION);
+	uint8_t *mem = malloc(REGION * (echo_mode ? 2 : 1));
 
 	memset(&ti, 0, sizeof(ti));
 	for (size_t i = 0; i < REGION; i++)
@@ -53,6 +72,8 @@ static void child_target(int wfd)
 		_exit(2);
 	if (esock_get_request(l, &req, 10000) < 0 || esock_accept(req, s.qp, NULL) < 0)
 		_exit(3);
+	if (echo_mode)
+		child_echo(&s, mem + REGION); /* never returns */
 	/* The application does nothing from now on. */
 	for (int i = 0; i < 60; i++)
 		sleep(1);
@@ -137,6 +158,64 @@ START_TEST(target_sleeps)
 }
 END_TEST
 
+static const size_t sizes[] = { 0, 1, 17, 64, 1448, 4096, 65536, 1 << 20, REGION };
+
+/* Every operation and size between two processes, each result verified. */
+START_TEST(every_size)
+{
+	struct target_info ti;
+	pid_t pid;
+	struct ep_side s;
+	uint8_t *src = malloc(REGION), *dst = malloc(REGION);
+	struct esock_mr *ms, *md;
+	struct esock_wc wc;
+
+	echo_mode = true;
+	pid = start_target(&ti);
+	echo_mode = false;
+	connect_to(&s, ti.port);
+	ms = ep_reg(&s, src, REGION, 0);
+	md = ep_reg(&s, dst, REGION, ESOCK_ACCESS_LOCAL_WRITE);
+	for (unsigned k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		uint32_t n = (uint32_t)sizes[k];
+
+		for (uint32_t i = 0; i < n; i++)
+			src[i] = (uint8_t)(i * 3 + k);
+		memset(dst, 0xee, REGION);
+		/* Send, echoed back by the child's application. */
+		ep_post_recv1(&s, 50, dst, REGION, esock_mr_stag(md));
+		ck_assert_int_eq(ep_post_send1(&s, 51, ESOCK_WR_SEND, src, n, esock_mr_stag(ms), 0, 0), 0);
+		ck_assert_int_eq(ep_wait1(s.scq, &wc), 1);
+		ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+		ck_assert_int_eq(ep_wait1(s.rcq, &wc), 1);
+		ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+		ck_assert_uint_eq(wc.byte_len, n);
+		ck_assert_int_eq(memcmp(src, dst, n), 0);
+		/* RDMA Write into the child's region, RDMA Read back. */
+		memset(dst, 0xee, REGION);
+		ck_assert_int_eq(ep_post_send1(&s, 52, ESOCK_WR_RDMA_WRITE, src, n, esock_mr_stag(ms),
+					       ti.addr, ti.stag), 0);
+		ck_assert_int_eq(ep_post_send1(&s, 53, ESOCK_WR_RDMA_READ, dst, n, esock_mr_stag(md),
+					       ti.addr, ti.stag), 0);
+		ck_assert_int_eq(ep_wait1(s.scq, &wc), 1);
+		ck_assert_uint_eq(wc.wr_id, 52);
+		ck_assert_int_eq(ep_wait1(s.scq, &wc), 1);
+		ck_assert_uint_eq(wc.wr_id, 53);
+		ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+		ck_assert_int_eq(memcmp(src, dst, n), 0);
+		if (n < REGION)
+			ck_assert_uint_eq(dst[n], 0xee);
+	}
+	stop(pid);
+	esock_mr_dereg(ms);
+	esock_mr_dereg(md);
+	ep_side_fini(&s);
+	esock_pd_free(s.pd);
+	free(src);
+	free(dst);
+}
+END_TEST
+
 /* _i = 0: the peer dies during Writes; 1: during Reads. */
 START_TEST(peer_killed)
 {
@@ -193,6 +272,7 @@ static Suite *suite(void)
 	signal(SIGPIPE, SIG_IGN);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, target_sleeps);
+	tcase_add_test(tc, every_size);
 	tcase_add_loop_test(tc, peer_killed, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
