@@ -29,3 +29,6 @@ TESTS += tests/integration/check_ep_profile
 tests_integration_check_ep_profile_SOURCES = tests/integration/check_ep_profile.c
 tests_integration_check_ep_profile_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_integration_check_ep_profile_LDADD = $(EP_TEST_LDADD)
+
+TESTS += tests/integration/engine-modes.sh
+EXTRA_DIST += tests/integration/engine-modes.sh
