@@ -10,10 +10,12 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <esock/mpa.h>
 
 #include "tools/iwping/iwping.h"
 #include "util/byteorder.h"
@@ -233,15 +235,30 @@ int iwping_wait(struct iwping_conn *c, enum esock_wc_opcode want)
 	}
 }
 
-/* -d: what the MPA exchange settled. */
+static const char *rtr_name(uint8_t rtr)
+{
+	switch (rtr) {
+	case 0: return "none";
+	case ESOCK_MPA_RTR_SEND: return "Send";
+	case ESOCK_MPA_RTR_WRITE: return "Write";
+	case ESOCK_MPA_RTR_READ: return "Read";
+	default: return "?";
+	}
+}
+
+/* -d: who the peer is and what the MPA exchange settled. */
 void iwping_print_conn(struct iwping_conn *c)
 {
+	char host[NI_MAXHOST] = "?", port[NI_MAXSERV] = "?";
 	struct esock_conn_info ci;
 
 	if (!c->o->debug || esock_qp_conn_info(c->qp, &ci) < 0)
 		return;
-	iwping_dbg(c->o, "connected: MPA rev %u%s, CRC %s, markers tx %s rx %s, IRD %u ORD %u, peer profile %s",
-		   ci.mpa_rev, ci.enhanced ? " (RFC 6581)" : "", ci.crc ? "on" : "off",
-		   ci.markers_tx ? "on" : "off", ci.markers_rx ? "on" : "off", ci.ird, ci.ord,
-		   ci.peer ? ci.peer : "?");
+	getnameinfo((const struct sockaddr *)&ci.remote, sizeof(ci.remote), host, sizeof(host), port,
+		    sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV);
+	iwping_dbg(c->o, "connected to %s port %s", host, port);
+	iwping_dbg(c->o, "connected: MPA rev %u%s, CRC %s, markers tx %s rx %s, IRD %u ORD %u,"
+		   " RTR %s, peer profile %s", ci.mpa_rev, ci.enhanced ? " (RFC 6581)" : "",
+		   ci.crc ? "on" : "off", ci.markers_tx ? "on" : "off", ci.markers_rx ? "on" : "off",
+		   ci.ird, ci.ord, ci.p2p ? rtr_name(ci.rtr) : "none", ci.peer ? ci.peer : "?");
 }
