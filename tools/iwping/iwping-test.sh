@@ -39,7 +39,7 @@ start_server() {
 	srv_pid=$!
 	i=0
 	while [ $i -lt 100 ]; do
-		port=$(sed -n 's/^listening on port \([0-9][0-9]*\)$/\1/p' "$tmp/$name.out")
+		port=$(sed -n 's/^listening on port \([0-9][0-9]*\)$/\1/p' "$tmp/$name.out" 2>/dev/null)
 		[ -n "$port" ] && return 0
 		kill -0 "$srv_pid" 2>/dev/null || break
 		sleep 0.1
