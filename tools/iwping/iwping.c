@@ -163,11 +163,7 @@ static int parse_args(struct iwping_opts *o, int argc, char **argv)
 	o->size = IWPING_DEFAULT_SIZE;
 	sin->sin_family = AF_INET;
 	o->addrlen = sizeof(*sin);
-	/*
-	 * crc and p2p stay 0: the profile's choice.  The endpoint reads 0 as
-	 * "default" and -1 as "off" (its tests do too), although the field
-	 * comments in iwarp.h say -1 is the default and 0 is off.
-	 */
+	/* param.crc and param.p2p stay 0: the peer profile's choice. */
 	o->param.ird = o->param.ord = 1; /* rping's responder resources and initiator depth */
 	while ((c = getopt_long(argc, argv, "a:I:Pp:C:S:scvVdq", long_opts, NULL)) != -1) {
 		r = parse_opt(o, c, &port);
