@@ -65,12 +65,13 @@ ESOCK_EXPORT int esock_ddp_hdr_check(const struct esock_ddp_hdr *h, struct esock
 	if (h->dv == ESOCK_DDP_VERSION)
 		return 0;
 	/* RFC 5041 §7.2: the version error is reported in the table of the
-	 * buffer model the segment claims (tagged 0x04, untagged 0x06). */
+	 * buffer model the segment claims (tagged 0x04, untagged 0x06); the
+	 * Terminate copies the offending DDP header, as for every DDP error. */
 	if (h->tagged)
 		esock_term_set(term, ESOCK_TERM_LAYER_DDP, ESOCK_TERM_DDP_ETYPE_TAGGED,
-			       ESOCK_TERM_DDP_T_VERSION, 0);
+			       ESOCK_TERM_DDP_T_VERSION, ESOCK_TERM_HDRCT_M | ESOCK_TERM_HDRCT_D);
 	else
 		esock_term_set(term, ESOCK_TERM_LAYER_DDP, ESOCK_TERM_DDP_ETYPE_UNTAGGED,
-			       ESOCK_TERM_DDP_U_VERSION, 0);
+			       ESOCK_TERM_DDP_U_VERSION, ESOCK_TERM_HDRCT_M | ESOCK_TERM_HDRCT_D);
 	return -EPROTO;
 }

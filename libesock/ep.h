@@ -175,6 +175,7 @@ struct esock_qp {
 
 	/* Token holder only from here on. */
 	struct esock_conn_info info;
+	bool info_valid;            /* an MPA exchange filled info (a reject too) */
 	const struct ep_profile *prof;
 	struct esock_mpa_tx tx;
 	struct esock_mpa_rx rx;

@@ -163,7 +163,7 @@ static void set_info(struct esock_qp *qp, const struct esock_mpa_params *mp,
 {
 	struct esock_conn_info *i = &qp->info;
 
-	i->mpa_rev = mp->rev;
+	i->mpa_rev = mp->rev ? mp->rev : peer->rev; /* a reject negotiates nothing */
 	i->enhanced = mp->enhanced;
 	i->crc = mp->crc;
 	i->markers_tx = mp->markers_tx;
@@ -178,6 +178,7 @@ static void set_info(struct esock_qp *qp, const struct esock_mpa_params *mp,
 	if (peer->pd_len)
 		memcpy(i->private_data, peer->pd, peer->pd_len);
 	i->peer = prof->name;
+	qp->info_valid = true;
 }
 
 int ep_qp_start(struct esock_qp *qp, int fd, const struct esock_mpa_params *mp, bool initiator)

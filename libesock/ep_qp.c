@@ -93,7 +93,7 @@ ESOCK_EXPORT uint32_t esock_qp_num(const struct esock_qp *qp)
 
 ESOCK_EXPORT int esock_qp_conn_info(const struct esock_qp *qp, struct esock_conn_info *info)
 {
-	if (atomic_load(&qp->state) == ESOCK_QPS_IDLE && !qp->info.mpa_rev)
+	if (!qp->info_valid)
 		return -ENOTCONN;
 	*info = qp->info;
 	return 0;

@@ -87,7 +87,7 @@ ESOCK_EXPORT ssize_t esock_ddp_hdr_encode(const struct esock_ddp_hdr *h, uint8_t
 /*
  * esock_ddp_hdr_check validates what RFC 5041 lets a data sink judge from the
  * header alone: the DDP version.  On failure fills |term| (DDP, tagged or
- * untagged EType by the T bit, code "invalid DDP version") and returns
+ * untagged EType by the T bit, code "invalid DDP version", header copy M|D) and returns
  * -EPROTO; returns 0 when the header is acceptable.
  */
 ESOCK_EXPORT int esock_ddp_hdr_check(const struct esock_ddp_hdr *h, struct esock_term *term);

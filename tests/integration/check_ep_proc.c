@@ -31,20 +31,28 @@ struct target_info {
 	uint32_t stag;
 };
 
-/* Echo mode: every Send received goes back as a Send of the same octets. */
+/*
+ * Echo mode: every Send received goes back as a Send of the same octets.  Two
+ * receive buffers take turns, so one is always posted when the parent's next
+ * Send arrives (RDMA rule: a Send without a posted receive is an error).
+ */
 static void child_echo(struct ep_side *s, uint8_t *mem)
 {
-	struct esock_mr *mr = ep_reg(s, mem, REGION, ESOCK_ACCESS_LOCAL_WRITE);
+	struct esock_mr *mr = ep_reg(s, mem, 2 * (size_t)REGION, ESOCK_ACCESS_LOCAL_WRITE);
 	struct esock_wc wc;
 
 	ep_post_recv1(s, 0, mem, REGION, esock_mr_stag(mr));
+	ep_post_recv1(s, 1, mem + REGION, REGION, esock_mr_stag(mr));
 	for (;;) {
+		uint8_t *buf;
+
 		if (esock_cq_wait(s->rcq, 1, &wc, 30000) != 1 || wc.status != ESOCK_WC_SUCCESS)
 			_exit(0);
-		if (ep_post_send1(s, 1, ESOCK_WR_SEND, mem, wc.byte_len, esock_mr_stag(mr), 0, 0) < 0 ||
+		buf = mem + wc.wr_id * REGION;
+		if (ep_post_send1(s, 2, ESOCK_WR_SEND, buf, wc.byte_len, esock_mr_stag(mr), 0, 0) < 0 ||
 		    esock_cq_wait(s->scq, 1, &wc, 30000) != 1)
 			_exit(4);
-		ep_post_recv1(s, 0, mem, REGION, esock_mr_stag(mr));
+		ep_post_recv1(s, (uint64_t)(buf - mem) / REGION, buf, REGION, esock_mr_stag(mr));
 	}
 }
 
@@ -57,7 +65,7 @@ static void child_target(int wfd)
 	struct target_info ti;
 	struct ep_side s;
 	struct esock_mr *mr;
-	uint8_t *mem = malloc(REGION * (echo_mode ? 2 : 1));
+	uint8_t *mem = malloc(REGION * (echo_mode ? 3 : 1));
 
 	memset(&ti, 0, sizeof(ti));
 	for (size_t i = 0; i < REGION; i++)
