@@ -227,6 +227,30 @@ static const char *first_nonempty(char **c, int from, int to)
 	return "";
 }
 
+/* How many comma-separated items |col| holds (tshark's aggregator). */
+static unsigned items(const char *col)
+{
+	unsigned n = 1;
+
+	for (; *col; col++)
+		n += *col == ',';
+	return n;
+}
+
+/* Item |k| of a comma-separated tshark column, as a number (0 when absent). */
+static unsigned long long item_ull(const char *col, unsigned k)
+{
+	while (k-- && col)
+		if ((col = strchr(col, ',')))
+			col++;
+	return col ? strtoull(col, NULL, 0) : 0;
+}
+
+static unsigned long item_ul(const char *col, unsigned k)
+{
+	return (unsigned long)item_ull(col, k);
+}
+
 /*
  * ddpdump and tshark must agree on every FPDU of |pcap| for every field both
  * show, and on the CRC verdicts.  Returns the number of FPDUs compared.
@@ -250,39 +274,55 @@ static size_t compare_with_tshark(const char *pcap)
 	run_json(pcap, "");
 	ck_assert_int_eq(WEXITSTATUS(exit_status), 0);
 	ck_assert_int_eq(tshark_run(pcap, "iwarp_mpa.fpdu", f, &t), 0);
-	ck_assert_msg(t.nrows == nrec, "%s: tshark %zu FPDUs, ddpdump %zu", pcap, t.nrows, nrec);
-	for (size_t i = 0; i < nrec; i++) {
-		const struct rec *r = &recs[i];
-		char **c = t.rows[i].col;
+	/*
+	 * One tshark row per frame; a TCP segment carrying several FPDUs gives
+	 * comma-separated values, one per FPDU for the fields every FPDU has, one
+	 * per tagged (untagged, Terminate, Read Request) FPDU for the others.
+	 */
+	size_t n = 0;
+	for (size_t row = 0; row < t.nrows; row++) {
+		char **c = t.rows[row].col;
+		unsigned nf = items(c[0]), ti = 0, ui = 0, termi = 0, rri = 0;
 
-		ck_assert_msg(r->has_op, "%s: FPDU %zu undecoded", pcap, i);
-		ck_assert_uint_eq(strtoul(c[0], NULL, 0), r->ulen);
-		ck_assert_uint_eq(strtoul(c[1], NULL, 0), r->opcode);
-		ck_assert_uint_eq(strtoul(c[2], NULL, 0), r->t);
-		ck_assert_uint_eq(strtoul(c[3], NULL, 0), r->l);
-		if (r->t) {
-			ck_assert_uint_eq(strtoul(c[6], NULL, 0), r->stag);
-			ck_assert(strtoull(c[7], NULL, 0) == r->to);
-		} else {
-			ck_assert_uint_eq(strtoul(c[4], NULL, 0), r->msn);
-			ck_assert_uint_eq(strtoul(c[5], NULL, 0), r->mo);
-			ck_assert_uint_eq(strtoul(c[8], NULL, 0), r->qn);
+		for (unsigned j = 0; j < nf; j++, n++) {
+			ck_assert_msg(n < nrec, "%s: tshark has more FPDUs than ddpdump's %zu", pcap, nrec);
+			const struct rec *r = &recs[n];
+
+			ck_assert_msg(r->has_op, "%s: FPDU %zu undecoded", pcap, n);
+			ck_assert_uint_eq(item_ul(c[0], j), r->ulen);
+			ck_assert_uint_eq(item_ul(c[1], j), r->opcode);
+			ck_assert_uint_eq(item_ul(c[2], j), r->t);
+			ck_assert_uint_eq(item_ul(c[3], j), r->l);
+			if (r->t) {
+				ck_assert_uint_eq(item_ul(c[6], ti), r->stag);
+				ck_assert(item_ull(c[7], ti) == r->to);
+				ti++;
+			} else {
+				ck_assert_uint_eq(item_ul(c[4], ui), r->msn);
+				ck_assert_uint_eq(item_ul(c[5], ui), r->mo);
+				ck_assert_uint_eq(item_ul(c[8], ui), r->qn);
+				ui++;
+			}
+			/* Terminate reason: both tools must agree (siw's bit order puts Layer
+			 * and EType where both readings coincide for the codes seen). */
+			if (r->opcode == ESOCK_RDMAP_TERMINATE && r->term_layer == item_ul(c[9], termi)) {
+				ck_assert_uint_eq(item_ul(first_nonempty(c, 10, 12), termi), r->term_etype);
+				ck_assert_uint_eq(item_ul(first_nonempty(c, 13, 16), termi), r->term_ecode);
+			}
+			if (r->opcode == ESOCK_RDMAP_TERMINATE)
+				termi++;
+			if (r->opcode == ESOCK_RDMAP_READ_REQ) {
+				ck_assert_uint_eq(item_ul(c[17], rri), r->sink_stag);
+				ck_assert(item_ull(c[18], rri) == r->sink_to);
+				ck_assert_uint_eq(item_ul(c[19], rri), r->size);
+				ck_assert_uint_eq(item_ul(c[20], rri), r->src_stag);
+				ck_assert(item_ull(c[21], rri) == r->src_to);
+				rri++;
+			}
+			good_ddpdump += !strcmp(r->crc, "ok");
 		}
-		/* Terminate reason: both tools must agree (siw's bit order puts Layer
-		 * and EType where both readings coincide for the codes seen). */
-		if (r->opcode == ESOCK_RDMAP_TERMINATE && r->term_layer == strtoul(c[9], NULL, 0)) {
-			ck_assert_uint_eq(strtoul(first_nonempty(c, 10, 12), NULL, 0), r->term_etype);
-			ck_assert_uint_eq(strtoul(first_nonempty(c, 13, 16), NULL, 0), r->term_ecode);
-		}
-		if (r->opcode == ESOCK_RDMAP_READ_REQ) {
-			ck_assert_uint_eq(strtoul(c[17], NULL, 0), r->sink_stag);
-			ck_assert(strtoull(c[18], NULL, 0) == r->sink_to);
-			ck_assert_uint_eq(strtoul(c[19], NULL, 0), r->size);
-			ck_assert_uint_eq(strtoul(c[20], NULL, 0), r->src_stag);
-			ck_assert(strtoull(c[21], NULL, 0) == r->src_to);
-		}
-		good_ddpdump += !strcmp(r->crc, "ok");
 	}
+	ck_assert_msg(n == nrec, "%s: tshark %zu FPDUs, ddpdump %zu", pcap, n, nrec);
 	tshark_out_free(&t);
 	/* Start frames: same order, flags, revision and PD_Length (the RFC 6581
 	 * word counts in tshark's PD_Length, not in ddpdump's ULP private data). */
