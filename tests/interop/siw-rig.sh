@@ -13,6 +13,10 @@
 # Variants: "default" is siw as shipped (CRC only when the initiator asks, which siw's own
 # initiator never does); "crc" sets mpa_crc_required so a siw initiator asks for CRC.
 # The guest network is qemu user networking with restrict=on: no traffic leaves the guest.
+# RIG_NET=tap:IFNAME puts eth0 on the existing tap device IFNAME instead (no offloads:
+# frames are wire-sized); the caller owns the tap, e.g. in a network namespace.
+# Both variants are also in the guest as /siw-default.ko and /siw-crc.ko, for jobs
+# that switch between them.
 # RIG_DIR (default: build-test/interop-rig) holds everything; re-running is cheap.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -129,10 +133,11 @@ prepare() {
 }
 
 run_job() { # $1 = job script, $2 = output dir, $3 = variant
-	local job=$1 out=$2 v=${3:-default} img accel
+	local job=$1 out=$2 v=${3:-default} img accel net
 	mkdir -p "$out"
 	rm -rf initrd && cp -a groot initrd
 	cp "siw-$v.ko" "initrd/lib/modules/$(cat groot/kernel-version)/siw.ko"
+	cp siw-default.ko siw-crc.ko initrd/
 	cp "$here/guest-init.sh" initrd/init
 	cp "$job" initrd/job.sh
 	chmod +x initrd/init
@@ -142,11 +147,17 @@ run_job() { # $1 = job script, $2 = output dir, $3 = variant
 	# KVM only where it really works (the CPU shows vmx/svm); otherwise TCG.
 	accel="-accel tcg -cpu max"
 	if [ -w /dev/kvm ] && grep -qE 'vmx|svm' /proc/cpuinfo; then accel="-accel kvm -cpu host"; fi
+	net="user,id=n0,restrict=on"
+	case ${RIG_NET:-user} in
+	tap:?*) net="tap,id=n0,ifname=${RIG_NET#tap:},script=no,downscript=no,vnet_hdr=off" ;;
+	user) ;;
+	*) log "RIG_NET must be user or tap:IFNAME"; return 2 ;;
+	esac
 	log "booting the guest (siw $v)"
 	# shellcheck disable=SC2086
 	timeout 600 qemu-system-x86_64 $accel -m 1024 -smp 2 -nographic -no-reboot \
 		-kernel vmlinuz -initrd "$img" -append "console=ttyS0 quiet mitigations=off panic=-1" \
-		-netdev user,id=n0,restrict=on -device virtio-net-pci,netdev=n0 \
+		-netdev "$net" -device virtio-net-pci,netdev=n0 \
 		-serial "file:$out/console.log" -monitor none -display none
 	# Files come back base64-encoded on the console between markers.
 	awk -v dir="$out" '

@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# esock's iwping on the host against rdma-core's rping on kernel siw in the qemu guest
+# of siw-rig.sh, in both roles, with -V, several sizes, CRC off and on:
+#   iwping -c -> rping -s    our endpoint is the MPA initiator (CRC: what we ask for)
+#   rping -c -> iwping -s    our endpoint is the MPA responder (CRC: siw's default
+#                            initiator never asks; our Reply turns it on or not; the
+#                            siw "crc" variant asks, and we must then answer C=1)
+# (siw 6.1 as responder mirrors the initiator's C flag, even the "crc" variant.)
+# The guest's eth0 is on a tap device in a network namespace made here (host side
+# 10.0.2.2, guest 10.0.2.15); iwping (ESOCK_PEER=siw) runs in that namespace, the guest
+# runs jobs/iwping-vs-rping.sh and captures eth0.  Checks, per case: both programs
+# complete every ping (rping and iwping print the data, the client validates it); the
+# capture decodes with ddpdump: the start frames carry the expected C flags, every FPDU
+# is well formed with CRC "ok" (CRC on) or "off", no Terminate, and the RDMA Read
+# Responses and RDMA Writes carry COUNT x SIZE octets each; then ddpdump must agree
+# with tshark on every FPDU of the captures (tests/ddpdump/check_ddpdump).
+#   iwping-vs-rping.sh BUILD_DIR [OUTDIR]
+# IWPING (default BUILD_DIR/tools/iwping/iwping) picks another binary.  Exits 77 (skip)
+# with a reason when it cannot run here (no iwping, not root, no tun device, no netns,
+# rig not prepared); 1 when a case fails.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+build=$(cd "${1:?usage: iwping-vs-rping.sh BUILD_DIR [OUTDIR]}" && pwd)
+out=${2:-$build/interop-captures/iwping}
+IWPING=${IWPING:-$build/tools/iwping/iwping}
+DDPDUMP=${DDPDUMP:-$build/tools/ddpdump/ddpdump}
+export RIG_DIR=${RIG_DIR:-$build/interop-rig}
+HOST_IP=10.0.2.2 GUEST_IP=10.0.2.15 TAP=tap0
+SIZES=${IWPING_SIZES:-23 64 1500 4096 65535}
+COUNT=${IWPING_COUNT:-5}
+
+say() { echo "interop: $*"; }
+skip() { say "SKIP: iwping vs rping: $*"; exit 77; }
+
+# ---- the cases --------------------------------------------------------------------
+# NAME GUEST_ROLE SIW SIZE COUNT PORT | IWPING_CRC_OPTION REQ_C REP_C FPDU_CRC
+cases=()
+port=7200
+add() { # name guest-role siw size crc-option req-c rep-c fpdu-crc
+	cases+=("$1 $2 $3 $4 $COUNT $port $5 $6 $7 $8")
+	port=$((port + 1))
+}
+for s in $SIZES; do
+	add "cli-nocrc-$s" s default "$s" --no-crc 0 0 off
+	add "cli-crc-$s" s default "$s" --crc 1 1 ok
+	add "srv-nocrc-$s" c default "$s" --no-crc 0 0 off
+	add "srv-crc-$s" c default "$s" --crc 0 1 ok
+done
+for s in 64 65535; do
+	add "srv-siwcrc-$s" c crc "$s" --no-crc 1 1 ok
+done
+
+describe() { # one case line -> words for the report
+	local name role siw size count port opt
+	read -r name role siw size count port opt _ <<<"$1"
+	if [ "$role" = s ]; then echo "iwping -c $opt -> rping -s (siw $siw), $size octets x $count"
+	else echo "rping -c (siw $siw) -> iwping -s $opt, $size octets x $count"; fi
+}
+
+# ---- preconditions ----------------------------------------------------------------
+[ -x "$IWPING" ] || skip "$IWPING is not built"
+[ -x "$DDPDUMP" ] || skip "$DDPDUMP is not built"
+command -v jq >/dev/null || skip "jq is missing"
+[ "$(id -u)" -eq 0 ] || skip "needs root (network namespace and tap device)"
+[ -c /dev/net/tun ] || skip "no /dev/net/tun"
+[ -f "$RIG_DIR/groot.stamp" ] || skip "the siw rig is not prepared (siw-rig.sh prepare)"
+
+# ---- the network namespace (outer invocation) -------------------------------------
+if [ -z "${IWPING_NETNS:-}" ]; then
+	ns=esock-iw-$$
+	ip netns add "$ns" 2>/dev/null || skip "cannot create a network namespace"
+	trap 'ip netns del "$ns" 2>/dev/null' EXIT
+	if ! { ip -n "$ns" link set lo up && ip netns exec "$ns" ip tuntap add dev "$TAP" mode tap &&
+		ip -n "$ns" addr add "$HOST_IP/24" dev "$TAP" && ip -n "$ns" link set "$TAP" up; }; then
+		skip "cannot set up $TAP in the namespace"
+	fi
+	IWPING_NETNS=$ns ip netns exec "$ns" bash "$0" "$build" "$out"
+	exit $?
+fi
+
+# ---- inside the namespace ---------------------------------------------------------
+rm -rf "$out" && mkdir -p "$out"
+export ESOCK_PEER=siw
+plan="" servers=()
+for c in "${cases[@]}"; do
+	read -r name role siw size count port opt _ <<<"$c"
+	plan+="$name $role $siw $size $count $port"$'\n'
+	[ "$role" = c ] || continue
+	timeout 600 "$IWPING" -s -a "$HOST_IP" -p "$port" -S "$size" -V -v "$opt" \
+		>"$out/$name-iwping.log" 2>&1 &
+	servers+=("$name:$!")
+done
+{
+	printf 'HOST=%s\nME=%s\nPLAN="%s"\n' "$HOST_IP" "$GUEST_IP" "$plan"
+	cat "$here/jobs/iwping-vs-rping.sh"
+} >"$out/job.sh"
+
+t0=$SECONDS
+RIG_NET=tap:$TAP bash "$here/siw-rig.sh" run "$out/job.sh" "$out" default >"$out/rig.log" 2>&1 &
+rig=$!
+served=0
+console() { tr -d '\r' 2>/dev/null <"$out/console.log"; }
+while :; do
+	mapfile -t want < <(console | sed -n 's/^RIG-STEP serve //p')
+	while [ "$served" -lt "${#want[@]}" ]; do
+		name=${want[$served]}
+		for c in "${cases[@]}"; do
+			read -r n _ _ size count port opt _ <<<"$c"
+			[ "$n" = "$name" ] || continue
+			timeout 60 "$IWPING" -c -a "$GUEST_IP" -p "$port" -S "$size" -C "$count" -V -v "$opt" \
+				>"$out/$name-iwping.log" 2>&1
+			echo "$?" >"$out/$name-iwping.rc"
+		done
+		served=$((served + 1))
+	done
+	kill -0 "$rig" 2>/dev/null || break
+	sleep 0.2
+done
+wait "$rig"
+rig_rc=$?
+say "iwping vs rping: guest ran $((SECONDS - t0)) s (siw-rig exit $rig_rc)"
+for s in "${servers[@]}"; do # the servers exit when their client disconnects
+	pid=${s#*:}
+	for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+	kill "$pid" 2>/dev/null && echo "killed: still running after the guest finished" >>"$out/${s%%:*}-iwping.log"
+	wait "$pid"
+	echo "$?" >"$out/${s%%:*}-iwping.rc"
+done
+
+# ---- checks -----------------------------------------------------------------------
+# The case's connection in its capture, summed up:
+#   CONNECTIONS REQ_C REP_C FPDUS CRCS BAD TERMINATES READ_OCTETS WRITE_OCTETS
+wire() { # $1 = ddpdump JSON, $2 = the connection's server port
+	jq -rs --arg p ":$2" '
+		(map(select(.type == "mpa_request" and (.dst | endswith($p)))) | .[0].conn) as $c
+		| (map(.conn) | unique | length | tostring) + " " +
+		if $c == null then "- - 0 none 0 0 0 0" else
+		map(select(.conn == $c)) as $x | ($x | map(select(.type == "fpdu"))) as $f
+		| [($x | map(select(.type == "mpa_request")) | .[0].c // "-"),
+		   ($x | map(select(.type == "mpa_reply")) | .[0].c // "-"),
+		   ($f | length),
+		   ($f | map(.crc) | unique | join(",")),
+		   ($f | map(select(.error != null or .crc == "BAD" or .marker_error != 0)) | length),
+		   ($f | map(select(.op == "Terminate")) | length),
+		   ($f | map(select(.op == "RDMA Read Response") | .payload_len) | add // 0),
+		   ($f | map(select(.op == "RDMA Write") | .payload_len) | add // 0)] | join(" ") end' "$1"
+}
+
+passed=0 failed=0
+for c in "${cases[@]}"; do
+	read -r name role siw size count port opt req_c rep_c fcrc <<<"$c"
+	why=()
+	ilog=$out/$name-iwping.log rlog=$out/$name-rping.log
+	irc=$(cat "$out/$name-iwping.rc" 2>/dev/null || echo none)
+	rrc=$(console | sed -n "s/^RIG-STEP end $name //p")
+	if [ "$role" = s ]; then # iwping is the client
+		[ "$irc" = 0 ] || why+=("iwping -c exit $irc")
+		n=$(grep -c '^ping data' "$ilog" 2>/dev/null); [ "${n:-0}" -eq "$count" ] || why+=("iwping -c printed ${n:-0} pings")
+		n=$(grep -c '^server ping data' "$rlog" 2>/dev/null); [ "${n:-0}" -eq "$count" ] || why+=("rping -s printed ${n:-0} pings")
+		console | grep -qx "RIG-STEP noserve $name" && why+=("rping -s never listened")
+	else
+		[ "$rrc" = 0 ] || why+=("rping -c exit ${rrc:-none}")
+		n=$(grep -c '^ping data' "$rlog" 2>/dev/null); [ "${n:-0}" -eq "$count" ] || why+=("rping -c printed ${n:-0} pings")
+		n=$(grep -c '^server ping data' "$ilog" 2>/dev/null); [ "${n:-0}" -eq "$count" ] || why+=("iwping -s printed ${n:-0} pings")
+		[ "$irc" = 0 ] || why+=("iwping -s exit $irc")
+	fi
+	if [ -s "$out/$name.pcap" ]; then
+		"$DDPDUMP" -r "$out/$name.pcap" >"$out/$name.txt" 2>&1 || why+=("ddpdump could not read all of $name.pcap")
+		"$DDPDUMP" -r "$out/$name.pcap" -T json >"$out/$name.json" 2>/dev/null
+		read -r nconn wreq wrep nf crcs bad term rd wr <<<"$(wire "$out/$name.json" "$port")"
+		[ "$nconn" = 1 ] || why+=("$nconn connections in the capture")
+		[ "$wreq/$wrep" = "$req_c/$rep_c" ] || why+=("start frames C=$wreq/C=$wrep, expected C=$req_c/C=$rep_c")
+		[ "$nf" -gt 0 ] || why+=("no FPDUs in the capture")
+		[ "$crcs" = "$fcrc" ] || why+=("FPDU CRC verdicts '$crcs', expected '$fcrc'")
+		[ "$bad" = 0 ] || why+=("$bad malformed FPDUs")
+		[ "$term" = 0 ] || why+=("$term Terminates")
+		[ "$rd" = $((count * size)) ] || why+=("Read Responses carry $rd octets, expected $((count * size))")
+		[ "$wr" = $((count * size)) ] || why+=("RDMA Writes carry $wr octets, expected $((count * size))")
+		wire_note=", wire C=$wreq/$wrep, $nf FPDUs CRC $crcs"
+	else
+		why+=("no capture $name.pcap"); wire_note=""
+	fi
+	if [ ${#why[@]} -eq 0 ]; then
+		say "PASS $name: $(describe "$c")$wire_note"; passed=$((passed + 1))
+	else
+		say "FAIL $name: $(describe "$c"): $(IFS=';'; echo "${why[*]}")"; failed=$((failed + 1))
+	fi
+done
+
+# ddpdump against tshark, FPDU by FPDU (also the siw frames: the same decoder).
+caps=""
+for c in "${cases[@]}"; do
+	read -r name _ <<<"$c"
+	[ -f "$out/$name.pcap" ] && caps+=" ${out#"$build"/}/$name.pcap"
+done
+if [ -n "$caps" ] && command -v "${TSHARK:-tshark}" >/dev/null && [ -x "$build/tests/ddpdump/check_ddpdump" ]; then
+	if (cd "$build" && ESOCK_CAPTURES="${caps# }" srcdir="$top" top_builddir=. CK_FORK=no \
+		./tests/ddpdump/check_ddpdump) >"$out/tshark.log" 2>&1; then
+		n=$(grep -c 'agree with tshark' "$out/tshark.log")
+		say "iwping vs rping: ddpdump and tshark agree on every FPDU of $n captures"
+	else
+		say "FAIL ddpdump and tshark disagree on the iwping captures:"; tail -n 5 "$out/tshark.log"
+		failed=$((failed + 1))
+	fi
+else
+	say "iwping captures not compared with tshark (tshark or check_ddpdump missing)"
+fi
+[ "$rig_rc" -eq 0 ] || { say "FAIL the guest job did not finish cleanly: $(tail -n 3 "$out/rig.log")"; failed=$((failed + 1)); }
+say "iwping vs rping: $passed cases passed, $failed failed (logs and captures in ${out#"$build"/})"
+[ "$failed" -eq 0 ]

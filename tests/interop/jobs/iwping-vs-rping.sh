@@ -1,0 +1,72 @@
+# SPDX-License-Identifier: MIT
+# shellcheck shell=dash
+# Guest job: rping against esock's iwping on the host (tests/interop/iwping-vs-rping.sh
+# writes HOST, ME and PLAN in front of this file).  eth0 sits on a tap device whose
+# other end is the host's network namespace.  One PLAN line per case:
+#   NAME ROLE SIW SIZE COUNT PORT
+# ROLE s: rping -s here on PORT; "RIG-STEP serve NAME" on the console tells the host
+#         to run iwping -c against it (or "RIG-STEP noserve NAME" if it never listens).
+# ROLE c: rping -c here against the iwping -s the host started on HOST:PORT.
+# SIW (default|crc) is the siw variant the case needs; switching variants reloads siw.
+# Each case ends with "RIG-STEP end NAME EXIT"; logs go to /out/NAME-rping.log,
+# and its capture (tcpdump on eth0, the case's port) to /out/NAME.pcap.
+B=/bin/busybox
+ethtool -K eth0 tso off gso off gro off 2>/dev/null
+step() { echo "RIG-STEP $*"; }
+
+listening() { # $1 = port: wait until a TCP listener is up (siw's kernel socket shows too)
+	hex=$($B printf ':%04X 00000000:0000 0A' "$1")
+	n=0
+	while [ $n -lt 150 ]; do
+		$B grep -q "$hex" /proc/net/tcp && return 0
+		$B usleep 100000
+		n=$((n + 1))
+	done
+	return 1
+}
+
+td=""
+capture_start() { # $1 = case name, $2 = port: tcpdump on eth0 until capture_stop
+	tcpdump -Z root -i eth0 -s 0 -U --immediate-mode -w "/out/$1.pcap" tcp port "$2" > "/out/$1-tcpdump.log" 2>&1 &
+	td=$!
+	n=0 # tcpdump says "listening on" once the capture runs
+	while [ $n -lt 100 ] && ! $B grep -q 'listening on' "/out/$1-tcpdump.log"; do
+		$B usleep 100000
+		n=$((n + 1))
+	done
+}
+capture_stop() {
+	$B usleep 500000
+	kill "$td"
+	wait "$td"
+}
+
+use_siw() { # $1 = default|crc: reload siw as that variant unless it is loaded
+	[ "$($B cat /sys/module/siw/version 2>/dev/null)" = "esock-rig-$1" ] && return 0
+	rdma link delete siw0
+	$B rmmod siw
+	$B insmod "/siw-$1.ko" || echo "RIG: insmod /siw-$1.ko failed"
+	rdma link add siw0 type siw netdev eth0 || echo "RIG: rdma link add failed"
+	echo "RIG: siw now $($B cat /sys/module/siw/version)"
+}
+
+echo "$PLAN" > /tmp/plan
+while read -r name role siw size count port; do
+	[ -n "$name" ] || continue
+	use_siw "$siw"
+	capture_start "$name" "$port"
+	log=/out/$name-rping.log
+	if [ "$role" = s ]; then
+		$B timeout 90 rping -s -a "$ME" -p "$port" -S "$size" -V -v < /dev/null > "$log" 2>&1 &
+		pid=$!
+		if listening "$port"; then step serve "$name"; else step noserve "$name"; fi
+		wait "$pid"
+		rc=$?
+	else
+		$B timeout 90 rping -c -a "$HOST" -p "$port" -S "$size" -C "$count" -V -v < /dev/null > "$log" 2>&1
+		rc=$?
+	fi
+	capture_stop
+	step end "$name" "$rc"
+done < /tmp/plan
+exit 0
