@@ -34,9 +34,18 @@ struct esock_conn_req {
 
 int ep_rx_init(struct esock_qp *qp);
 
+/* The MPA timeout when the caller gives none: $ESOCK_MPA_TIMEOUT_MS or 10 s. */
+static int mpa_timeout_ms(void)
+{
+	const char *e = getenv("ESOCK_MPA_TIMEOUT_MS");
+	int v = e ? atoi(e) : 0;
+
+	return v > 0 ? v : EP_TIMEOUT_DEFAULT_MS;
+}
+
 static int64_t deadline_of(int timeout_ms)
 {
-	return timeout_ms < 0 ? -1 : ep_now_ms() + (timeout_ms ? timeout_ms : EP_TIMEOUT_DEFAULT_MS);
+	return timeout_ms < 0 ? -1 : ep_now_ms() + (timeout_ms ? timeout_ms : mpa_timeout_ms());
 }
 
 /* Waits for |ev| on |fd| until |deadline| (-1: none).  0, -ETIMEDOUT or -errno. */
@@ -403,7 +412,7 @@ ESOCK_EXPORT int esock_get_request(struct esock_listener *l, struct esock_conn_r
 	}
 	r->fd = fd;
 	/* The MPA timeout guards the Request, whatever the caller's wait. */
-	n = read_frame(fd, r->frame, ep_now_ms() + EP_TIMEOUT_DEFAULT_MS);
+	n = read_frame(fd, r->frame, ep_now_ms() + mpa_timeout_ms());
 	if (n < 0 || esock_mpa_frame_decode(&r->req, false, r->frame, (size_t)n, 0, &t) < 0) {
 		log_info("listener: connection without a valid MPA Request (%s), reset",
 			 n < 0 ? strerror((int)-n) : "bad frame");
@@ -444,7 +453,7 @@ static int send_reply(struct esock_conn_req *r, const struct esock_mpa_frame *re
 	uint8_t out[ESOCK_MPA_FRAME_MAX];
 	ssize_t n = esock_mpa_frame_encode(rep, out, sizeof(out));
 
-	return n < 0 ? (int)n : write_all(r->fd, out, (size_t)n, ep_now_ms() + EP_TIMEOUT_DEFAULT_MS);
+	return n < 0 ? (int)n : write_all(r->fd, out, (size_t)n, ep_now_ms() + mpa_timeout_ms());
 }
 
 ESOCK_EXPORT int esock_accept(struct esock_conn_req *r, struct esock_qp *qp,
