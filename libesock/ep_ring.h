@@ -54,18 +54,22 @@ static inline uint32_t ep_ring_idx(const struct ep_ring *r, uint32_t pos)
 	return pos & (r->size - 1);
 }
 
-/* Claims the next position for a producer; false when the ring is full. */
-static inline bool ep_ring_claim(struct ep_ring *r, uint32_t *pos)
+/*
+ * Moves |ctr| (head or tail) one slot on when the slot there is in the state
+ * |lag| says (0: free, for a producer; 1: published, for a consumer).  False
+ * when it is not (ring full, or nothing published).
+ */
+static inline bool ep_ring_step(struct ep_ring *r, _Atomic uint32_t *ctr, uint32_t lag,
+				uint32_t *pos)
 {
-	uint32_t p = atomic_load_explicit(&r->head, memory_order_relaxed);
+	uint32_t p = atomic_load_explicit(ctr, memory_order_relaxed);
 
 	for (;;) {
 		uint32_t s = atomic_load_explicit(&r->seq[ep_ring_idx(r, p)], memory_order_acquire);
-		int32_t d = (int32_t)(s - p);
+		int32_t d = (int32_t)(s - (p + lag));
 
 		if (d == 0) {
-			if (atomic_compare_exchange_weak_explicit(&r->head, &p, p + 1,
-								  memory_order_relaxed,
+			if (atomic_compare_exchange_weak_explicit(ctr, &p, p + 1, memory_order_relaxed,
 								  memory_order_relaxed)) {
 				*pos = p;
 				return true;
@@ -73,9 +77,15 @@ static inline bool ep_ring_claim(struct ep_ring *r, uint32_t *pos)
 		} else if (d < 0) {
 			return false;
 		} else {
-			p = atomic_load_explicit(&r->head, memory_order_relaxed);
+			p = atomic_load_explicit(ctr, memory_order_relaxed);
 		}
 	}
+}
+
+/* Claims the next position for a producer; false when the ring is full. */
+static inline bool ep_ring_claim(struct ep_ring *r, uint32_t *pos)
+{
+	return ep_ring_step(r, &r->head, 0, pos);
 }
 
 /* Makes the slot of |pos| visible to the consumer. */
@@ -103,25 +113,7 @@ static inline void ep_ring_release(struct ep_ring *r, uint32_t pos)
  */
 static inline bool ep_ring_take(struct ep_ring *r, uint32_t *pos)
 {
-	uint32_t p = atomic_load_explicit(&r->tail, memory_order_relaxed);
-
-	for (;;) {
-		uint32_t s = atomic_load_explicit(&r->seq[ep_ring_idx(r, p)], memory_order_acquire);
-		int32_t d = (int32_t)(s - (p + 1));
-
-		if (d == 0) {
-			if (atomic_compare_exchange_weak_explicit(&r->tail, &p, p + 1,
-								  memory_order_relaxed,
-								  memory_order_relaxed)) {
-				*pos = p;
-				return true;
-			}
-		} else if (d < 0) {
-			return false;
-		} else {
-			p = atomic_load_explicit(&r->tail, memory_order_relaxed);
-		}
-	}
+	return ep_ring_step(r, &r->tail, 1, pos);
 }
 
 /* Published and not yet taken (an estimate while producers run). */

@@ -32,3 +32,9 @@ tests_integration_check_ep_profile_LDADD = $(EP_TEST_LDADD)
 
 TESTS += tests/integration/engine-modes.sh
 EXTRA_DIST += tests/integration/engine-modes.sh
+
+check_PROGRAMS += tests/integration/check_ep_ring
+TESTS += tests/integration/check_ep_ring
+tests_integration_check_ep_ring_SOURCES = tests/integration/check_ep_ring.c
+tests_integration_check_ep_ring_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_integration_check_ep_ring_LDADD = tests/unit/libtestutil.la $(CHECK_LIBS) -lpthread
