@@ -17,3 +17,12 @@ libesock_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 \
 	-Wl,--version-script=$(srcdir)/libesock/libesock.map
 EXTRA_libesock_la_DEPENDENCIES = libesock/libesock.map
 EXTRA_DIST += libesock/libesock.map
+
+# Fuzz target over the endpoint's receive path (a QP fed from a socketpair).
+FUZZ_TARGETS += ep_rx
+FUZZ_EXTRA_ep_rx = $(addprefix $(srcdir)/,$(filter %.c,$(libesock_ep_la_SOURCES))) -lpthread
+check_PROGRAMS += tests/fuzz/replay_ep_rx
+TESTS += tests/fuzz/replay_ep_rx
+tests_fuzz_replay_ep_rx_SOURCES = tests/fuzz/standalone.c tests/fuzz/fuzz_ep_rx.c
+tests_fuzz_replay_ep_rx_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_TARGET='"ep_rx"'
+tests_fuzz_replay_ep_rx_LDADD = libesock_ep.la
