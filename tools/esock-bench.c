@@ -1,20 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * esock-bench --codec: FPDU build+CRC and parse+CRC throughput of the MPA
- * codec for ULPDUs from 64 octets to 64 KiB, markers off and on, each next to
- * memcpy of the same octets measured in the same run (the machine is shared
- * and noisy: ratios are what counts).  Throughput counts ULPDU octets.
- * build is compared with memcpy of one ULPDU (the same cache-hot octets it
- * reads); parse with memcpy of the whole 4 MiB framed stream it walks.
- *
- *   build      esock_mpa_tx_build + advance: the zero-copy plan, CRC over
- *              the payload (what the engine does before writev)
- *   parse/buf  esock_mpa_rx_feed, buffered mode: CRC + copy into the ULPDU
- *              buffer
- *   parse/hdr  esock_mpa_rx_feed, header-first mode: CRC, payload left in
- *              place (the zero-copy receive path)
- *
- *   esock-bench --codec [--seconds S] [--csv]
+ * esock-bench: the project's benchmarks, each measured next to a baseline
+ * in the same run (the machines are shared and noisy: ratios are what
+ * counts).  --codec times the MPA codec against memcpy (tools/bench/codec.c);
+ * --lat and --bw time the endpoint (Send/Recv, RDMA Write, RDMA Read) against
+ * raw kernel TCP between this process and a forked server on 127.0.0.1
+ * (tools/bench/run.c).  This file only reads the options.
  */
 #include "config.h"
 
@@ -22,205 +13,142 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include <esock/wire.h>
+#include "tools/bench/bench.h"
 
-static double cell_seconds = 0.25;
-static volatile uint8_t sink;
+static const char usage_text[] =
+	"usage: esock-bench --codec [--seconds S] [--csv]\n"
+	"       esock-bench --lat|--bw [options]   endpoint vs kernel TCP on 127.0.0.1\n"
+	"  --ops LIST        send,write,read (default all)\n"
+	"  --sizes LIST      message sizes for both, e.g. 64,4K,1M or 1..16M (powers of two)\n"
+	"  --lat-sizes LIST  latency sizes (default 1,64,4K,64K,1M)\n"
+	"  --bw-sizes LIST   bandwidth sizes (default 4K,64K,1M,16M)\n"
+	"  --iters N         latency round trips per cell (default 10000; fewer for big sizes)\n"
+	"  --seconds S       length of a bandwidth cell (default 0.5)\n"
+	"  --window N        outstanding work requests for bandwidth (default 32)\n"
+	"  --crc on|off|both, --markers on|off|both   (default CRC on, markers off)\n"
+	"  --cpus none|same|split|both   same: both processes on CPU 0; split: client 0, server 1\n"
+	"  --csv             CSV: test,op,size,crc,markers,placement,iters,esock_value,tcp_value,unit,ratio\n"
+	"ESOCK_ENGINE_CPU and ESOCK_POLL are read by the library (engine thread CPU, busy polling).\n";
 
-static double now(void)
+static int usage(int rc)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	fputs(usage_text, rc ? stderr : stdout);
+	return rc;
 }
 
-/* Runs |fn| repeatedly for about cell_seconds; returns octets per second. */
-static double rate(size_t (*fn)(void *), void *ctx)
+static int parse_onoff(const char *s, int *v, int *n)
 {
-	double t0 = now(), t;
-	uint64_t bytes = 0;
-
-	do {
-		for (int i = 0; i < 16; i++)
-			bytes += fn(ctx);
-		t = now() - t0;
-	} while (t < cell_seconds);
-	return (double)bytes / t;
-}
-
-struct job {
-	size_t len;
-	bool markers;
-	uint8_t *payload, *dst, *wire, *dst_stream;
-	size_t wire_len;
-	int nfpdu;
-	struct esock_mpa_tx tx;
-	struct esock_mpa_rx rx;
-	uint8_t *ulpdu_buf;
-};
-
-static size_t do_memcpy(void *c)
-{
-	struct job *j = c;
-
-	memcpy(j->dst, j->payload, j->len);
-	sink ^= j->dst[j->len / 2];
-	return j->len;
-}
-
-/* memcpy of the whole framed stream: the baseline for the parse columns. */
-static size_t do_memcpy_stream(void *c)
-{
-	struct job *j = c;
-
-	memcpy(j->dst_stream, j->wire, j->wire_len);
-	sink ^= j->dst_stream[j->wire_len / 2];
-	return j->len * (size_t)j->nfpdu;
-}
-
-static size_t do_build(void *c)
-{
-	struct job *j = c;
-	struct iovec v = { j->payload, j->len };
-	ssize_t n = esock_mpa_tx_build(&j->tx, &v, 1);
-
-	if (n < 0)
-		abort();
-	esock_mpa_tx_advance(&j->tx, (size_t)n);
-	return j->len;
-}
-
-static size_t do_parse(void *c)
-{
-	struct job *j = c;
-	size_t off = 0;
-
-	while (off < j->wire_len) {
-		struct esock_mpa_ev ev;
-		ssize_t n = esock_mpa_rx_feed(&j->rx, j->wire + off, j->wire_len - off, &ev);
-
-		if (n < 0)
-			abort();
-		off += (size_t)n;
+	if (strcmp(s, "both") == 0) {
+		v[0] = 1, v[1] = 0, *n = 2;
+		return 0;
 	}
-	return j->len * (size_t)j->nfpdu;
+	if (strcmp(s, "on") != 0 && strcmp(s, "off") != 0)
+		return -1;
+	v[0] = strcmp(s, "on") == 0, *n = 1;
+	return 0;
 }
 
-/* Frames |nfpdu| copies of the ULPDU back to back; returns the stream length. */
-static void make_stream(struct job *j)
+static int parse_cpus(const char *s, struct bench_opts *o)
 {
-	struct esock_mpa_tx tx;
-	struct iovec v = { j->payload, j->len };
-
-	j->wire_len = 0;
-	esock_mpa_tx_init(&tx, true, j->markers, 0);
-	for (int i = 0; i < j->nfpdu; i++) {
-		ssize_t n = esock_mpa_tx_build(&tx, &v, 1);
-
-		esock_mpa_tx_flatten(&tx, j->wire + j->wire_len, (size_t)n);
-		esock_mpa_tx_advance(&tx, (size_t)n);
-		j->wire_len += (size_t)n;
-	}
-}
-
-static double parse_rate(struct job *j, bool buffered)
-{
-	struct esock_mpa_rx_cfg cfg = { .crc = true, .markers = j->markers,
-					.buf = buffered ? j->ulpdu_buf : NULL,
-					.buf_len = buffered ? 65536 : 0, .peek = buffered ? 0 : 48 };
-
-	/* The stream always restarts at position 0, so one rx state per pass. */
-	struct job copy = *j;
-	double t0 = now(), t;
-	uint64_t bytes = 0;
-
-	do {
-		esock_mpa_rx_init(&copy.rx, &cfg);
-		bytes += do_parse(&copy);
-		t = now() - t0;
-	} while (t < cell_seconds);
-	return (double)bytes / t;
-}
-
-static void run(bool csv)
-{
-	static const size_t sizes[] = { 64, 256, 1024, 4096, 16384, 65000 };
-	struct job j;
-
-	j.payload = malloc(65536);
-	j.dst = malloc(65536);
-	j.ulpdu_buf = malloc(65536);
-	j.wire = malloc(8u << 20);
-	j.dst_stream = malloc(8u << 20);
-	if (!j.payload || !j.dst || !j.ulpdu_buf || !j.wire || !j.dst_stream)
-		abort();
-	for (size_t i = 0; i < 65536; i++)
-		j.payload[i] = (uint8_t)(i * 131 + 7);
-	if (csv)
-		printf("ulpdu,markers,memcpy_gbs,build_gbs,build_ratio,memcpy_stream_gbs,parse_buf_gbs,"
-		       "parse_buf_ratio,parse_hdr_gbs,parse_hdr_ratio\n");
+	o->ncpus = 1;
+	if (strcmp(s, "none") == 0)
+		o->cpus[0] = CPUS_NONE;
+	else if (strcmp(s, "same") == 0)
+		o->cpus[0] = CPUS_SAME;
+	else if (strcmp(s, "split") == 0)
+		o->cpus[0] = CPUS_SPLIT;
+	else if (strcmp(s, "both") == 0)
+		o->cpus[0] = CPUS_SAME, o->cpus[1] = CPUS_SPLIT, o->ncpus = 2;
 	else
-		printf("%7s %7s %9s %9s %6s | %9s %10s %6s %10s %6s\n", "ULPDU", "markers", "memcpy",
-		       "build", "ratio", "memcpy/s", "parse/buf", "ratio", "parse/hdr", "ratio");
-	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-		for (int mk = 0; mk < 2; mk++) {
-			double mc, ms, b, pb, ph;
+		return -1;
+	return 0;
+}
 
-			j.len = sizes[s];
-			j.markers = mk;
-			j.nfpdu = (int)((4u << 20) / (j.len + 64));
-			esock_mpa_tx_init(&j.tx, true, j.markers, 0);
-			make_stream(&j);
-			mc = rate(do_memcpy, &j) / 1e9;
-			b = rate(do_build, &j) / 1e9;
-			ms = rate(do_memcpy_stream, &j) / 1e9;
-			pb = parse_rate(&j, true) / 1e9;
-			ph = parse_rate(&j, false) / 1e9;
-			if (csv)
-				printf("%zu,%d,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f\n", j.len, mk, mc, b,
-				       b / mc, ms, pb, pb / ms, ph, ph / ms);
-			else
-				printf("%7zu %7s %7.2f G %7.2f G %6.2f | %7.2f G %8.2f G %6.2f %8.2f G %6.2f\n",
-				       j.len, mk ? "on" : "off", mc, b, b / mc, ms, pb, pb / ms, ph, ph / ms);
-			fflush(stdout);
-		}
+static int parse_ops(const char *s, unsigned *ops)
+{
+	char buf[64], *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", s);
+	*ops = 0;
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		int op = strcmp(t, "send") == 0 ? OP_SEND : strcmp(t, "write") == 0 ? OP_WRITE
+			: strcmp(t, "read") == 0 ? OP_READ : -1;
+
+		if (op < 0)
+			return -1;
+		*ops |= 1u << op;
 	}
-	free(j.payload);
-	free(j.dst);
-	free(j.ulpdu_buf);
-	free(j.wire);
-	free(j.dst_stream);
+	return *ops ? 0 : -1;
+}
+
+static void defaults(struct bench_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->ops = (1u << OP_COUNT) - 1;
+	o->nlat = bench_parse_sizes("1,64,4K,64K,1M", o->lat_sizes, BENCH_SIZES_MAX);
+	o->nbw = bench_parse_sizes("4K,64K,1M,16M", o->bw_sizes, BENCH_SIZES_MAX);
+	o->iters = 10000;
+	o->window = 32;
+	o->crc[0] = 1, o->ncrc = 1;
+	o->markers[0] = 0, o->nmarkers = 1;
+	o->cpus[0] = CPUS_NONE, o->ncpus = 1;
+}
+
+/* One option; returns 0, or -1 when its argument is malformed. */
+static int option(struct bench_opts *o, int c, const char *arg)
+{
+	switch (c) {
+	case 'c': o->codec = true; return 0;
+	case 'v': o->csv = true; return 0;
+	case 'l': o->lat = true; return 0;
+	case 'b': o->bw = true; return 0;
+	case 's': o->seconds = atof(arg); return o->seconds > 0 ? 0 : -1;
+	case 'i': o->iters = atoi(arg); return o->iters > 0 ? 0 : -1;
+	case 'w': o->window = atoi(arg); return o->window > 0 && o->window <= 256 ? 0 : -1;
+	case 'o': return parse_ops(arg, &o->ops);
+	case 'C': return parse_onoff(arg, o->crc, &o->ncrc);
+	case 'M': return parse_onoff(arg, o->markers, &o->nmarkers);
+	case 'P': return parse_cpus(arg, o);
+	case 'S':
+		o->nlat = o->nbw = bench_parse_sizes(arg, o->lat_sizes, BENCH_SIZES_MAX);
+		memcpy(o->bw_sizes, o->lat_sizes, sizeof(o->bw_sizes));
+		return o->nlat > 0 ? 0 : -1;
+	case 'L': return (o->nlat = bench_parse_sizes(arg, o->lat_sizes, BENCH_SIZES_MAX)) > 0 ? 0 : -1;
+	case 'B': return (o->nbw = bench_parse_sizes(arg, o->bw_sizes, BENCH_SIZES_MAX)) > 0 ? 0 : -1;
+	default: return -1;
+	}
 }
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = { { "codec", no_argument, NULL, 'c' },
-					      { "seconds", required_argument, NULL, 's' },
-					      { "csv", no_argument, NULL, 'v' },
-					      { "help", no_argument, NULL, 'h' },
-					      { NULL, 0, NULL, 0 } };
-	bool csv = false, codec = false;
+	static const struct option opts[] = {
+		{ "codec", no_argument, NULL, 'c' }, { "seconds", required_argument, NULL, 's' },
+		{ "csv", no_argument, NULL, 'v' }, { "lat", no_argument, NULL, 'l' },
+		{ "bw", no_argument, NULL, 'b' }, { "ops", required_argument, NULL, 'o' },
+		{ "sizes", required_argument, NULL, 'S' }, { "lat-sizes", required_argument, NULL, 'L' },
+		{ "bw-sizes", required_argument, NULL, 'B' }, { "iters", required_argument, NULL, 'i' },
+		{ "window", required_argument, NULL, 'w' }, { "crc", required_argument, NULL, 'C' },
+		{ "markers", required_argument, NULL, 'M' }, { "cpus", required_argument, NULL, 'P' },
+		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 }
+	};
+	struct bench_opts o;
 	int c;
 
+	defaults(&o);
 	while ((c = getopt_long(argc, argv, "cs:vh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'c': codec = true; break;
-		case 's': cell_seconds = atof(optarg); break;
-		case 'v': csv = true; break;
-		default:
-			printf("usage: esock-bench --codec [--seconds S] [--csv]\n");
-			return c == 'h' ? 0 : 2;
-		}
+		if (c == 'h')
+			return usage(0);
+		if (option(&o, c, optarg) < 0)
+			return usage(2);
 	}
-	if (!codec) {
-		printf("usage: esock-bench --codec [--seconds S] [--csv]\n");
-		return 2;
+	if (optind < argc || o.codec == (o.lat || o.bw))
+		return usage(2);
+	if (o.codec) {
+		codec_run(o.csv, o.seconds > 0 ? o.seconds : 0.25);
+		return 0;
 	}
-	printf("# esock %s codec benchmark, CRC32C via %s, GB/s of ULPDU octets, ratio = x/memcpy\n",
-	       esock_version(), esock_crc32c_impl());
-	run(csv);
-	return 0;
+	if (o.seconds <= 0)
+		o.seconds = 0.5;
+	return bench_endpoint(&o);
 }

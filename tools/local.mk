@@ -5,12 +5,21 @@ tools_libtools_la_SOURCES = tools/fpdu_print.c tools/fpdu_print.h
 bin_PROGRAMS += tools/esock-demo tools/esock-bench
 tools_esock_demo_SOURCES = tools/esock-demo.c
 tools_esock_demo_LDADD = tools/libtools.la libesock_core.la
-tools_esock_bench_SOURCES = tools/esock-bench.c
-tools_esock_bench_LDADD = libesock_core.la
+# esock-bench: the codec benchmark, and the endpoint against kernel TCP (a
+# forked server on loopback), hence the endpoint library.
+tools_esock_bench_SOURCES = tools/esock-bench.c tools/bench/bench.h tools/bench/util.c \
+	tools/bench/codec.c tools/bench/epside.c tools/bench/ep_lat.c tools/bench/ep_bw.c \
+	tools/bench/tcp.c tools/bench/server.c tools/bench/run.c
+tools_esock_bench_LDADD = libesock_ep.la
 
 # The demo verifies what it places: run it (quietly, every framing option) as a test.
 TESTS += tools/demo-test.sh
 EXTRA_DIST += tools/demo-test.sh
+
+# A few round trips and small transfers of every endpoint mode: it runs and
+# prints sane CSV (no timing is judged: the machines are shared).
+TESTS += tools/bench-test.sh
+EXTRA_DIST += tools/bench-test.sh
 
 # ddpdump: libpcap input, TCP reassembly, the project's decoders, output.
 noinst_LTLIBRARIES += tools/ddpdump/libddpdump.la
