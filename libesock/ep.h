@@ -38,6 +38,7 @@
 #define EP_STAGE_LEN (64 * 1024 + 64)
 #define EP_DIRECT_MIN 2048     /* payload left worth a recv straight into place */
 #define EP_TIMEOUT_DEFAULT_MS 10000
+#define EP_REATTACH_MS 2          /* engine takes a detached QP back after this */
 
 struct esock_pd {
 	uint32_t id;
@@ -150,6 +151,7 @@ enum {
 	EP_WANT_RX = 0x1,
 	EP_WANT_TX = 0x2,
 	EP_WANT_FLUSH = 0x4,
+	EP_WANT_DRAIN = 0x8, /* with RX: read until EAGAIN (edge-triggered callers) */
 };
 
 struct esock_qp {
@@ -165,6 +167,16 @@ struct esock_qp {
 	atomic_uint want;           /* EP_WANT_* left for the token holder */
 	atomic_bool in_engine;      /* registered with the engine's epoll */
 	bool pollout;               /* EPOLLOUT requested */
+	/*
+	 * A thread waiting on a CQ of this QP reads its socket itself; the engine
+	 * then stops watching it for input (detached), so one message never
+	 * wakes two threads.  The engine takes it back once nobody has waited for
+	 * EP_REATTACH_MS (esock_cq_wait, ep_engine.c).
+	 */
+	atomic_int attended;        /* threads inside esock_cq_wait for this QP */
+	atomic_bool detached;       /* engine not watching input */
+	_Atomic int64_t left_ms;    /* when the last waiter left */
+	pthread_mutex_t eng_lock;   /* orders epoll_ctl calls on this QP */
 
 	struct ep_ring sqr;         /* send queue: posters produce, token holder consumes */
 	struct ep_sqe *sq;          /* slots, by ep_ring_idx */
@@ -183,6 +195,7 @@ struct esock_qp {
 	struct ep_tx_cur txc;
 	struct ep_rx_cur rxc;
 	uint8_t txhdr[ESOCK_RDMAP_HDR_MAX + 64];
+	uint8_t small[256];         /* a small FPDU flattened for one write */
 	uint8_t termbuf[96];
 	size_t term_len;
 	uint32_t msn_tx[3];         /* next MSN to send on QN 0, 1, 2 */
@@ -214,7 +227,7 @@ int ep_qp_start(struct esock_qp *qp, int fd, const struct esock_mpa_params *mp, 
 
 /* ep_tx.c / ep_rx.c (token holder) */
 void ep_tx_progress(struct esock_qp *qp);
-void ep_rx_progress(struct esock_qp *qp);
+void ep_rx_progress(struct esock_qp *qp, bool drain);
 /* Queues a Terminate about segment |seg| for reason |t|; the QP then fails. */
 void ep_tx_terminate(struct esock_qp *qp, const struct esock_term *t, const uint8_t *seg,
 		     size_t len);
@@ -223,6 +236,8 @@ void ep_tx_terminate(struct esock_qp *qp, const struct esock_term *t, const uint
 int ep_engine_add(struct esock_qp *qp);
 void ep_engine_del(struct esock_qp *qp);
 void ep_engine_want_out(struct esock_qp *qp, bool on);
+/* Stops the engine watching |qp|'s input while a waiter does (no-op when done). */
+void ep_engine_detach(struct esock_qp *qp);
 /* QP numbers: register / look up with a reference / drop the reference. */
 int ep_qpn_alloc(struct esock_qp *qp);
 void ep_qpn_free(struct esock_qp *qp);

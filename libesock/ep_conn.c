@@ -228,7 +228,7 @@ int ep_qp_start(struct esock_qp *qp, int fd, const struct esock_mpa_params *mp, 
 		 qp->info.markers_tx ? "on" : "off", qp->info.markers_rx ? "on" : "off",
 		 qp->info.ird, qp->info.ord, qp->mulpdu, qp->prof->name);
 	/* FPDUs may already wait behind the start frame. */
-	ep_qp_progress(qp, EP_WANT_RX | EP_WANT_TX);
+	ep_qp_progress(qp, EP_WANT_RX | EP_WANT_DRAIN | EP_WANT_TX);
 	return 0;
 }
 

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -26,6 +27,30 @@ int64_t ep_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* How long a waiter polls before it sleeps: $ESOCK_SPIN_US, default 50 µs. */
+static int spin_us(void)
+{
+	static atomic_int v = -1;
+	int s = atomic_load_explicit(&v, memory_order_relaxed);
+
+	if (s < 0) {
+		const char *e = getenv("ESOCK_SPIN_US");
+
+		s = e && *e ? atoi(e) : 50;
+		s = s < 0 ? 0 : s > 1000000 ? 1000000 : s;
+		atomic_store(&v, s);
+	}
+	return s;
 }
 
 ESOCK_EXPORT int esock_cq_create(int depth, struct esock_cq **cq)
@@ -162,67 +187,119 @@ void ep_cq_unbind(struct esock_cq *cq, struct esock_qp *qp)
 }
 
 /*
- * Drives every bound QP once and fills |pfd| (room for |cap|) with their
- * sockets.  The QPs are pinned with a reference, not the CQ lock: progress
- * completes into this very CQ.  Returns how many descriptors were filled.
+ * Pins up to WAIT_FDS bound QPs for a waiter: a reference keeps each alive
+ * (not the CQ lock: progress completes into this very CQ), and "attended"
+ * tells the engine that this thread reads them.  Returns how many.
  */
-static int progress_bound(struct esock_cq *cq, struct pollfd *pfd, int cap)
+static int pin_bound(struct esock_cq *cq, struct esock_qp **qps)
 {
-	struct esock_qp *qps[WAIT_FDS];
-	int n = 0, m = 0;
+	int m = 0;
 
 	pthread_mutex_lock(&cq->lock);
-	for (int i = 0; i < cq->nqps && m < cap && m < WAIT_FDS; i++) {
+	for (int i = 0; i < cq->nqps && m < WAIT_FDS; i++) {
 		atomic_fetch_add(&cq->qps[i]->refs, 1);
+		atomic_fetch_add(&cq->qps[i]->attended, 1);
 		qps[m++] = cq->qps[i];
 	}
 	pthread_mutex_unlock(&cq->lock);
-	for (int i = 0; i < m; i++) {
-		struct esock_qp *qp = qps[i];
-
-		ep_qp_progress(qp, EP_WANT_RX | EP_WANT_TX);
-		if (qp->fd >= 0 && atomic_load(&qp->state) == ESOCK_QPS_RTS) {
-			pfd[n].fd = qp->fd;
-			pfd[n].events = POLLIN;
-			pfd[n++].revents = 0;
-		}
-		atomic_fetch_sub(&qp->refs, 1);
-	}
-	return n;
+	return m;
 }
 
+static void unpin(struct esock_qp **qps, int m)
+{
+	int64_t now = ep_now_ms();
+
+	for (int i = 0; i < m; i++) {
+		atomic_store(&qps[i]->left_ms, now);
+		atomic_fetch_sub(&qps[i]->attended, 1);
+		atomic_fetch_sub(&qps[i]->refs, 1);
+	}
+}
+
+/* Sleeps until a socket of |qps| is readable or a completion is kicked in. */
+static int sleep_on(struct esock_cq *cq, struct esock_qp **qps, int m, int left)
+{
+	struct pollfd pfd[WAIT_FDS + 1];
+	int nfd = 0, rc;
+
+	for (int i = 0; i < m; i++) {
+		int st = atomic_load(&qps[i]->state);
+
+		if (qps[i]->fd >= 0 && (st == ESOCK_QPS_RTS || st == ESOCK_QPS_CLOSING)) {
+			pfd[nfd].fd = qps[i]->fd;
+			pfd[nfd].events = POLLIN;
+			pfd[nfd++].revents = 0;
+		}
+	}
+	pfd[nfd].fd = cq->efd;
+	pfd[nfd].events = POLLIN;
+	pfd[nfd].revents = 0;
+	rc = poll(pfd, (nfds_t)nfd + 1, left);
+	if (pfd[nfd].revents & POLLIN) {
+		uint64_t v;
+
+		(void)!read(cq->efd, &v, sizeof(v));
+	}
+	return rc < 0 ? -errno : rc;
+}
+
+/* Drives every pinned QP once; returns completions found, if any. */
+static int progress_pinned(struct esock_cq *cq, struct esock_qp **qps, int m, int n,
+			   struct esock_wc *wc)
+{
+	for (int i = 0; i < m; i++)
+		ep_qp_progress(qps[i], EP_WANT_RX | EP_WANT_TX);
+	return esock_cq_poll(cq, n, wc);
+}
+
+/*
+ * The caller's thread does the receiving: the engine leaves the bound QPs'
+ * input alone meanwhile (detached), so one message never wakes two threads.
+ * First it polls for a while, yielding the CPU between rounds: on one CPU
+ * the yield runs the peer at once, across CPUs the answer is caught without
+ * a wake-up (~26 µs here).  Then it sleeps in poll() on the sockets and the
+ * CQ's eventfd, reads what arrived, and returns at the first completion.
+ */
 ESOCK_EXPORT int esock_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_ms)
 {
 	int64_t end = timeout_ms >= 0 ? ep_now_ms() + timeout_ms : 0;
-	struct pollfd pfd[WAIT_FDS + 1];
+	int64_t spin_end = now_us() + spin_us();
+	struct esock_qp *qps[WAIT_FDS];
+	int m, got, rc;
 
+	if ((got = esock_cq_poll(cq, n, wc)))
+		return got;
+	m = pin_bound(cq, qps);
+	for (int i = 0; i < m; i++)
+		ep_engine_detach(qps[i]);
+	/* Yield first: on one CPU the peer runs and answers before we look. */
+	while (now_us() < spin_end && (timeout_ms < 0 || ep_now_ms() < end)) {
+		sched_yield();
+		if ((got = progress_pinned(cq, qps, m, n, wc)))
+			goto out;
+	}
 	for (;;) {
-		int got = esock_cq_poll(cq, n, wc), nfd, left = -1, rc;
+		int left = -1;
 
-		if (got)
-			return got;
-		nfd = progress_bound(cq, pfd, WAIT_FDS);
-		atomic_fetch_add(&cq->sleepers, 1);
-		got = esock_cq_poll(cq, n, wc);
-		if (got) {
-			atomic_fetch_sub(&cq->sleepers, 1);
-			return got;
-		}
 		if (timeout_ms >= 0 && (left = (int)(end - ep_now_ms())) < 0)
 			left = 0;
-		pfd[nfd].fd = cq->efd;
-		pfd[nfd].events = POLLIN;
-		pfd[nfd].revents = 0;
-		rc = poll(pfd, (nfds_t)nfd + 1, left);
-		atomic_fetch_sub(&cq->sleepers, 1);
-		if (pfd[nfd].revents & POLLIN) {
-			uint64_t v;
-
-			(void)!read(cq->efd, &v, sizeof(v));
+		atomic_fetch_add(&cq->sleepers, 1);
+		if ((got = esock_cq_poll(cq, n, wc))) {
+			atomic_fetch_sub(&cq->sleepers, 1);
+			break;
 		}
-		if (rc < 0 && errno == EINTR)
-			return -EINTR;
-		if (rc == 0 && timeout_ms >= 0)
-			return esock_cq_poll(cq, n, wc);
+		rc = sleep_on(cq, qps, m, left);
+		atomic_fetch_sub(&cq->sleepers, 1);
+		if ((got = progress_pinned(cq, qps, m, n, wc)))
+			break;
+		if (rc == -EINTR) {
+			got = -EINTR;
+			break;
+		}
+		if (rc == 0 && timeout_ms >= 0 && ep_now_ms() >= end)
+			break;
 	}
+out:
+	unpin(qps, m);
+	return got;
 }

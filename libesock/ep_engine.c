@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "libesock/ep.h"
@@ -28,6 +29,8 @@ static uint32_t tab_cap;
 static pthread_once_t started = PTHREAD_ONCE_INIT;
 static int epfd = -1;
 static bool spin;
+static int doorbell = -1;       /* eventfd: wakes the engine to start its reattach timer */
+static atomic_int ndetached;    /* QPs whose input the engine does not watch */
 
 int ep_qpn_alloc(struct esock_qp *qp)
 {
@@ -74,27 +77,73 @@ static struct esock_qp *qp_get(uint32_t num)
 	return qp;
 }
 
+/*
+ * Takes back every detached QP that nobody has waited on for EP_REATTACH_MS
+ * (its application went off doing something else: one-sided operations
+ * aimed at it must progress again), and drives it once.
+ */
+static void reattach_idle(void)
+{
+	int64_t now = ep_now_ms();
+	uint32_t cap;
+
+	pthread_mutex_lock(&tab_lock);
+	cap = tab_cap;
+	pthread_mutex_unlock(&tab_lock);
+	for (uint32_t i = 1; i < cap && atomic_load(&ndetached); i++) {
+		struct esock_qp *qp = qp_get(i);
+
+		if (!qp)
+			continue;
+		if (atomic_load(&qp->detached) && !atomic_load(&qp->attended) &&
+		    now - atomic_load(&qp->left_ms) >= EP_REATTACH_MS) {
+			struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.u32 = qp->num };
+
+			pthread_mutex_lock(&qp->eng_lock);
+			if (atomic_load(&qp->detached) && !atomic_load(&qp->attended) &&
+			    atomic_load(&qp->in_engine)) {
+				ev.events |= qp->pollout ? EPOLLOUT : 0;
+				epoll_ctl(epfd, EPOLL_CTL_MOD, qp->fd, &ev);
+				atomic_store(&qp->detached, false);
+				atomic_fetch_sub(&ndetached, 1);
+			}
+			pthread_mutex_unlock(&qp->eng_lock);
+			ep_qp_progress(qp, EP_WANT_RX | EP_WANT_DRAIN | EP_WANT_TX);
+		}
+		atomic_fetch_sub(&qp->refs, 1);
+	}
+}
+
 static void *engine_main(void *arg)
 {
 	struct epoll_event ev[64];
 
 	(void)arg;
 	for (;;) {
-		int n = epoll_wait(epfd, ev, 64, spin ? 0 : -1);
+		int tmo = spin ? 0 : atomic_load(&ndetached) ? EP_REATTACH_MS : -1;
+		int n = epoll_wait(epfd, ev, 64, tmo);
 
 		for (int i = 0; i < n; i++) {
-			struct esock_qp *qp = qp_get(ev[i].data.u32);
+			struct esock_qp *qp;
 			unsigned w = 0;
 
-			if (!qp)
+			if (ev[i].data.u32 == 0) { /* the doorbell */
+				uint64_t v;
+
+				(void)!read(doorbell, &v, sizeof(v));
+				continue;
+			}
+			if (!(qp = qp_get(ev[i].data.u32)))
 				continue;
 			if (ev[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
-				w |= EP_WANT_RX;
+				w |= EP_WANT_RX | EP_WANT_DRAIN;
 			if (ev[i].events & EPOLLOUT)
 				w |= EP_WANT_TX;
 			ep_qp_progress(qp, w);
 			atomic_fetch_sub(&qp->refs, 1);
 		}
+		if (atomic_load(&ndetached))
+			reattach_idle();
 	}
 	return NULL;
 }
@@ -121,11 +170,16 @@ static void atfork_child(void)
 	pthread_mutex_unlock(&tab_lock);
 	if (epfd >= 0)
 		close(epfd);
-	epfd = -1;
+	if (doorbell >= 0)
+		close(doorbell);
+	epfd = doorbell = -1;
+	atomic_store(&ndetached, 0);
 	memcpy(&started, &fresh, sizeof(started));
 	for (uint32_t i = 0; i < tab_cap; i++)
-		if (tab[i])
+		if (tab[i]) {
 			atomic_store(&tab[i]->in_engine, false);
+			atomic_store(&tab[i]->detached, false);
+		}
 }
 
 static void engine_start(void)
@@ -140,8 +194,12 @@ static void engine_start(void)
 	if (!atfork_set)
 		atfork_set = pthread_atfork(atfork_prepare, atfork_parent, atfork_child) == 0;
 	spin = poll && strcmp(poll, "spin") == 0;
-	if ((epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
-		log_error("engine: epoll_create1: %s", strerror(errno));
+	if ((epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
+	    (doorbell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
+	    epoll_ctl(epfd, EPOLL_CTL_ADD, doorbell,
+		      &(struct epoll_event){ .events = EPOLLIN, .data.u32 = 0 }) < 0) {
+		log_error("engine: cannot set up epoll: %s", strerror(errno));
+		epfd = -1;
 		return;
 	}
 	pthread_attr_init(&at);
@@ -169,7 +227,8 @@ static void engine_start(void)
 
 static uint32_t events_of(const struct esock_qp *qp)
 {
-	return EPOLLIN | EPOLLRDHUP | EPOLLET | (qp->pollout ? EPOLLOUT : 0);
+	return (atomic_load(&qp->detached) ? 0 : EPOLLIN | EPOLLRDHUP | EPOLLET) |
+	       (qp->pollout ? EPOLLOUT | EPOLLET : 0);
 }
 
 int ep_engine_add(struct esock_qp *qp)
@@ -187,17 +246,42 @@ int ep_engine_add(struct esock_qp *qp)
 
 void ep_engine_del(struct esock_qp *qp)
 {
+	pthread_mutex_lock(&qp->eng_lock);
 	if (atomic_exchange(&qp->in_engine, false))
 		epoll_ctl(epfd, EPOLL_CTL_DEL, qp->fd, NULL);
+	if (atomic_exchange(&qp->detached, false))
+		atomic_fetch_sub(&ndetached, 1);
+	pthread_mutex_unlock(&qp->eng_lock);
+}
+
+/* Rewrites the QP's interest set; under eng_lock. */
+static void modify(struct esock_qp *qp)
+{
+	struct epoll_event ev = { .events = events_of(qp), .data.u32 = qp->num };
+
+	if (atomic_load(&qp->in_engine))
+		epoll_ctl(epfd, EPOLL_CTL_MOD, qp->fd, &ev);
 }
 
 void ep_engine_want_out(struct esock_qp *qp, bool on)
 {
-	struct epoll_event ev;
-
+	pthread_mutex_lock(&qp->eng_lock);
 	qp->pollout = on;
-	ev.events = events_of(qp);
-	ev.data.u32 = qp->num;
-	if (atomic_load(&qp->in_engine))
-		epoll_ctl(epfd, EPOLL_CTL_MOD, qp->fd, &ev);
+	modify(qp);
+	pthread_mutex_unlock(&qp->eng_lock);
+}
+
+void ep_engine_detach(struct esock_qp *qp)
+{
+	if (atomic_load(&qp->detached) || !atomic_load(&qp->in_engine))
+		return;
+	pthread_mutex_lock(&qp->eng_lock);
+	if (!atomic_load(&qp->detached) && atomic_load(&qp->in_engine)) {
+		atomic_store(&qp->detached, true);
+		modify(qp);
+		/* The engine may sleep without a timeout: the first detached QP wakes it. */
+		if (atomic_fetch_add(&ndetached, 1) == 0)
+			(void)!write(doorbell, &(uint64_t){ 1 }, sizeof(uint64_t));
+	}
+	pthread_mutex_unlock(&qp->eng_lock);
 }

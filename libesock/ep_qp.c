@@ -53,6 +53,7 @@ ESOCK_EXPORT int esock_qp_create(const struct esock_qp_attr *a, struct esock_qp 
 	qp->sig_all = a->sq_sig_all;
 	qp->max_sge = a->max_sge ? a->max_sge : 4;
 	qp->fd = -1;
+	pthread_mutex_init(&qp->eng_lock, NULL);
 	atomic_store(&qp->state, ESOCK_QPS_IDLE);
 	atomic_fetch_add(&qp->pd->refs, 1);
 	ep_cq_bind(qp->scq, qp);
@@ -77,6 +78,7 @@ ESOCK_EXPORT int esock_qp_destroy(struct esock_qp *qp)
 	if (qp->fd >= 0)
 		close(qp->fd);
 	atomic_fetch_sub(&qp->pd->refs, 1);
+	pthread_mutex_destroy(&qp->eng_lock);
 	qp_free(qp);
 	return 0;
 }
@@ -125,7 +127,7 @@ void ep_qp_progress(struct esock_qp *qp, unsigned want)
 
 		if (st == ESOCK_QPS_RTS || st == ESOCK_QPS_CLOSING) {
 			if (w & EP_WANT_RX)
-				ep_rx_progress(qp);
+				ep_rx_progress(qp, w & EP_WANT_DRAIN);
 			if (w & (EP_WANT_TX | EP_WANT_RX))
 				ep_tx_progress(qp);
 		}

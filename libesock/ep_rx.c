@@ -410,9 +410,10 @@ static ssize_t feed(struct esock_qp *qp, const uint8_t *p, size_t len)
 /*
  * Reads once: straight into the payload's target when much of it is still
  * to come (markers off: they would land in the target), else into the stage.
- * Returns octets read, 0 at EOF, or -errno.
+ * Returns octets read, 0 at EOF, or -errno; |*asked| is how many were asked
+ * for (fewer came: the socket is drained for now).
  */
-static ssize_t read_some(struct esock_qp *qp, bool *direct)
+static ssize_t read_some(struct esock_qp *qp, bool *direct, size_t *asked)
 {
 	struct ep_rx_cur *c = &qp->rxc;
 	ssize_t n;
@@ -439,12 +440,14 @@ static ssize_t read_some(struct esock_qp *qp, bool *direct)
 		}
 		if (cnt) {
 			*direct = true;
+			*asked = c->payload_len - c->got - left;
 			do
 				n = readv(qp->fd, iov, cnt);
 			while (n < 0 && errno == EINTR);
 			return n < 0 ? -errno : n;
 		}
 	}
+	*asked = STAGE_READ;
 	do
 		n = recv(qp->fd, qp->stage, STAGE_READ, MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
@@ -468,10 +471,20 @@ static int feed_direct(struct esock_qp *qp, size_t n)
 	return 0;
 }
 
-void ep_rx_progress(struct esock_qp *qp)
+/*
+ * Reads and handles until the socket is drained.  A read that returns fewer
+ * octets than asked for emptied the socket's queue, so a waiter (whose
+ * poll() is level-triggered) spends no read on an EAGAIN.  The engine's
+ * epoll is edge-triggered: it asks to |drain| to EAGAIN, or a FIN that came
+ * with the last data would go unnoticed.
+ */
+void ep_rx_progress(struct esock_qp *qp, bool drain)
 {
+	bool drained = false;
+
 	while (rx_alive(qp)) {
 		bool direct;
+		size_t asked = 0;
 		ssize_t n;
 
 		if (qp->stage_off < qp->stage_len) {
@@ -482,7 +495,9 @@ void ep_rx_progress(struct esock_qp *qp)
 			continue;
 		}
 		qp->stage_off = qp->stage_len = 0;
-		n = read_some(qp, &direct);
+		if (drained)
+			return;
+		n = read_some(qp, &direct, &asked);
 		if (n == -EAGAIN || n == -EWOULDBLOCK)
 			return;
 		if (n <= 0) {
@@ -496,6 +511,7 @@ void ep_rx_progress(struct esock_qp *qp)
 				   n == 0 ? ESOCK_WC_WR_FLUSH_ERR : ESOCK_WC_FATAL_ERR);
 			return;
 		}
+		drained = !drain && (size_t)n < asked;
 		if (direct) {
 			if (feed_direct(qp, (size_t)n) < 0)
 				return;

@@ -125,7 +125,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size > 1 && write(sv[1], data + 1, size - 1) != (ssize_t)(size - 1))
 		abort();
 	shutdown(sv[1], SHUT_WR);
-	ep_qp_progress(qp, EP_WANT_RX | EP_WANT_TX);
+	ep_qp_progress(qp, EP_WANT_RX | EP_WANT_DRAIN | EP_WANT_TX);
 	/* EOF came after the input: the QP cannot still be waiting for more. */
 	if (esock_qp_state(qp) != ESOCK_QPS_ERROR)
 		abort();

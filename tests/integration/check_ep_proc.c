@@ -36,13 +36,20 @@ struct target_info {
  * receive buffers take turns, so one is always posted when the parent's next
  * Send arrives (RDMA rule: a Send without a posted receive is an error).
  */
-static void child_echo(struct ep_side *s, uint8_t *mem)
+static struct esock_mr *echo_prepare(struct ep_side *s, uint8_t *mem)
 {
 	struct esock_mr *mr = ep_reg(s, mem, 2 * (size_t)REGION, ESOCK_ACCESS_LOCAL_WRITE);
-	struct esock_wc wc;
 
+	/* Posted before accept: the parent's first Send may follow the Reply at once. */
 	ep_post_recv1(s, 0, mem, REGION, esock_mr_stag(mr));
 	ep_post_recv1(s, 1, mem + REGION, REGION, esock_mr_stag(mr));
+	return mr;
+}
+
+static void child_echo(struct ep_side *s, uint8_t *mem, struct esock_mr *mr)
+{
+	struct esock_wc wc;
+
 	for (;;) {
 		uint8_t *buf;
 
@@ -78,10 +85,12 @@ static void child_target(int wfd)
 	ti.stag = esock_mr_stag(mr);
 	if (write(wfd, &ti, sizeof(ti)) != sizeof(ti))
 		_exit(2);
+	struct esock_mr *emr = echo_mode ? echo_prepare(&s, mem + REGION) : NULL;
+
 	if (esock_get_request(l, &req, 10000) < 0 || esock_accept(req, s.qp, NULL) < 0)
 		_exit(3);
 	if (echo_mode)
-		child_echo(&s, mem + REGION); /* never returns */
+		child_echo(&s, mem + REGION, emr); /* never returns */
 	/* The application does nothing from now on. */
 	for (int i = 0; i < 60; i++)
 		sleep(1);
