@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Interop stage: kernel siw in a qemu guest runs rping (siw as shipped, and the
-# variant that asks for CRC) and perftest Send/Write/Read; ddpdump must decode
-# the fresh captures exactly as tshark does, CRC verdicts included.
+# Interop stage (`make check-interop`): kernel siw in a qemu guest runs rping (siw
+# as shipped, and the variant that asks for CRC) and perftest Send/Write/Read;
+# ddpdump must decode the fresh captures exactly as tshark does, CRC verdicts
+# included.  Then our iwping against rping in both roles (iwping-vs-rping.sh) and
+# the perftest anchor next to esock-bench (perftest-anchor.sh).
 #   run-interop.sh BUILD_DIR
 # Exits 77 (skip) with a reason when the rig cannot be prepared here (no
-# package mirror, no qemu); any failure after that is a real failure.
+# package mirror, no qemu); any failure after that is a real failure.  A part
+# that cannot run here (iwping-vs-rping without root or a tun device) says SKIP
+# and does not fail the stage.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:?usage: run-interop.sh BUILD_DIR}" && pwd)
@@ -13,10 +17,18 @@ export RIG_DIR=${RIG_DIR:-$build/interop-rig}
 out=$build/interop-captures
 rm -rf "$out"
 
+start=$SECONDS t0=$SECONDS
 if ! bash "$top/tests/interop/siw-rig.sh" prepare; then
 	echo "interop: SKIP: the siw rig could not be prepared (packages or qemu unavailable)"
 	exit 77
 fi
+if ! bash "$top/tests/interop/siw-rig.sh" probe; then
+	echo "interop: SKIP: qemu cannot run the guest here"
+	exit 77
+fi
+echo "interop: rig ready and qemu boots in $((SECONDS - t0)) s"
+t0=$SECONDS
+(
 set -e
 captures=""
 for v in default crc; do
@@ -31,3 +43,18 @@ done
 cd "$build"
 ESOCK_CAPTURES="${captures# }" ESOCK_REQUIRE_TSHARK=1 srcdir="$top" top_builddir=. CK_FORK=no \
 	./tests/ddpdump/check_ddpdump
+)
+failed=$?
+echo "interop: rping and perftest captures: $((SECONDS - t0)) s, $([ $failed -eq 0 ] && echo ok || echo FAILED)"
+for part in iwping-vs-rping perftest-anchor; do
+	t0=$SECONDS
+	bash "$top/tests/interop/$part.sh" "$build"
+	rc=$?
+	case $rc in
+	0) echo "interop: $part: $((SECONDS - t0)) s, ok" ;;
+	77) echo "interop: $part: skipped" ;;
+	*) echo "interop: $part: $((SECONDS - t0)) s, FAILED"; failed=1 ;;
+	esac
+done
+echo "interop: total $((SECONDS - start)) s"
+exit "$failed"

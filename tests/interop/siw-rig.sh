@@ -7,6 +7,8 @@
 # Nothing is installed into the host except qemu-system-x86, cpio and kmod.
 #
 #   siw-rig.sh prepare           download packages, build siw.ko variants and the guest root
+#   siw-rig.sh probe             can qemu run here? boots the guest kernel alone (~10 s
+#                                under TCG) until it panics for want of a root; exit 0 if so
 #   siw-rig.sh run JOB OUT [V]   boot the guest with siw variant V (default|crc), run the
 #                                job script JOB, copy its files out to directory OUT
 #
@@ -90,10 +92,12 @@ guest_root() { # $1 = kernel
 	local k=$1 pkgs list m
 	[ -f groot.stamp ] && return 0
 	pkgs="busybox-static kmod iproute2 tcpdump libibverbs1 librdmacm1 ibverbs-providers rdmacm-utils ibverbs-utils ethtool perftest"
+	# shellcheck disable=SC2086 # $pkgs and $list are lists of names
 	list=$(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks \
 		--no-replaces --no-enhances $pkgs 2>/dev/null | grep -v '^ ' | grep -v '^<' | sort -u)
 	rm -rf gdebs groot && mkdir gdebs groot
 	log "downloading guest packages"
+	# shellcheck disable=SC2086
 	(cd gdebs && apt-get download -q $list >/dev/null)
 	for d in gdebs/*.deb; do dpkg -x "$d" groot; done
 	m=groot/lib/modules/$k
@@ -132,6 +136,23 @@ prepare() {
 	log "ready: kernel $k, siw variants default and crc"
 }
 
+accel_opts() { # KVM only where it really works (the CPU shows vmx/svm); otherwise TCG.
+	if [ -w /dev/kvm ] && grep -qE 'vmx|svm' /proc/cpuinfo; then echo "-accel kvm -cpu host"
+	else echo "-accel tcg -cpu max"; fi
+}
+
+probe() {
+	[ -f vmlinuz ] || { log "not prepared"; return 1; }
+	command -v qemu-system-x86_64 >/dev/null || { log "no qemu-system-x86_64"; return 1; }
+	# shellcheck disable=SC2046
+	timeout 120 qemu-system-x86_64 $(accel_opts) -m 256 -nographic -no-reboot -nodefaults \
+		-kernel vmlinuz -append "console=ttyS0 quiet panic=-1" -serial file:probe.log \
+		-monitor none -display none >probe.out 2>&1
+	grep -q 'Kernel panic' probe.log && return 0
+	log "qemu cannot boot the guest kernel here: $(tail -c 300 probe.out)"
+	return 1
+}
+
 run_job() { # $1 = job script, $2 = output dir, $3 = variant
 	local job=$1 out=$2 v=${3:-default} img accel net
 	mkdir -p "$out"
@@ -139,14 +160,13 @@ run_job() { # $1 = job script, $2 = output dir, $3 = variant
 	cp "siw-$v.ko" "initrd/lib/modules/$(cat groot/kernel-version)/siw.ko"
 	cp siw-default.ko siw-crc.ko initrd/
 	cp "$here/guest-init.sh" initrd/init
+	cp "$here/guest-lib.sh" initrd/guest-lib.sh
 	cp "$job" initrd/job.sh
 	chmod +x initrd/init
 	echo "$(guest_modules) siw" > initrd/modules
 	img=$RIG_DIR/initrd-$v.cpio
 	(cd initrd && find . | cpio -o -H newc 2>/dev/null) > "$img"
-	# KVM only where it really works (the CPU shows vmx/svm); otherwise TCG.
-	accel="-accel tcg -cpu max"
-	if [ -w /dev/kvm ] && grep -qE 'vmx|svm' /proc/cpuinfo; then accel="-accel kvm -cpu host"; fi
+	accel=$(accel_opts)
 	net="user,id=n0,restrict=on"
 	case ${RIG_NET:-user} in
 	tap:?*) net="tap,id=n0,ifname=${RIG_NET#tap:},script=no,downscript=no,vnet_hdr=off" ;;
@@ -173,7 +193,8 @@ run_job() { # $1 = job script, $2 = output dir, $3 = variant
 
 case ${1:-} in
 prepare) prepare ;;
+probe) probe ;;
 run) [ $# -ge 3 ] || { echo "usage: $0 run JOB OUTDIR [default|crc]" >&2; exit 2; }
 	run_job "$JOB" "$OUT" "${4:-default}" ;;
-*) echo "usage: $0 prepare | run JOB OUTDIR [default|crc]" >&2; exit 2 ;;
+*) echo "usage: $0 prepare | probe | run JOB OUTDIR [default|crc]" >&2; exit 2 ;;
 esac

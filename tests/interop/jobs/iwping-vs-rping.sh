@@ -10,20 +10,10 @@
 # SIW (default|crc) is the siw variant the case needs; switching variants reloads siw.
 # Each case ends with "RIG-STEP end NAME EXIT"; logs go to /out/NAME-rping.log,
 # and its capture (tcpdump on eth0, the case's port) to /out/NAME.pcap.
-B=/bin/busybox
+# shellcheck source=/dev/null # tests/interop/guest-lib.sh, in the guest
+. /guest-lib.sh
 ethtool -K eth0 tso off gso off gro off 2>/dev/null
 step() { echo "RIG-STEP $*"; }
-
-listening() { # $1 = port: wait until a TCP listener is up (siw's kernel socket shows too)
-	hex=$($B printf ':%04X 00000000:0000 0A' "$1")
-	n=0
-	while [ $n -lt 150 ]; do
-		$B grep -q "$hex" /proc/net/tcp && return 0
-		$B usleep 100000
-		n=$((n + 1))
-	done
-	return 1
-}
 
 td=""
 capture_start() { # $1 = case name, $2 = port: tcpdump on eth0 until capture_stop
@@ -39,15 +29,6 @@ capture_stop() {
 	$B usleep 500000
 	kill "$td"
 	wait "$td"
-}
-
-use_siw() { # $1 = default|crc: reload siw as that variant unless it is loaded
-	[ "$($B cat /sys/module/siw/version 2>/dev/null)" = "esock-rig-$1" ] && return 0
-	rdma link delete siw0
-	$B rmmod siw
-	$B insmod "/siw-$1.ko" || echo "RIG: insmod /siw-$1.ko failed"
-	rdma link add siw0 type siw netdev eth0 || echo "RIG: rdma link add failed"
-	echo "RIG: siw now $($B cat /sys/module/siw/version)"
 }
 
 echo "$PLAN" > /tmp/plan

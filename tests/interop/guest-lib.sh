@@ -1,0 +1,25 @@
+# SPDX-License-Identifier: MIT
+# shellcheck shell=dash
+# Helpers for guest jobs (siw-rig.sh puts this file in the guest as /guest-lib.sh;
+# a job sources it): waiting for a listener, switching the siw variant.
+B=/bin/busybox
+
+listening() { # $1 = port: wait up to 15 s for a TCP listener (siw's kernel socket shows too)
+	hex=$($B printf ':%04X 00000000:0000 0A' "$1")
+	n=0
+	while [ $n -lt 150 ]; do
+		$B grep -q "$hex" /proc/net/tcp && return 0
+		$B usleep 100000
+		n=$((n + 1))
+	done
+	return 1
+}
+
+use_siw() { # $1 = default|crc: reload siw as that variant unless it is loaded
+	[ "$($B cat /sys/module/siw/version 2>/dev/null)" = "esock-rig-$1" ] && return 0
+	rdma link delete siw0
+	$B rmmod siw
+	$B insmod "/siw-$1.ko" || echo "RIG: insmod /siw-$1.ko failed"
+	rdma link add siw0 type siw netdev eth0 || echo "RIG: rdma link add failed"
+	echo "RIG: siw now $($B cat /sys/module/siw/version)"
+}

@@ -1,0 +1,51 @@
+# SPDX-License-Identifier: MIT
+# shellcheck shell=dash
+# Guest job: rdma-core perftest siw-to-siw over rdma_cm (-R), the kernel anchor for
+# esock-bench (tests/interop/perftest-anchor.sh writes BW_SIZES, LAT_SIZES, BW_ITERS,
+# LAT_ITERS and VARIANTS in front of this file).  Server and client both run here on
+# eth0's address (siw over the guest's loopback).  For each siw variant in VARIANTS
+# (default: CRC off; crc: CRC on both ways), ib_send_bw, ib_write_bw and ib_read_bw
+# for every size of BW_SIZES and ib_send_lat for every size of LAT_SIZES; each
+# client's report goes to /out/VARIANT-PROGRAM-SIZE.log.
+# shellcheck source=/dev/null # tests/interop/guest-lib.sh, in the guest
+. /guest-lib.sh
+ME=10.0.2.15
+
+port=18515
+run() { # $1 = log, $2 = program, $3 = size, $4 = iterations: server and client
+	$B timeout 120 "$2" -R -F -p "$port" -s "$3" -n "$4" < /dev/null > "$1.server" 2>&1 &
+	sv=$!
+	listening "$port" || echo "RIG: $2 server did not listen" >> "$1"
+	$B timeout 120 "$2" -R -F -p "$port" -s "$3" -n "$4" "$ME" < /dev/null >> "$1" 2>&1
+	rc=$?
+	wait "$sv"
+	port=$((port + 1))
+	return $rc
+}
+one() { # $1 = variant, $2 = program, $3 = size, $4 = iterations
+	log=/out/$1-$2-$3.log
+	t0=$($B date +%s)
+	run "$log" "$2" "$3" "$4"
+	rc=$?
+	# Under TCG perftest now and then reports 0.00 on both sides: once more then.
+	# shellcheck disable=SC2016 # awk program
+	if ! $B awk -v s="$3" '$1 == s && $4 + 0 > 0 { ok = 1 } END { exit !ok }' "$log" "$log.server"; then
+		echo "anchor $1 $2 $3: no figure, again" >> "$log"
+		run "$log" "$2" "$3" "$4"
+		rc=$?
+	fi
+	echo "anchor $1 $2 $3: exit $rc, $(($($B date +%s) - t0)) s"
+}
+
+for v in $VARIANTS; do
+	use_siw "$v"
+	for s in $BW_SIZES; do
+		for p in ib_send_bw ib_write_bw ib_read_bw; do
+			one "$v" "$p" "$s" "$BW_ITERS"
+		done
+	done
+	for s in $LAT_SIZES; do
+		one "$v" ib_send_lat "$s" "$LAT_ITERS"
+	done
+done
+exit 0

@@ -1,0 +1,13 @@
+# tests/interop/: the interop proof against the Linux kernel's siw in a qemu guest
+# (docs/interop.md): rping and perftest captures decoded as tshark does, our iwping
+# against rping in both roles (CRC off and on), and the perftest anchor next to
+# esock-bench.  Not part of `make check`: it takes minutes, downloads the guest's
+# Debian packages on first use and needs root for the tap device.  Where qemu cannot
+# run, run-interop.sh exits 77 with the reason and the target reports the skip and
+# succeeds, as a skipped test does under `make check`.
+check-interop: all tests/ddpdump/check_ddpdump$(EXEEXT)
+	@rc=0; $(SHELL) $(srcdir)/tests/interop/run-interop.sh $(abs_top_builddir) || rc=$$?; \
+	if test $$rc -eq 77; then echo "check-interop: SKIP"; exit 0; fi; \
+	if test $$rc -eq 0; then echo "check-interop: PASS"; else echo "check-interop: FAIL"; fi; \
+	exit $$rc
+.PHONY: check-interop
