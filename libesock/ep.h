@@ -147,6 +147,29 @@ struct ep_tx_cur {
 	bool last_fpdu_built;
 };
 
+/* FPDUs gathered for one sendmsg (ep_txbatch.c). */
+#define EP_BATCH_IOV 1024            /* IOV_MAX */
+#define EP_BATCH_FPDU_SCRATCH 768    /* copied octets of one FPDU at most (markers included) */
+#define EP_BATCH_BYTES (4u << 20)
+
+struct ep_batch {
+	struct iovec iov[EP_BATCH_IOV];
+	int cnt, next;               /* entries, first not fully written */
+	size_t left;                 /* octets not yet written */
+	size_t used;                 /* scratch octets taken */
+	bool ends_msg;               /* the batch holds the message's last FPDU */
+	uint8_t scratch[16384];
+	uint8_t small[256];          /* a small batch flattened for one write */
+};
+
+void ep_batch_reset(struct ep_batch *b);
+/* True when one more FPDU plan fits. */
+bool ep_batch_room(const struct ep_batch *b);
+/* Appends the MPA plan of |tx| (copying pieces in [lo, lo + span)) and marks it written. */
+void ep_batch_add(struct ep_batch *b, struct esock_mpa_tx *tx, const void *lo, size_t span);
+/* Writes what is left: 1 all out, 0 the socket is full, or -errno. */
+int ep_batch_write(struct ep_batch *b, int fd);
+
 enum {
 	EP_WANT_RX = 0x1,
 	EP_WANT_TX = 0x2,
@@ -195,7 +218,7 @@ struct esock_qp {
 	struct ep_tx_cur txc;
 	struct ep_rx_cur rxc;
 	uint8_t txhdr[ESOCK_RDMAP_HDR_MAX + 64];
-	uint8_t small[256];         /* a small FPDU flattened for one write */
+	struct ep_batch batch;
 	uint8_t termbuf[96];
 	size_t term_len;
 	uint32_t msn_tx[3];         /* next MSN to send on QN 0, 1, 2 */

@@ -20,6 +20,7 @@
 #include "util/log.h"
 
 #define STAGE_READ 4096 /* octets read when the next FPDU's size is unknown */
+#define STAGE_TAIL 64   /* read behind a payload: CRC, next header, a little more */
 
 static void term_at(struct esock_qp *qp, uint8_t layer, uint8_t etype, uint8_t ecode,
 		    uint8_t hdrct, const uint8_t *seg, size_t len)
@@ -409,22 +410,23 @@ static ssize_t feed(struct esock_qp *qp, const uint8_t *p, size_t len)
 
 /*
  * Reads once: straight into the payload's target when much of it is still
- * to come (markers off: they would land in the target), else into the stage.
- * Returns octets read, 0 at EOF, or -errno; |*asked| is how many were asked
- * for (fewer came: the socket is drained for now).
+ * to come (markers off: they would land in the target), followed in the same
+ * readv by a few stage octets that catch the CRC and the next FPDU's header,
+ * so a stream of large FPDUs costs one system call each; else into the
+ * stage.  Returns octets read, 0 at EOF, or -errno; |*direct| is how many of
+ * them went to the target (the rest are in the stage); |*asked| how many
+ * were asked for (fewer came: the socket is drained for now).
  */
-static ssize_t read_some(struct esock_qp *qp, bool *direct, size_t *asked)
+static ssize_t read_some(struct esock_qp *qp, size_t *direct, size_t *asked)
 {
 	struct ep_rx_cur *c = &qp->rxc;
+	struct iovec iov[EP_SGE_MAX + 1];
+	size_t left = c->payload_len - c->got, off = c->got;
+	int cnt = 0;
 	ssize_t n;
 
-	*direct = false;
-	if (c->kind == EP_RX_PLACE && !qp->info.markers_rx &&
-	    c->payload_len - c->got >= EP_DIRECT_MIN) {
-		struct iovec iov[EP_SGE_MAX];
-		size_t left = c->payload_len - c->got, off = c->got;
-		int cnt = 0;
-
+	*direct = 0;
+	if (c->kind == EP_RX_PLACE && !qp->info.markers_rx && left >= EP_DIRECT_MIN) {
 		while (left && cnt < EP_SGE_MAX) {
 			size_t room;
 			uint8_t *dst = target_at(c, off, &room);
@@ -435,21 +437,16 @@ static ssize_t read_some(struct esock_qp *qp, bool *direct, size_t *asked)
 				room = left;
 			iov[cnt].iov_base = dst;
 			iov[cnt++].iov_len = room;
+			*direct += room;
 			off += room;
 			left -= room;
 		}
-		if (cnt) {
-			*direct = true;
-			*asked = c->payload_len - c->got - left;
-			do
-				n = readv(qp->fd, iov, cnt);
-			while (n < 0 && errno == EINTR);
-			return n < 0 ? -errno : n;
-		}
 	}
-	*asked = STAGE_READ;
+	iov[cnt].iov_base = qp->stage;
+	iov[cnt].iov_len = *direct ? STAGE_TAIL : STAGE_READ;
+	*asked = *direct + iov[cnt++].iov_len;
 	do
-		n = recv(qp->fd, qp->stage, STAGE_READ, MSG_DONTWAIT);
+		n = readv(qp->fd, iov, cnt);
 	while (n < 0 && errno == EINTR);
 	return n < 0 ? -errno : n;
 }
@@ -483,8 +480,7 @@ void ep_rx_progress(struct esock_qp *qp, bool drain)
 	bool drained = false;
 
 	while (rx_alive(qp)) {
-		bool direct;
-		size_t asked = 0;
+		size_t asked = 0, direct;
 		ssize_t n;
 
 		if (qp->stage_off < qp->stage_len) {
@@ -512,11 +508,10 @@ void ep_rx_progress(struct esock_qp *qp, bool drain)
 			return;
 		}
 		drained = !drain && (size_t)n < asked;
-		if (direct) {
-			if (feed_direct(qp, (size_t)n) < 0)
-				return;
-		} else {
-			qp->stage_len = (size_t)n;
-		}
+		if (direct > (size_t)n)
+			direct = (size_t)n;
+		qp->stage_len = (size_t)n - direct;
+		if (direct && feed_direct(qp, direct) < 0)
+			return;
 	}
 }

@@ -18,44 +18,21 @@
 #include "libesock/ep.h"
 #include "util/log.h"
 
-/* Writes what is left of the current plan.  True once it is all out. */
-static bool write_plan(struct esock_qp *qp)
+/* Writes what is left of the batch.  True once it is all out. */
+static bool write_batch(struct esock_qp *qp)
 {
-	while (qp->tx.left) {
-		int cnt;
-		const struct iovec *iov = esock_mpa_tx_iov(&qp->tx, &cnt);
-		struct iovec one;
-		struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)cnt };
-		ssize_t n;
+	int rc = ep_batch_write(&qp->batch, qp->fd);
 
-		/* A small FPDU costs the kernel less as one piece than as four. */
-		if (cnt > 1 && qp->tx.left <= sizeof(qp->small) &&
-		    esock_mpa_tx_flatten(&qp->tx, qp->small, sizeof(qp->small)) > 0) {
-			one.iov_base = qp->small;
-			one.iov_len = qp->tx.left;
-			mh.msg_iov = &one;
-			mh.msg_iovlen = 1;
-		}
-		n = sendmsg(qp->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (rc == 0 && !qp->pollout)
+		ep_engine_want_out(qp, true);
+	if (rc < 0) {
+		struct esock_term t = { 0 };
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			if (!qp->pollout)
-				ep_engine_want_out(qp, true);
-			return false;
-		}
-		if (n < 0) {
-			struct esock_term t = { 0 };
-
-			esock_term_set(&t, ESOCK_TERM_LAYER_LLP, ESOCK_TERM_LLP_ETYPE_MPA,
-				       ESOCK_TERM_LLP_CONN_LOST, 0);
-			ep_qp_fail(qp, &t, false, -errno, ESOCK_WC_FATAL_ERR);
-			return false;
-		}
-		esock_mpa_tx_advance(&qp->tx, (size_t)n);
+		esock_term_set(&t, ESOCK_TERM_LAYER_LLP, ESOCK_TERM_LLP_ETYPE_MPA,
+			       ESOCK_TERM_LLP_CONN_LOST, 0);
+		ep_qp_fail(qp, &t, false, rc, ESOCK_WC_FATAL_ERR);
 	}
-	return true;
+	return rc > 0;
 }
 
 void ep_tx_terminate(struct esock_qp *qp, const struct esock_term *t, const uint8_t *seg,
@@ -288,18 +265,38 @@ static int build_fpdu(struct esock_qp *qp)
 	return esock_mpa_tx_build(&qp->tx, iov, n) < 0 ? -EPROTO : 0;
 }
 
+/* Plans FPDUs of the current message into the batch.  Returns 0 or a negative code. */
+static int fill_batch(struct esock_qp *qp)
+{
+	do {
+		int rc = build_fpdu(qp);
+
+		if (rc < 0)
+			return rc;
+		ep_batch_add(&qp->batch, &qp->tx, qp, sizeof(*qp));
+		if (qp->txc.last_fpdu_built) {
+			qp->batch.ends_msg = true;
+			break;
+		}
+	} while (ep_batch_room(&qp->batch));
+	return 0;
+}
+
 void ep_tx_progress(struct esock_qp *qp)
 {
 	for (;;) {
-		if (qp->tx.left && !write_plan(qp))
+		if (qp->batch.left && !write_batch(qp))
 			return;
-		if (qp->txc.kind != EP_TX_NONE && qp->txc.last_fpdu_built)
-			msg_done(qp);
+		if (qp->batch.ends_msg) {
+			qp->batch.ends_msg = false;
+			if (qp->txc.kind != EP_TX_NONE) /* else abandoned for a Terminate */
+				msg_done(qp);
+		}
 		if (atomic_load(&qp->state) == ESOCK_QPS_ERROR)
 			return;
 		if (qp->txc.kind == EP_TX_NONE && !pick_next(qp))
 			break;
-		if (build_fpdu(qp) < 0) {
+		if (fill_batch(qp) < 0) {
 			struct esock_term t = { 0 };
 
 			esock_term_set(&t, ESOCK_TERM_LAYER_RDMAP, ESOCK_TERM_RDMAP_ETYPE_CATASTROPHIC,

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Transmit batches: several FPDUs planned by the MPA transmitter, gathered
+ * into one iovec and written with one sendmsg.  The MPA plan points into
+ * the transmitter's scratch (length, pad, CRC, markers) and the QP's header
+ * scratch, which the next plan reuses; those few octets are copied into the
+ * batch, while payload pieces keep pointing at registered memory.  A short
+ * write resumes where it stopped.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "libesock/ep.h"
+
+void ep_batch_reset(struct ep_batch *b)
+{
+	b->cnt = b->next = 0;
+	b->left = b->used = 0;
+	b->ends_msg = false;
+}
+
+bool ep_batch_room(const struct ep_batch *b)
+{
+	return b->cnt + ESOCK_MPA_TX_IOV_MAX <= EP_BATCH_IOV &&
+	       b->used + EP_BATCH_FPDU_SCRATCH <= sizeof(b->scratch) && b->left < EP_BATCH_BYTES;
+}
+
+void ep_batch_add(struct ep_batch *b, struct esock_mpa_tx *tx, const void *lo, size_t span)
+{
+	int cnt;
+	const struct iovec *iov = esock_mpa_tx_iov(tx, &cnt);
+	const uint8_t *l = lo, *h = l + span;
+
+	for (int i = 0; i < cnt; i++) {
+		const uint8_t *p = iov[i].iov_base;
+		struct iovec *d = &b->iov[b->cnt++];
+
+		*d = iov[i];
+		if (p >= l && p < h) { /* scratch of the QP: keep a copy */
+			memcpy(b->scratch + b->used, p, iov[i].iov_len);
+			d->iov_base = b->scratch + b->used;
+			b->used += iov[i].iov_len;
+		}
+		b->left += iov[i].iov_len;
+	}
+	esock_mpa_tx_advance(tx, tx->left);
+}
+
+/* Records |n| written octets. */
+static void advance(struct ep_batch *b, size_t n)
+{
+	b->left -= n;
+	while (n) {
+		struct iovec *v = &b->iov[b->next];
+
+		if (n < v->iov_len) {
+			v->iov_base = (uint8_t *)v->iov_base + n;
+			v->iov_len -= n;
+			return;
+		}
+		n -= v->iov_len;
+		b->next++;
+	}
+}
+
+/* The unwritten rest as one piece when small: the kernel takes it cheaper. */
+static size_t flatten(struct ep_batch *b)
+{
+	size_t k = 0;
+
+	if (b->cnt - b->next < 2 || b->left > sizeof(b->small))
+		return 0;
+	for (int i = b->next; i < b->cnt; i++) {
+		memcpy(b->small + k, b->iov[i].iov_base, b->iov[i].iov_len);
+		k += b->iov[i].iov_len;
+	}
+	return k;
+}
+
+int ep_batch_write(struct ep_batch *b, int fd)
+{
+	while (b->left) {
+		struct iovec one = { b->small, 0 };
+		struct msghdr mh = { .msg_iov = b->iov + b->next, .msg_iovlen = (size_t)(b->cnt - b->next) };
+		ssize_t n;
+
+		if ((one.iov_len = flatten(b))) {
+			mh.msg_iov = &one;
+			mh.msg_iovlen = 1;
+		}
+		n = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+		advance(b, (size_t)n);
+	}
+	b->cnt = b->next = 0;
+	b->used = 0;
+	return 1;
+}
