@@ -228,6 +228,7 @@ struct esock_qp {
 	struct ep_irqe irq[EP_IRD_MAX];
 	uint32_t irq_head, irq_n;
 	uint16_t mulpdu;
+	uint8_t mss_checks;         /* MSS re-reads left while the window opens */
 	bool tx_hold;               /* p2p responder: wait for the initiator's RTR */
 	bool rtr_pending;           /* initiator: RTR to send first */
 	bool rtr_read_out;          /* our zero-length Read RTR awaits its response */
@@ -247,6 +248,7 @@ void ep_qp_fail(struct esock_qp *qp, const struct esock_term *t, bool send_term,
 void ep_qp_complete_sq(struct esock_qp *qp);
 void ep_qp_flush(struct esock_qp *qp);
 int ep_qp_start(struct esock_qp *qp, int fd, const struct esock_mpa_params *mp, bool initiator);
+void ep_qp_update_mulpdu(struct esock_qp *qp);
 
 /* ep_tx.c / ep_rx.c (token holder) */
 void ep_tx_progress(struct esock_qp *qp);

@@ -190,21 +190,37 @@ static void set_info(struct esock_qp *qp, const struct esock_mpa_params *mp,
 	qp->info_valid = true;
 }
 
-int ep_qp_start(struct esock_qp *qp, int fd, const struct esock_mpa_params *mp, bool initiator)
+/*
+ * MULPDU from the current MSS (RFC 5044 §4.5, one FPDU per TCP segment),
+ * capped by the profile.  Right after the handshake Linux bounds the MSS by
+ * half the peer's initial window, so the transmitter asks again while the
+ * window opens (ep_tx.c).
+ */
+void ep_qp_update_mulpdu(struct esock_qp *qp)
 {
-	int mss = 0, rc;
+	int mss = 0;
 	socklen_t l = sizeof(mss);
 	size_t mulpdu;
 
-	(void)mp;
-	qp->fd = fd;
-	if (getsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &l) < 0 || mss <= 0)
+	if (getsockopt(qp->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &l) < 0 || mss <= 0)
 		mss = 1460;
 	mulpdu = esock_mpa_mulpdu((uint32_t)mss, qp->info.markers_tx);
 	if (qp->prof->max_ulpdu && mulpdu > qp->prof->max_ulpdu)
 		mulpdu = qp->prof->max_ulpdu;
+	if (mulpdu > qp->mulpdu)
+		log_debug("[qp %u fd %d] MULPDU %zu (MSS %d)", qp->num, qp->fd, mulpdu, mss);
 	qp->mulpdu = (uint16_t)mulpdu;
 	qp->info.mulpdu = qp->mulpdu;
+}
+
+int ep_qp_start(struct esock_qp *qp, int fd, const struct esock_mpa_params *mp, bool initiator)
+{
+	int rc;
+
+	(void)mp;
+	qp->fd = fd;
+	qp->mss_checks = 16;
+	ep_qp_update_mulpdu(qp);
 	esock_mpa_tx_init(&qp->tx, qp->info.crc, qp->info.markers_tx, 0);
 	if ((rc = ep_rx_init(qp)) < 0)
 		return rc;

@@ -91,6 +91,11 @@ static void msg_done(struct esock_qp *qp)
 
 static void seg_start(struct esock_qp *qp, struct esock_rdmap_msg *m, uint64_t len)
 {
+	/* A message longer than one FPDU: worth one getsockopt while the MSS grows. */
+	if (len > qp->mulpdu && qp->mss_checks) {
+		qp->mss_checks--;
+		ep_qp_update_mulpdu(qp);
+	}
 	esock_ddp_seg_init(&qp->txc.seg, &m->ddp, (size_t)len, qp->mulpdu);
 	qp->txc.seg.tmpl.ulp_ctrl = esock_rdmap_ctrl(m->opcode);
 }
