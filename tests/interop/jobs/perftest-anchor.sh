@@ -18,6 +18,12 @@ run() { # $1 = log, $2 = program, $3 = size, $4 = iterations: server and client
 	listening "$port" || echo "RIG: $2 server did not listen" >> "$1"
 	$B timeout 120 "$2" -R -F -p "$port" -s "$3" -n "$4" "$ME" < /dev/null >> "$1" 2>&1
 	rc=$?
+	n=0 # the server reports and exits with the client; now and then it stays: 5 s grace
+	while kill -0 "$sv" 2>/dev/null && [ $n -lt 50 ]; do
+		$B usleep 100000
+		n=$((n + 1))
+	done
+	kill "$sv" 2>/dev/null && echo "RIG: $2 server still running after its client, killed" >> "$1"
 	wait "$sv"
 	port=$((port + 1))
 	return $rc
