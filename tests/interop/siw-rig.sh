@@ -144,12 +144,13 @@ accel_opts() { # KVM only where it really works (the CPU shows vmx/svm); otherwi
 probe() {
 	[ -f vmlinuz ] || { log "not prepared"; return 1; }
 	command -v qemu-system-x86_64 >/dev/null || { log "no qemu-system-x86_64"; return 1; }
+	rm -f probe.log
 	# shellcheck disable=SC2046
 	timeout 120 qemu-system-x86_64 $(accel_opts) -m 256 -nographic -no-reboot -nodefaults \
 		-kernel vmlinuz -append "console=ttyS0 quiet panic=-1" -serial file:probe.log \
-		-monitor none -display none >probe.out 2>&1
-	grep -q 'Kernel panic' probe.log && return 0
-	log "qemu cannot boot the guest kernel here: $(tail -c 300 probe.out)"
+		-monitor none -display none >probe.out 2>&1 || true
+	grep -q 'Kernel panic' probe.log 2>/dev/null && return 0
+	log "qemu cannot boot the guest kernel here: $(tail -c 300 probe.out | tr '\n' ' ')"
 	return 1
 }
 
