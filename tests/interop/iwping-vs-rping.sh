@@ -9,14 +9,16 @@
 # (siw 6.1 as responder mirrors the initiator's C flag, even the "crc" variant.)
 # The guest's eth0 is on a tap device in a network namespace made here (host side
 # 10.0.2.2, guest 10.0.2.15); iwping (ESOCK_PEER=siw) runs in that namespace, the guest
-# runs jobs/iwping-vs-rping.sh and captures eth0.  Checks, per case: both programs
+# runs jobs/iwping-vs-rping.sh and captures each case on eth0 (OUTDIR/NAME.pcap, logs
+# OUTDIR/NAME-iwping.log and NAME-rping.log).  Checks, per case: both programs
 # complete every ping (rping and iwping print the data, the client validates it); the
 # capture decodes with ddpdump: the start frames carry the expected C flags, every FPDU
 # is well formed with CRC "ok" (CRC on) or "off", no Terminate, and the RDMA Read
 # Responses and RDMA Writes carry COUNT x SIZE octets each; then ddpdump must agree
 # with tshark on every FPDU of the captures (tests/ddpdump/check_ddpdump).
 #   iwping-vs-rping.sh BUILD_DIR [OUTDIR]
-# IWPING (default BUILD_DIR/tools/iwping/iwping) picks another binary.  Exits 77 (skip)
+# IWPING (default BUILD_DIR/tools/iwping/iwping) picks another binary; IWPING_SIZES and
+# IWPING_COUNT change the sizes (default 23 64 1500 4096 65535) and pings (5).  Exits 77 (skip)
 # with a reason when it cannot run here (no iwping, not root, no tun device, no netns,
 # rig not prepared); 1 when a case fails.
 set -uo pipefail
