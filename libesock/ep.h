@@ -150,7 +150,7 @@ struct ep_tx_cur {
 /* FPDUs gathered for one sendmsg (ep_txbatch.c). */
 #define EP_BATCH_IOV 1024            /* IOV_MAX */
 #define EP_BATCH_FPDU_SCRATCH 768    /* copied octets of one FPDU at most (markers included) */
-#define EP_BATCH_BYTES (4u << 20)
+#define EP_BATCH_BYTES (1u << 20)
 
 struct ep_batch {
 	struct iovec iov[EP_BATCH_IOV];

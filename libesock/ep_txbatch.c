@@ -91,7 +91,12 @@ int ep_batch_write(struct ep_batch *b, int fd)
 			mh.msg_iov = &one;
 			mh.msg_iovlen = 1;
 		}
-		n = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		/*
+		 * MSG_EOR at the end of a message: kernel TCP then starts the next
+		 * message in a new segment instead of appending it to this one's
+		 * tail, so FPDUs keep starting TCP segments (RFC 5044 §4.5 alignment).
+		 */
+		n = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT | (b->ends_msg ? MSG_EOR : 0));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
