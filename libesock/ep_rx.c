@@ -22,6 +22,8 @@
 #define STAGE_READ 4096 /* octets read when the next FPDU's size is unknown */
 #define STAGE_TAIL 64   /* read behind a payload: CRC, next header, a little more */
 
+static bool rx_alive(struct esock_qp *qp);
+
 static void term_at(struct esock_qp *qp, uint8_t layer, uint8_t etype, uint8_t ecode,
 		    uint8_t hdrct, const uint8_t *seg, size_t len)
 {
@@ -58,7 +60,7 @@ int ep_rx_init(struct esock_qp *qp);
 int ep_rx_init(struct esock_qp *qp)
 {
 	struct esock_mpa_rx_cfg rc = { .crc = qp->info.crc, .markers = qp->info.markers_rx,
-				       .peek = ESOCK_DDP_UNTAGGED_HLEN };
+				       .peek = ESOCK_DDP_UNTAGGED_HLEN, .whole = true };
 	struct esock_ddp_place_cfg pc = {
 		.lookup = { lookup_stag, lookup_untagged, qp },
 		.pd = qp->pd->id,
@@ -380,6 +382,26 @@ static void on_end(struct esock_qp *qp)
 	c->kind = EP_RX_NONE;
 }
 
+/*
+ * An FPDU that came whole (the usual case for small ones): its CRC is already
+ * verified, so it is checked and placed in one go, before anything is written.
+ */
+static void on_whole(struct esock_qp *qp, const struct esock_mpa_ev *ev)
+{
+	struct esock_mpa_ev h = *ev;
+	size_t k = ev->len < ESOCK_DDP_UNTAGGED_HLEN ? ev->len : ESOCK_DDP_UNTAGGED_HLEN;
+
+	h.type = ESOCK_MPA_EV_HDR;
+	h.len = k;
+	h.ulpdu_len = (uint16_t)ev->len;
+	on_hdr(qp, &h);
+	if (!rx_alive(qp))
+		return;
+	if (ev->len > k)
+		on_data(qp, ev->data + k, ev->len - k);
+	on_end(qp);
+}
+
 /* ---- the driver ---- */
 
 static bool rx_alive(struct esock_qp *qp)
@@ -399,7 +421,9 @@ static ssize_t feed(struct esock_qp *qp, const uint8_t *p, size_t len)
 		ep_tx_terminate(qp, esock_mpa_rx_term(&qp->rx), NULL, 0);
 		return -1;
 	}
-	if (ev.type == ESOCK_MPA_EV_HDR)
+	if (ev.type == ESOCK_MPA_EV_ULPDU)
+		on_whole(qp, &ev);
+	else if (ev.type == ESOCK_MPA_EV_HDR)
 		on_hdr(qp, &ev);
 	else if (ev.type == ESOCK_MPA_EV_DATA)
 		on_data(qp, ev.data, ev.len);

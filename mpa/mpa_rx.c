@@ -213,9 +213,9 @@ static ssize_t rx_trailer(struct esock_mpa_rx *rx, const uint8_t *p, size_t len,
 }
 
 /*
- * Fast path (buffered mode, no markers): a whole FPDU at the start of the
- * input is checked with one CRC call over its contiguous octets and handed
- * out in place, without a copy.  Returns the octets consumed, 0 when the
+ * Fast path (buffered mode or cfg.whole, no markers): a whole FPDU at the
+ * start of the input is checked with one CRC call over its contiguous octets
+ * and handed out in place, without a copy.  Returns the octets consumed, 0 when the
  * slow path must run, or a terminal error.
  */
 static ssize_t rx_whole(struct esock_mpa_rx *rx, const uint8_t *p, size_t len,
@@ -255,7 +255,8 @@ ESOCK_EXPORT ssize_t esock_mpa_rx_feed(struct esock_mpa_rx *rx, const uint8_t *d
 	memset(ev, 0, sizeof(*ev));
 	if (rx->err)
 		return rx->err;
-	if (rx->cfg.buf && !rx->cfg.markers && rx->state == RX_LEN && rx->have == 0) {
+	if ((rx->cfg.buf || rx->cfg.whole) && !rx->cfg.markers && rx->state == RX_LEN &&
+	    rx->have == 0) {
 		ssize_t n = rx_whole(rx, data, len, ev);
 
 		if (n != 0) {

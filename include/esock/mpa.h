@@ -268,8 +268,9 @@ ESOCK_EXPORT ssize_t esock_mpa_tx_flatten(const struct esock_mpa_tx *tx, uint8_t
 /* Receive events (one per feed call at most). */
 enum esock_mpa_ev_type {
 	ESOCK_MPA_EV_NONE = 0,
-	ESOCK_MPA_EV_ULPDU, /* buffered mode: data/len = whole ULPDU, CRC verified; in the
-			     * rx buffer, or in the input when the FPDU came whole */
+	ESOCK_MPA_EV_ULPDU, /* buffered mode (or cfg.whole): data/len = whole ULPDU, CRC
+			     * verified; in the rx buffer, or in the input when the FPDU
+			     * came whole */
 	ESOCK_MPA_EV_HDR,   /* header-first: ulpdu_len known; data/len = first octets */
 	ESOCK_MPA_EV_DATA,  /* header-first: data/len = next ULPDU octets (in the input) */
 	ESOCK_MPA_EV_END,   /* header-first: FPDU complete, CRC verified */
@@ -300,6 +301,8 @@ struct esock_mpa_rx_cfg {
 	size_t buf_len;
 	size_t peek;         /* header-first mode (buf NULL): octets for EV_HDR, <= 64 */
 	bool tolerant;       /* analysers: report CRC and marker errors in ev.flags and go on */
+	bool whole;          /* header-first mode: an FPDU wholly in the input (no markers)
+			      * comes as one EV_ULPDU, CRC verified, instead of HDR/DATA/END */
 };
 
 /* Receive state of one direction.  Caller-allocated; fields are private. */

@@ -216,6 +216,61 @@ START_TEST(test_random_streams)
 }
 END_TEST
 
+static int count_ulpdu_events;
+
+static int sink_feed_count(void *ctx, const uint8_t *p, size_t n)
+{
+	struct sink *k = ctx;
+	int before = k->ndone;
+	bool in = k->in_fpdu;
+	int rc = sink_feed(ctx, p, n);
+
+	/* FPDUs completed without an EV_HDR first came as one EV_ULPDU. */
+	if (!in && k->ndone > before && !k->in_fpdu)
+		count_ulpdu_events++;
+	return rc;
+}
+
+/*
+ * cfg.whole: in header-first mode an FPDU wholly inside one input comes as
+ * one verified EV_ULPDU; split ones still come as HDR/DATA/END.  The result
+ * is the same stream either way.
+ */
+START_TEST(test_whole_mode)
+{
+	uint64_t rng = tu_rng_seed("mpa rx whole mode");
+	struct stream *s = malloc(sizeof(*s));
+	static struct sink k;
+
+	for (int iter = 0; iter < 200; iter++) {
+		uint64_t r = tu_rng_next(&rng);
+		struct esock_mpa_rx_cfg cfg = { .crc = r & 1, .peek = 18, .whole = true };
+
+		stream_make(s, &rng, 1 + (int)(r >> 8 & 7), 4000, r & 1, false, 0);
+		sink_init(&k, s, false);
+		ck_assert_int_eq(esock_mpa_rx_init(&k.rx, &cfg), 0);
+		count_ulpdu_events = 0;
+		if (iter & 1) {
+			/* All at once: every FPDU whole, one event each. */
+			ck_assert_int_eq(sink_feed_count(&k, s->wire, s->len), 0);
+			ck_assert_int_ge(count_ulpdu_events, 1);
+		} else {
+			ck_assert_int_eq(tu_feed_random(s->wire, s->len, &rng, sink_feed, &k), 0);
+		}
+		sink_check(&k, s);
+	}
+	/* One octet at a time nothing is ever whole. */
+	stream_make(s, &rng, 3, 100, true, false, 0);
+	sink_init(&k, s, false);
+	k.rx.cfg.whole = true;
+	count_ulpdu_events = 0;
+	ck_assert_int_eq(tu_feed_chunks(s->wire, s->len, 1, sink_feed_count, &k), 0);
+	ck_assert_int_eq(count_ulpdu_events, 0);
+	sink_check(&k, s);
+	free(s);
+}
+END_TEST
+
 static int feed_all(struct sink *k, const uint8_t *w, size_t len)
 {
 	return tu_feed_chunks(w, len, 1, sink_feed, k);
@@ -393,6 +448,7 @@ int main(void)
 	tcase_add_loop_test(tc, test_vectors_one_byte, 0, (int)FPDU_VECS);
 	tcase_add_loop_test(tc, test_every_split, 0, 8);
 	tcase_add_test(tc, test_random_streams);
+	tcase_add_test(tc, test_whole_mode);
 	tcase_add_test(tc, test_bad_crc);
 	tcase_add_test(tc, test_bad_marker);
 	tcase_add_test(tc, test_tolerant);
