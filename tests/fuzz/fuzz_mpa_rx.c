@@ -127,6 +127,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		cfg.buf_len = sizeof(ulpdu_buf);
 	} else {
 		cfg.peek = data[1] % (ESOCK_MPA_RX_PEEK_MAX + 1);
+		cfg.whole = data[1] & 0x80; /* whole FPDUs as one verified event */
 	}
 	data += 2;
 	size -= 2;
