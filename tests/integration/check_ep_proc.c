@@ -23,7 +23,7 @@
 #include "tests/integration/ep_pair.h"
 #include "tests/unit/testutil.h"
 
-#define REGION (8u << 20)
+#define REGION (16u << 20)
 
 struct target_info {
 	int port;
