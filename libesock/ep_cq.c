@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "libesock/ep.h"
+#include "util/log.h"
 
 #define WAIT_FDS 32 /* QPs a waiter drives and watches at once */
 
@@ -111,8 +112,9 @@ void ep_cq_push(struct esock_cq *cq, const struct esock_wc *wc, bool solicited)
 	if (ep_ring_claim(&cq->ring, &pos)) {
 		cq->wc[ep_ring_idx(&cq->ring, pos)] = *wc;
 		ep_ring_publish(&cq->ring, pos);
-	} else {
-		atomic_store(&cq->overflow, true); /* verbs would raise an async CQ error */
+	} else if (!atomic_exchange(&cq->overflow, true)) {
+		/* A completion is lost: the CQ is too small for what was posted. */
+		log_error("CQ %p overflowed (depth %u): completions lost", (void *)cq, cq->ring.size);
 	}
 	/* The publish must be visible before we look for sleepers (see esock_cq_wait). */
 	atomic_thread_fence(memory_order_seq_cst);
@@ -133,7 +135,8 @@ ESOCK_EXPORT int esock_cq_poll(struct esock_cq *cq, int n, struct esock_wc *wc)
 		wc[got++] = cq->wc[ep_ring_idx(&cq->ring, pos)];
 		ep_ring_release(&cq->ring, pos);
 	}
-	return got;
+	/* Once drained, a CQ that lost completions says so (verbs: a CQ error event). */
+	return got || !atomic_load_explicit(&cq->overflow, memory_order_relaxed) ? got : -EOVERFLOW;
 }
 
 ESOCK_EXPORT int esock_cq_fd(struct esock_cq *cq)

@@ -127,14 +127,18 @@ ESOCK_EXPORT int esock_cq_create(int depth, struct esock_cq **cq);
 /* Destroys |cq|.  Returns 0, or -EBUSY while a QP uses it. */
 ESOCK_EXPORT int esock_cq_destroy(struct esock_cq *cq);
 
-/* Takes up to |n| completions without blocking.  Returns how many (0..n). */
+/*
+ * Takes up to |n| completions without blocking.  Returns how many (0..n), or
+ * -EOVERFLOW once the CQ is empty after it had to drop a completion (it was
+ * smaller than the work in flight: a fatal application error, as in verbs).
+ */
 ESOCK_EXPORT int esock_cq_poll(struct esock_cq *cq, int n, struct esock_wc *wc);
 
 /*
  * esock_cq_wait takes up to |n| completions, waiting up to |timeout_ms|
  * (-1: forever) for the first one.  While it waits, the calling thread makes
- * the CQ's queue pairs progress itself.  Returns how many, 0 on timeout, or
- * -EINTR when a signal interrupted the wait.
+ * the CQ's queue pairs progress itself.  Returns how many, 0 on timeout,
+ * -EINTR when a signal interrupted the wait, or -EOVERFLOW (see esock_cq_poll).
  */
 ESOCK_EXPORT int esock_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_ms);
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "libesock/ep.h"
 #include "tests/integration/ep_pair.h"
 #include "tests/unit/testutil.h"
 
@@ -340,6 +341,42 @@ START_TEST(post_checks)
 }
 END_TEST
 
+/* A CQ smaller than the work in flight: what fits comes out, then -EOVERFLOW. */
+START_TEST(cq_overflow)
+{
+	struct ep_pair p;
+	struct esock_cq *small;
+	struct esock_qp_attr a = { 0 };
+	struct esock_qp *qp;
+	struct esock_wc wc[8];
+
+	ck_assert_int_eq(ep_pair_open(&p, NULL, NULL), 0);
+	ck_assert_int_eq(esock_cq_create(2, &small), 0);
+	a.pd = p.a.pd;
+	a.send_cq = small;
+	a.recv_cq = small;
+	ck_assert_int_eq(esock_qp_create(&a, &qp), 0);
+	/* Posting to a QP that never connected: nothing completes, nothing overflows. */
+	ck_assert_int_eq(esock_cq_poll(small, 8, wc), 0);
+	ck_assert_int_eq(esock_qp_destroy(qp), 0);
+	/* Flushed receives of a QP in error complete into the small CQ. */
+	ck_assert_int_eq(esock_qp_create(&a, &qp), 0);
+	for (int i = 0; i < 4; i++) {
+		struct esock_recv_wr wr = { .wr_id = (uint64_t)i };
+
+		ck_assert_int_eq(esock_post_recv(qp, &wr, NULL), 0);
+	}
+	atomic_store(&qp->state, ESOCK_QPS_ERROR); /* as a lost connection leaves it */
+	ck_assert_int_eq(esock_post_recv(qp, &(struct esock_recv_wr){ .wr_id = 9 }, NULL), 0);
+	ck_assert_int_eq(esock_cq_poll(small, 8, wc), 2);
+	ck_assert_int_eq(esock_cq_poll(small, 8, wc), -EOVERFLOW);
+	ck_assert_int_eq(esock_cq_wait(small, 8, wc, 10), -EOVERFLOW);
+	ck_assert_int_eq(esock_qp_destroy(qp), 0);
+	ck_assert_int_eq(esock_cq_destroy(small), 0);
+	ep_pair_close(&p);
+}
+END_TEST
+
 START_TEST(not_connected)
 {
 	struct ep_side s;
@@ -371,6 +408,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, disconnect_flush);
 	tcase_add_test(tc, post_checks);
 	tcase_add_test(tc, not_connected);
+	tcase_add_test(tc, cq_overflow);
 	suite_add_tcase(s, tc);
 	return s;
 }
