@@ -25,100 +25,110 @@ static uint8_t *pattern(size_t len, unsigned seed)
 	return p;
 }
 
-START_TEST(send_recv_sizes)
-{
+/* One test's world: a connected pair, a source and a sink buffer registered. */
+struct ops {
 	struct ep_pair p;
-	size_t len = sizes[_i];
-	uint8_t *src = pattern(len, 1), *dst = calloc(1, len + 16);
+	size_t len;
+	uint8_t *src, *dst;
 	struct esock_mr *ms, *md;
+};
+
+/*
+ * Opens the pair and registers |len| pattern octets on side |src_a| (a or b)
+ * with |src_acc|, and a zeroed sink of |len + slack| octets on the other side
+ * with |dst_acc|.
+ */
+static void ops_open(struct ops *o, size_t len, unsigned seed, bool src_a, unsigned src_acc,
+		     size_t slack, unsigned dst_acc)
+{
+	o->len = len;
+	o->src = pattern(len, seed);
+	o->dst = calloc(1, len + slack);
+	ck_assert_int_eq(ep_pair_open(&o->p, NULL, NULL), 0);
+	ck_assert_int_eq(o->p.accept_rc, 0);
+	o->ms = ep_reg(src_a ? &o->p.a : &o->p.b, o->src, len, src_acc);
+	o->md = ep_reg(src_a ? &o->p.b : &o->p.a, o->dst, len + slack, dst_acc);
+}
+
+static void ops_close(struct ops *o)
+{
+	esock_mr_dereg(o->ms);
+	esock_mr_dereg(o->md);
+	ep_pair_close(&o->p);
+	free(o->src);
+	free(o->dst);
+}
+
+/* Waits for one completion on |cq| and checks it. */
+static void expect_wc(struct esock_cq *cq, uint64_t id, enum esock_wc_opcode op)
+{
 	struct esock_wc wc;
 
-	ck_assert_int_eq(ep_pair_open(&p, NULL, NULL), 0);
-	ck_assert_int_eq(p.accept_rc, 0);
-	ms = ep_reg(&p.a, src, len, 0);
-	md = ep_reg(&p.b, dst, len + 16, ESOCK_ACCESS_LOCAL_WRITE);
-	ep_post_recv1(&p.b, 77, dst, (uint32_t)len + 16, esock_mr_stag(md));
-	ck_assert_int_eq(ep_post_send1(&p.a, 11, ESOCK_WR_SEND, src, (uint32_t)len, esock_mr_stag(ms), 0, 0), 0);
-	ck_assert_int_eq(ep_wait1(p.b.rcq, &wc), 1);
+	ck_assert_int_eq(ep_wait1(cq, &wc), 1);
+	ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+	ck_assert_int_eq(wc.opcode, op);
+	ck_assert_uint_eq(wc.wr_id, id);
+}
+
+START_TEST(send_recv_sizes)
+{
+	struct ops o;
+	struct esock_wc wc;
+
+	ops_open(&o, sizes[_i], 1, true, 0, 16, ESOCK_ACCESS_LOCAL_WRITE);
+	ep_post_recv1(&o.p.b, 77, o.dst, (uint32_t)o.len + 16, esock_mr_stag(o.md));
+	ck_assert_int_eq(ep_post_send1(&o.p.a, 11, ESOCK_WR_SEND, o.src, (uint32_t)o.len,
+				       esock_mr_stag(o.ms), 0, 0), 0);
+	ck_assert_int_eq(ep_wait1(o.p.b.rcq, &wc), 1);
 	ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
 	ck_assert_int_eq(wc.opcode, ESOCK_WC_RECV);
 	ck_assert_uint_eq(wc.wr_id, 77);
-	ck_assert_uint_eq(wc.byte_len, len);
-	ck_assert_int_eq(memcmp(src, dst, len), 0);
-	ck_assert_int_eq(ep_wait1(p.a.scq, &wc), 1);
-	ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
-	ck_assert_int_eq(wc.opcode, ESOCK_WC_SEND);
-	ck_assert_uint_eq(wc.wr_id, 11);
-	esock_mr_dereg(ms);
-	esock_mr_dereg(md);
-	ep_pair_close(&p);
-	free(src);
-	free(dst);
+	ck_assert_uint_eq(wc.byte_len, o.len);
+	ck_assert_int_eq(memcmp(o.src, o.dst, o.len), 0);
+	expect_wc(o.p.a.scq, 11, ESOCK_WC_SEND);
+	ops_close(&o);
 }
 END_TEST
 
 START_TEST(write_sizes)
 {
-	struct ep_pair p;
-	size_t len = sizes[_i];
-	uint8_t *src = pattern(len, 2), *dst = calloc(1, len + 64);
-	struct esock_mr *ms, *md;
-	struct esock_wc wc;
-
-	ck_assert_int_eq(ep_pair_open(&p, NULL, NULL), 0);
-	ms = ep_reg(&p.a, src, len, 0);
-	md = ep_reg(&p.b, dst, len + 64, ESOCK_ACCESS_LOCAL_WRITE | ESOCK_ACCESS_REMOTE_WRITE);
-	ck_assert_int_eq(ep_post_send1(&p.a, 5, ESOCK_WR_RDMA_WRITE, src, (uint32_t)len,
-				       esock_mr_stag(ms), (uint64_t)(uintptr_t)dst + 32, esock_mr_stag(md)), 0);
-	ck_assert_int_eq(ep_wait1(p.a.scq, &wc), 1);
-	ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
-	ck_assert_int_eq(wc.opcode, ESOCK_WC_RDMA_WRITE);
-	/* The Write is placed by the target's engine; a Send behind it orders it. */
+	struct ops o;
 	uint8_t flag = 0;
-	struct esock_mr *mf = ep_reg(&p.b, &flag, 1, ESOCK_ACCESS_LOCAL_WRITE);
+	struct esock_mr *mf;
 
-	ep_post_recv1(&p.b, 1, &flag, 1, esock_mr_stag(mf));
-	ck_assert_int_eq(ep_post_send1(&p.a, 6, ESOCK_WR_SEND, src, len ? 1 : 0, esock_mr_stag(ms), 0, 0), 0);
-	ck_assert_int_eq(ep_wait1(p.b.rcq, &wc), 1);
-	ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
-	ck_assert_int_eq(memcmp(src, dst + 32, len), 0);
+	ops_open(&o, sizes[_i], 2, true, 0, 64, ESOCK_ACCESS_LOCAL_WRITE | ESOCK_ACCESS_REMOTE_WRITE);
+	ck_assert_int_eq(ep_post_send1(&o.p.a, 5, ESOCK_WR_RDMA_WRITE, o.src, (uint32_t)o.len,
+				       esock_mr_stag(o.ms), (uint64_t)(uintptr_t)o.dst + 32,
+				       esock_mr_stag(o.md)), 0);
+	expect_wc(o.p.a.scq, 5, ESOCK_WC_RDMA_WRITE);
+	/* The Write is placed by the target's engine; a Send behind it orders it. */
+	mf = ep_reg(&o.p.b, &flag, 1, ESOCK_ACCESS_LOCAL_WRITE);
+	ep_post_recv1(&o.p.b, 1, &flag, 1, esock_mr_stag(mf));
+	ck_assert_int_eq(ep_post_send1(&o.p.a, 6, ESOCK_WR_SEND, o.src, o.len ? 1 : 0,
+				       esock_mr_stag(o.ms), 0, 0), 0);
+	expect_wc(o.p.b.rcq, 1, ESOCK_WC_RECV);
+	ck_assert_int_eq(memcmp(o.src, o.dst + 32, o.len), 0);
 	for (int i = 0; i < 32; i++)
-		ck_assert_int_eq(dst[i], 0);
-	ck_assert_int_eq(dst[32 + len], 0);
-	esock_mr_dereg(ms);
-	esock_mr_dereg(md);
+		ck_assert_int_eq(o.dst[i], 0);
+	ck_assert_int_eq(o.dst[32 + o.len], 0);
 	esock_mr_dereg(mf);
-	ep_pair_close(&p);
-	free(src);
-	free(dst);
+	ops_close(&o);
 }
 END_TEST
 
 START_TEST(read_sizes)
 {
-	struct ep_pair p;
-	size_t len = sizes[_i];
-	uint8_t *src = pattern(len, 3), *dst = calloc(1, len + 8);
-	struct esock_mr *ms, *md;
-	struct esock_wc wc;
+	struct ops o;
 
-	ck_assert_int_eq(ep_pair_open(&p, NULL, NULL), 0);
 	/* b's memory is read by a; b's application does nothing meanwhile. */
-	ms = ep_reg(&p.b, src, len, ESOCK_ACCESS_REMOTE_READ);
-	md = ep_reg(&p.a, dst, len + 8, ESOCK_ACCESS_LOCAL_WRITE);
-	ck_assert_int_eq(ep_post_send1(&p.a, 9, ESOCK_WR_RDMA_READ, dst, (uint32_t)len,
-				       esock_mr_stag(md), (uint64_t)(uintptr_t)src, esock_mr_stag(ms)), 0);
-	ck_assert_int_eq(ep_wait1(p.a.scq, &wc), 1);
-	ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
-	ck_assert_int_eq(wc.opcode, ESOCK_WC_RDMA_READ);
-	ck_assert_uint_eq(wc.wr_id, 9);
-	ck_assert_int_eq(memcmp(src, dst, len), 0);
-	ck_assert_int_eq(dst[len], 0);
-	esock_mr_dereg(ms);
-	esock_mr_dereg(md);
-	ep_pair_close(&p);
-	free(src);
-	free(dst);
+	ops_open(&o, sizes[_i], 3, false, ESOCK_ACCESS_REMOTE_READ, 8, ESOCK_ACCESS_LOCAL_WRITE);
+	ck_assert_int_eq(ep_post_send1(&o.p.a, 9, ESOCK_WR_RDMA_READ, o.dst, (uint32_t)o.len,
+				       esock_mr_stag(o.md), (uint64_t)(uintptr_t)o.src,
+				       esock_mr_stag(o.ms)), 0);
+	expect_wc(o.p.a.scq, 9, ESOCK_WC_RDMA_READ);
+	ck_assert_int_eq(memcmp(o.src, o.dst, o.len), 0);
+	ck_assert_int_eq(o.dst[o.len], 0);
+	ops_close(&o);
 }
 END_TEST
 
