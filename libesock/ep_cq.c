@@ -246,12 +246,24 @@ static int sleep_on(struct esock_cq *cq, struct esock_qp **qps, int m, int left)
 	return rc < 0 ? -errno : rc;
 }
 
-/* Drives every pinned QP once; returns completions found, if any. */
-static int progress_pinned(struct esock_cq *cq, struct esock_qp **qps, int m, int n,
+/*
+ * Drives every pinned QP once and lets go of the ones that are not connected
+ * any more (nothing left to read; esock_qp_destroy may be waiting for the
+ * reference).  Returns completions found, if any.
+ */
+static int progress_pinned(struct esock_cq *cq, struct esock_qp **qps, int *m, int n,
 			   struct esock_wc *wc)
 {
-	for (int i = 0; i < m; i++)
+	for (int i = 0; i < *m; i++) {
+		int st;
+
 		ep_qp_progress(qps[i], EP_WANT_RX | EP_WANT_TX);
+		st = atomic_load(&qps[i]->state);
+		if (st != ESOCK_QPS_RTS && st != ESOCK_QPS_CLOSING) {
+			unpin(qps + i, 1);
+			qps[i--] = qps[--*m];
+		}
+	}
 	return esock_cq_poll(cq, n, wc);
 }
 
@@ -278,7 +290,7 @@ ESOCK_EXPORT int esock_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, 
 	/* Yield first: on one CPU the peer runs and answers before we look. */
 	while (now_us() < spin_end && (timeout_ms < 0 || ep_now_ms() < end)) {
 		sched_yield();
-		if ((got = progress_pinned(cq, qps, m, n, wc)))
+		if ((got = progress_pinned(cq, qps, &m, n, wc)))
 			goto out;
 	}
 	for (;;) {
@@ -293,7 +305,7 @@ ESOCK_EXPORT int esock_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, 
 		}
 		rc = sleep_on(cq, qps, m, left);
 		atomic_fetch_sub(&cq->sleepers, 1);
-		if ((got = progress_pinned(cq, qps, m, n, wc)))
+		if ((got = progress_pinned(cq, qps, &m, n, wc)))
 			break;
 		if (rc == -EINTR) {
 			got = -EINTR;

@@ -72,7 +72,13 @@ ESOCK_EXPORT int esock_qp_destroy(struct esock_qp *qp)
 	if (qp->rcq != qp->scq)
 		ep_cq_unbind(qp->rcq, qp);
 	ep_qpn_free(qp);
-	/* Wait out a waiter or the engine still holding a reference. */
+	/*
+	 * A thread may still sleep in esock_cq_wait on this QP's socket: shutting
+	 * the socket down wakes it (POLLHUP), so waiting out its reference and
+	 * the engine's cannot hang.
+	 */
+	if (qp->fd >= 0)
+		shutdown(qp->fd, SHUT_RDWR);
 	while (atomic_load(&qp->refs) || atomic_load(&qp->busy))
 		sched_yield();
 	if (qp->fd >= 0)

@@ -11,6 +11,9 @@
 #include <check.h>
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <esock/mpa.h>
 #include <stdlib.h>
@@ -21,6 +24,14 @@
 #include "tests/unit/testutil.h"
 
 #define U64(p) ((uint64_t)(uintptr_t)(p))
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static void fill(uint8_t *p, size_t n, unsigned seed)
 {
@@ -377,6 +388,42 @@ START_TEST(cq_overflow)
 }
 END_TEST
 
+struct waiter {
+	struct esock_cq *cq;
+	int rc;
+};
+
+static void *wait_long(void *arg)
+{
+	struct waiter *w = arg;
+	struct esock_wc wc;
+
+	w->rc = esock_cq_wait(w->cq, 1, &wc, 3000);
+	return NULL;
+}
+
+/* Destroying a QP while another thread sleeps on its CQ neither hangs nor crashes. */
+START_TEST(destroy_while_waiting)
+{
+	struct ep_pair p;
+	struct waiter w;
+	pthread_t th;
+	int64_t t0;
+
+	ck_assert_int_eq(ep_pair_open(&p, NULL, NULL), 0);
+	w.cq = p.b.rcq;
+	ck_assert_int_eq(pthread_create(&th, NULL, wait_long, &w), 0);
+	usleep(100000); /* let it fall asleep */
+	t0 = now_ms();
+	ck_assert_int_eq(esock_qp_destroy(p.b.qp), 0);
+	p.b.qp = NULL;
+	ck_assert_int_lt(now_ms() - t0, 2000);
+	pthread_join(th, NULL);
+	ck_assert_int_le(w.rc, 1);
+	ep_pair_close(&p);
+}
+END_TEST
+
 START_TEST(not_connected)
 {
 	struct ep_side s;
@@ -409,6 +456,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, post_checks);
 	tcase_add_test(tc, not_connected);
 	tcase_add_test(tc, cq_overflow);
+	tcase_add_test(tc, destroy_while_waiting);
 	suite_add_tcase(s, tc);
 	return s;
 }
