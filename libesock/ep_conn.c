@@ -100,6 +100,9 @@ static ssize_t read_frame(int fd, uint8_t *buf, int64_t deadline)
 			return -ECONNRESET;
 		if (k > 0) {
 			have += (size_t)k;
+			/* Not a start frame: say so at once, not after the MPA timeout. */
+			if (memcmp(buf, "MPA ID Re", have < 9 ? have : 9) != 0)
+				return -EPROTO;
 			need = esock_mpa_frame_need(buf, have);
 			if (need > ESOCK_MPA_FRAME_MAX)
 				return -EMSGSIZE;
@@ -269,7 +272,7 @@ static int tcp_connect(const struct sockaddr *addr, socklen_t len, int64_t deadl
 	return fd;
 }
 
-/* Best effort: a Terminate about a start-up failure, then a close. */
+/* Best effort: a Terminate about a start-up failure (the caller closes). */
 static void refuse(int fd, const struct esock_term *t, bool crc)
 {
 	struct esock_rdmap_term tm;
@@ -289,8 +292,10 @@ static void refuse(int fd, const struct esock_term *t, bool crc)
 		    (n = esock_mpa_tx_flatten(&tx, out, sizeof(out))) > 0)
 			(void)!send(fd, out, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
 	}
-	close(fd);
 }
+
+static int connect_on(struct esock_qp *qp, int fd, const struct esock_mpa_policy *pol,
+		      int64_t deadline);
 
 static int mpa_initiate(struct esock_qp *qp, int fd, const struct esock_mpa_policy *pol,
 			int64_t deadline)
@@ -335,16 +340,38 @@ ESOCK_EXPORT int esock_qp_connect(struct esock_qp *qp, const struct sockaddr *ad
 		atomic_store(&qp->state, ESOCK_QPS_IDLE);
 		return fd;
 	}
-	rc = mpa_initiate(qp, fd, &pol, deadline);
-	if (rc == -EPROTO) {
-		atomic_store(&qp->state, ESOCK_QPS_IDLE);
-		return rc; /* refuse() closed it */
-	}
+	if ((rc = connect_on(qp, fd, &pol, deadline)) < 0)
+		close(fd);
+	return rc;
+}
+
+ESOCK_EXPORT int esock_qp_connect_fd(struct esock_qp *qp, int fd, const struct esock_conn_param *param)
+{
+	struct esock_mpa_policy pol;
+	int64_t deadline = deadline_of(param ? param->timeout_ms : 0);
+	int expect = ESOCK_QPS_IDLE;
+
+	if (!qp || fd < 0 || !(qp->prof = ep_profile_pick(param ? param->peer : NULL)) ||
+	    make_policy(param, qp->prof, &pol, true) < 0)
+		return -EINVAL;
+	if (!atomic_compare_exchange_strong(&qp->state, &expect, ESOCK_QPS_CONNECTING))
+		return -EINVAL;
+	tune_socket(fd);
+	return connect_on(qp, fd, &pol, deadline);
+}
+
+/* The MPA exchange as initiator on the connected |fd|; takes it on success. */
+static int connect_on(struct esock_qp *qp, int fd, const struct esock_mpa_policy *pol,
+		      int64_t deadline)
+{
+	int rc = mpa_initiate(qp, fd, pol, deadline);
+
 	if (rc == 0)
 		rc = ep_qp_start(qp, fd, NULL, true);
 	if (rc < 0) {
-		if (atomic_load(&qp->state) != ESOCK_QPS_RTS)
-			close(fd), qp->fd = -1;
+		if (atomic_load(&qp->state) == ESOCK_QPS_RTS)
+			ep_engine_del(qp);
+		qp->fd = -1;
 		atomic_store(&qp->state, ESOCK_QPS_IDLE);
 		return rc;
 	}
@@ -407,9 +434,6 @@ ESOCK_EXPORT int esock_get_request(struct esock_listener *l, struct esock_conn_r
 				   int timeout_ms)
 {
 	int64_t deadline = timeout_ms < 0 ? -1 : ep_now_ms() + timeout_ms;
-	struct esock_conn_req *r;
-	struct esock_term t = { 0 };
-	ssize_t n;
 	int fd, rc;
 
 	for (;;) {
@@ -421,18 +445,32 @@ ESOCK_EXPORT int esock_get_request(struct esock_listener *l, struct esock_conn_r
 		if ((rc = wait_fd(l->fd, POLLIN, deadline)) < 0)
 			return rc;
 	}
-	tune_socket(fd);
-	if (!(r = calloc(1, sizeof(*r)))) {
-		close(fd);
-		return -ENOMEM;
+	if ((rc = esock_request_from_fd(fd, out)) < 0) {
+		if (rc == -EPROTO)
+			close_reset(fd); /* as siw does for a bad start frame */
+		else
+			close(fd);
 	}
+	return rc;
+}
+
+ESOCK_EXPORT int esock_request_from_fd(int fd, struct esock_conn_req **out)
+{
+	struct esock_conn_req *r;
+	struct esock_term t = { 0 };
+	ssize_t n;
+
+	if (fd < 0 || !out)
+		return -EINVAL;
+	tune_socket(fd);
+	if (!(r = calloc(1, sizeof(*r))))
+		return -ENOMEM;
 	r->fd = fd;
 	/* The MPA timeout guards the Request, whatever the caller's wait. */
 	n = read_frame(fd, r->frame, ep_now_ms() + mpa_timeout_ms());
 	if (n < 0 || esock_mpa_frame_decode(&r->req, false, r->frame, (size_t)n, 0, &t) < 0) {
-		log_info("listener: connection without a valid MPA Request (%s), reset",
+		log_info("listener: connection without a valid MPA Request (%s)",
 			 n < 0 ? strerror((int)-n) : "bad frame");
-		close_reset(fd);
 		free(r);
 		return -EPROTO;
 	}

@@ -435,7 +435,7 @@ static ssize_t feed(struct esock_qp *qp, const uint8_t *p, size_t len)
 /*
  * Reads once: straight into the payload's target when much of it is still
  * to come (markers off: they would land in the target), followed in the same
- * readv by a few stage octets that catch the CRC and the next FPDU's header,
+ * call by a few stage octets that catch the CRC and the next FPDU's header,
  * so a stream of large FPDUs costs one system call each; else into the
  * stage.  Returns octets read, 0 at EOF, or -errno; |*direct| is how many of
  * them went to the target (the rest are in the stage); |*asked| how many
@@ -469,8 +469,11 @@ static ssize_t read_some(struct esock_qp *qp, size_t *direct, size_t *asked)
 	iov[cnt].iov_base = qp->stage;
 	iov[cnt].iov_len = *direct ? STAGE_TAIL : STAGE_READ;
 	*asked = *direct + iov[cnt++].iov_len;
+	/* MSG_DONTWAIT: the socket may be a blocking one adopted from the application. */
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)cnt };
+
 	do
-		n = readv(qp->fd, iov, cnt);
+		n = recvmsg(qp->fd, &mh, MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
 	return n < 0 ? -errno : n;
 }

@@ -230,6 +230,18 @@ struct esock_conn_info {
 ESOCK_EXPORT int esock_qp_connect(struct esock_qp *qp, const struct sockaddr *addr,
 				  socklen_t addrlen, const struct esock_conn_param *param);
 
+/*
+ * esock_qp_connect_fd does the MPA exchange of esock_qp_connect over |fd|, a
+ * TCP socket the caller has already connected (blocking or not: its flags
+ * are left alone; the endpoint never blocks on it).  Takes |fd| on success.
+ * On failure the caller still owns |fd|, but once MPA frames went over it the
+ * stream cannot carry plain TCP data any more.  Same returns as
+ * esock_qp_connect.  (For the socket layer, whose descriptors stay kernel
+ * TCP sockets.)
+ */
+ESOCK_EXPORT int esock_qp_connect_fd(struct esock_qp *qp, int fd,
+				     const struct esock_conn_param *param);
+
 /* Copies what was negotiated.  Returns 0, or -ENOTCONN before any exchange. */
 ESOCK_EXPORT int esock_qp_conn_info(const struct esock_qp *qp, struct esock_conn_info *info);
 
@@ -266,6 +278,14 @@ ESOCK_EXPORT int esock_listener_close(struct esock_listener *l);
  */
 ESOCK_EXPORT int esock_get_request(struct esock_listener *l, struct esock_conn_req **req,
 				   int timeout_ms);
+
+/*
+ * esock_request_from_fd reads the MPA Request from |fd|, a TCP connection the
+ * caller accepted itself (bounded by the MPA timeout).  Returns 0 with |*req|,
+ * which takes |fd| (esock_accept / esock_reject close it or hand it to the
+ * QP), or -EPROTO (no valid Request; the caller still owns |fd|), -ENOMEM.
+ */
+ESOCK_EXPORT int esock_request_from_fd(int fd, struct esock_conn_req **req);
 
 /* The decoded Request: revision, flags, IRD/ORD, private data, addresses. */
 ESOCK_EXPORT int esock_conn_req_info(const struct esock_conn_req *req, struct esock_conn_info *info);

@@ -10,7 +10,10 @@
 
 #include <check.h>
 #include <errno.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
@@ -424,6 +427,87 @@ START_TEST(destroy_while_waiting)
 }
 END_TEST
 
+struct adopt_srv {
+	int lfd;
+	struct ep_side *s;
+	int rc;
+};
+
+static void *adopt_accept(void *arg)
+{
+	struct adopt_srv *a = arg;
+	struct esock_conn_req *req;
+	int fd = accept(a->lfd, NULL, NULL); /* a blocking socket, accepted by the caller */
+
+	a->rc = fd < 0 ? -errno : esock_request_from_fd(fd, &req);
+	if (a->rc == 0)
+		a->rc = esock_accept(req, a->s->qp, NULL);
+	return NULL;
+}
+
+/*
+ * Connections the application made itself (blocking sockets, as the socket
+ * layer hands them over): the endpoint adopts them on both sides and never
+ * blocks on them.
+ */
+START_TEST(adopted_fds)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sin);
+	static uint8_t src[300000], dst[300000];
+	struct ep_side a, b;
+	struct adopt_srv srv = { .s = &b };
+	struct esock_mr *ms, *md;
+	struct esock_wc wc;
+	pthread_t th;
+	int fd;
+
+	ep_side_init(&a);
+	ep_side_init(&b);
+	srv.lfd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_eq(bind(srv.lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	ck_assert_int_eq(listen(srv.lfd, 1), 0);
+	ck_assert_int_eq(getsockname(srv.lfd, (struct sockaddr *)&sin, &sl), 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, adopt_accept, &srv), 0);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	ck_assert_int_eq(esock_qp_connect_fd(a.qp, fd, NULL), 0);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(srv.rc, 0);
+	fill(src, sizeof(src), 3);
+	ms = ep_reg(&a, src, sizeof(src), ESOCK_ACCESS_REMOTE_READ);
+	md = ep_reg(&b, dst, sizeof(dst), ESOCK_ACCESS_LOCAL_WRITE);
+	ep_post_recv1(&b, 1, dst, sizeof(dst), esock_mr_stag(md));
+	ck_assert_int_eq(ep_post_send1(&a, 2, ESOCK_WR_SEND, src, sizeof(src), esock_mr_stag(ms), 0, 0), 0);
+	ck_assert_int_eq(ep_wait1(b.rcq, &wc), 1);
+	ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+	ck_assert_int_eq(memcmp(src, dst, sizeof(src)), 0);
+	memset(dst, 0, sizeof(dst));
+	ck_assert_int_eq(ep_post_send1(&b, 3, ESOCK_WR_RDMA_READ, dst, sizeof(dst), esock_mr_stag(md),
+				       U64(src), esock_mr_stag(ms)), 0);
+	ck_assert_int_eq(ep_wait1(b.scq, &wc), 1);
+	ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+	ck_assert_int_eq(memcmp(src, dst, sizeof(src)), 0);
+	/* A socket that sends no Request is refused and stays the caller's. */
+	struct esock_conn_req *req;
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	ck_assert_int_eq(write(sv[1], "GET /", 5), 5); /* refused without waiting for more */
+	ck_assert_int_eq(esock_request_from_fd(sv[0], &req), -EPROTO);
+	ck_assert_int_eq(write(sv[0], "x", 1), 1); /* still open */
+	close(sv[0]);
+	close(sv[1]);
+	esock_mr_dereg(ms);
+	esock_mr_dereg(md);
+	close(srv.lfd);
+	ep_side_fini(&a);
+	ep_side_fini(&b);
+	esock_pd_free(a.pd);
+	esock_pd_free(b.pd);
+}
+END_TEST
+
 START_TEST(not_connected)
 {
 	struct ep_side s;
@@ -457,6 +541,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, not_connected);
 	tcase_add_test(tc, cq_overflow);
 	tcase_add_test(tc, destroy_while_waiting);
+	tcase_add_test(tc, adopted_fds);
 	suite_add_tcase(s, tc);
 	return s;
 }
