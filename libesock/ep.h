@@ -239,6 +239,8 @@ struct esock_qp {
 	uint8_t *stage;             /* received octets not yet fed to MPA */
 	size_t stage_off, stage_len;
 	bool eof;
+	bool rx_wait;               /* esock_conn_param.wait_for_recv */
+	atomic_bool rx_paused;      /* a Send waits for a receive to be posted */
 };
 
 /* ep_qp.c */

@@ -334,6 +334,7 @@ ESOCK_EXPORT int esock_qp_connect(struct esock_qp *qp, const struct sockaddr *ad
 	if (!qp || !addr || !(qp->prof = ep_profile_pick(param ? param->peer : NULL)) ||
 	    make_policy(param, qp->prof, &pol, true) < 0)
 		return -EINVAL;
+	qp->rx_wait = param && param->wait_for_recv;
 	if (!atomic_compare_exchange_strong(&qp->state, &expect, ESOCK_QPS_CONNECTING))
 		return -EINVAL;
 	if ((fd = tcp_connect(addr, addrlen, deadline)) < 0) {
@@ -354,6 +355,7 @@ ESOCK_EXPORT int esock_qp_connect_fd(struct esock_qp *qp, int fd, const struct e
 	if (!qp || fd < 0 || !(qp->prof = ep_profile_pick(param ? param->peer : NULL)) ||
 	    make_policy(param, qp->prof, &pol, true) < 0)
 		return -EINVAL;
+	qp->rx_wait = param && param->wait_for_recv;
 	if (!atomic_compare_exchange_strong(&qp->state, &expect, ESOCK_QPS_CONNECTING))
 		return -EINVAL;
 	tune_socket(fd);
@@ -522,6 +524,7 @@ ESOCK_EXPORT int esock_accept(struct esock_conn_req *r, struct esock_qp *qp,
 	if (!r || !qp || !(qp->prof = ep_profile_pick(param ? param->peer : NULL)) ||
 	    make_policy(param, qp->prof, &pol, false) < 0)
 		return -EINVAL;
+	qp->rx_wait = param && param->wait_for_recv;
 	if (!atomic_compare_exchange_strong(&qp->state, &expect, ESOCK_QPS_CONNECTING))
 		return -EINVAL;
 	rc = esock_mpa_reply_build(&pol, &r->req, &rep, &mp, &t);

@@ -338,6 +338,8 @@ ESOCK_EXPORT int esock_post_recv(struct esock_qp *qp, struct esock_recv_wr *wr,
 		*bad_wr = wr;
 	if (atomic_load(&qp->state) == ESOCK_QPS_ERROR)
 		ep_qp_progress(qp, EP_WANT_FLUSH);
+	else if (atomic_load(&qp->rx_paused)) /* a Send was waiting for this buffer */
+		ep_qp_progress(qp, EP_WANT_RX | EP_WANT_DRAIN);
 	return rc;
 }
 

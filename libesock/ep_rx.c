@@ -17,6 +17,7 @@
 #include <sys/uio.h>
 
 #include "libesock/ep.h"
+#include "util/byteorder.h"
 #include "util/log.h"
 
 #define STAGE_READ 4096 /* octets read when the next FPDU's size is unknown */
@@ -466,7 +467,8 @@ static ssize_t read_some(struct esock_qp *qp, size_t *direct, size_t *asked)
 			left -= room;
 		}
 	}
-	iov[cnt].iov_base = qp->stage;
+	/* Behind what the stage still holds (a partial header kept for a look). */
+	iov[cnt].iov_base = qp->stage + qp->stage_len;
 	iov[cnt].iov_len = *direct ? STAGE_TAIL : STAGE_READ;
 	*asked = *direct + iov[cnt++].iov_len;
 	/* MSG_DONTWAIT: the socket may be a blocking one adopted from the application. */
@@ -496,6 +498,44 @@ static int feed_direct(struct esock_qp *qp, size_t n)
 }
 
 /*
+ * With wait_for_recv: between FPDUs, looks at the next header in the stage
+ * before MPA consumes it.  Returns 0 to go on, 1 when it is a Send that needs
+ * a receive buffer and none is posted (stop reading: TCP pushes back), 2 when
+ * the stage holds too little of the header to tell.
+ */
+static int must_wait(struct esock_qp *qp)
+{
+	const uint8_t *p = qp->stage + qp->stage_off;
+	size_t avail = qp->stage_len - qp->stage_off;
+	uint32_t qn, msn;
+
+	if (!esock_mpa_rx_idle(&qp->rx) || qp->info.markers_rx)
+		return 0;
+	if (avail < ESOCK_MPA_LEN_LEN + 1)
+		return 2;
+	if (p[ESOCK_MPA_LEN_LEN] & ESOCK_DDP_CTRL_T)
+		return 0; /* tagged: needs no posted buffer */
+	if (avail < ESOCK_MPA_LEN_LEN + ESOCK_DDP_UNTAGGED_HLEN)
+		return 2;
+	qn = esock_get_be32(p + ESOCK_MPA_LEN_LEN + 6);
+	msn = esock_get_be32(p + ESOCK_MPA_LEN_LEN + 10);
+	if (qn != ESOCK_DDP_QN_SEND || esock_get_be16(p) < ESOCK_DDP_UNTAGGED_HLEN)
+		return 0; /* not a Send, or malformed: the parser says what it is */
+	for (int i = 0; i < ESOCK_DDP_MSG_SLOTS; i++)
+		if (qp->place.msg[i].used && qp->place.msg[i].qn == qn && qp->place.msg[i].msn == msn)
+			return 0; /* a later segment of a message that has its buffer */
+	return ep_ring_ready(&qp->rqr, qp->rq_next) ? 0 : 1;
+}
+
+/* Moves the unconsumed stage octets to its start, to read more behind them. */
+static void stage_compact(struct esock_qp *qp)
+{
+	memmove(qp->stage, qp->stage + qp->stage_off, qp->stage_len - qp->stage_off);
+	qp->stage_len -= qp->stage_off;
+	qp->stage_off = 0;
+}
+
+/*
  * Reads and handles until the socket is drained.  A read that returns fewer
  * octets than asked for emptied the socket's queue, so a waiter (whose
  * poll() is level-triggered) spends no read on an EAGAIN.  The engine's
@@ -506,18 +546,24 @@ void ep_rx_progress(struct esock_qp *qp, bool drain)
 {
 	bool drained = false;
 
+	atomic_store(&qp->rx_paused, false);
 	while (rx_alive(qp)) {
 		size_t asked = 0, direct;
+		int w = 0;
 		ssize_t n;
 
-		if (qp->stage_off < qp->stage_len) {
+		if (qp->stage_off < qp->stage_len && qp->rx_wait && (w = must_wait(qp)) == 1) {
+			atomic_store(&qp->rx_paused, true); /* esock_post_recv resumes */
+			return;
+		}
+		if (qp->stage_off < qp->stage_len && w != 2) {
 			n = feed(qp, qp->stage + qp->stage_off, qp->stage_len - qp->stage_off);
 			if (n < 0)
 				return;
 			qp->stage_off += (size_t)n;
 			continue;
 		}
-		qp->stage_off = qp->stage_len = 0;
+		stage_compact(qp);
 		if (drained)
 			return;
 		n = read_some(qp, &direct, &asked);
@@ -537,7 +583,7 @@ void ep_rx_progress(struct esock_qp *qp, bool drain)
 		drained = !drain && (size_t)n < asked;
 		if (direct > (size_t)n)
 			direct = (size_t)n;
-		qp->stage_len = (size_t)n - direct;
+		qp->stage_len += (size_t)n - direct;
 		if (direct && feed_direct(qp, direct) < 0)
 			return;
 	}

@@ -200,6 +200,13 @@ struct esock_conn_param {
 	uint16_t ird, ord;         /* inbound / outbound Read depth (0: 8 / 8) */
 	int timeout_ms;            /* MPA exchange (0: 10000; -1 none) */
 	const char *peer;          /* peer profile name (NULL: $ESOCK_PEER or "generic") */
+	/*
+	 * A Send that finds no receive posted waits for one (the QP stops
+	 * reading TCP, so the peer's TCP window fills and its sends block)
+	 * instead of ending the connection with a Terminate as RFC 5040 asks.
+	 * Only towards peers that agreed to it (esock's socket layer).
+	 */
+	bool wait_for_recv;
 };
 
 /* What was negotiated, and what the peer sent. */

@@ -61,6 +61,18 @@ static void setup(void)
 	}
 }
 
+/* Receives into the local-only region (its guards are watched too). */
+static void post_recvs(struct esock_qp *qp, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct esock_sge sge = { (uint64_t)(uintptr_t)(region(2) + G + (i % 2) * 256), 256,
+					 esock_mr_stag(mr[2]) };
+		struct esock_recv_wr wr = { .wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1 };
+
+		esock_post_recv(qp, &wr, NULL);
+	}
+}
+
 /* A QP on one end of a socketpair, as ep_qp_start leaves it but without the engine. */
 static struct esock_qp *qp_open(uint8_t flags, int fd)
 {
@@ -81,15 +93,9 @@ static struct esock_qp *qp_open(uint8_t flags, int fd)
 	for (int q = 0; q < 3; q++)
 		qp->msn_tx[q] = qp->msn_rx[q] = 1;
 	qp->tx_hold = flags & 4;
+	qp->rx_wait = flags & 8; /* Sends without a buffer wait instead of failing */
 	atomic_store(&qp->state, ESOCK_QPS_RTS);
-	/* Two receives into the local-only region (its guards are watched too). */
-	for (int i = 0; i < 2; i++) {
-		struct esock_sge sge = { (uint64_t)(uintptr_t)(region(2) + G + i * 256), 256,
-					 esock_mr_stag(mr[2]) };
-		struct esock_recv_wr wr = { .wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1 };
-
-		esock_post_recv(qp, &wr, NULL);
-	}
+	post_recvs(qp, 2);
 	return qp;
 }
 
@@ -126,6 +132,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	shutdown(sv[1], SHUT_WR);
 	ep_qp_progress(qp, EP_WANT_RX | EP_WANT_DRAIN | EP_WANT_TX);
+	/* A Send waiting for a buffer resumes when one is posted (each call posts two). */
+	for (int i = 0; i < 2000 && atomic_load(&qp->rx_paused); i++)
+		post_recvs(qp, 2);
 	/* EOF came after the input: the QP cannot still be waiting for more. */
 	if (esock_qp_state(qp) != ESOCK_QPS_ERROR)
 		abort();

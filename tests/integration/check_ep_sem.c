@@ -508,6 +508,85 @@ START_TEST(adopted_fds)
 }
 END_TEST
 
+struct sender {
+	struct ep_side *a;
+	uint8_t *src;
+	uint32_t lkey, sz;
+	int n, ok;
+};
+
+/* Sends n messages (first octet = sequence number), 32 in flight at most. */
+static void *send_all(void *arg)
+{
+	struct sender *s = arg;
+	struct esock_wc wc;
+	int posted = 0, done = 0;
+
+	while (done < s->n) {
+		while (posted < s->n && posted - done < 32) {
+			uint8_t *m = s->src + (size_t)posted * s->sz;
+
+			if (ep_post_send1(s->a, (uint64_t)posted, ESOCK_WR_SEND, m, s->sz, s->lkey, 0, 0) < 0)
+				return NULL;
+			posted++;
+		}
+		if (esock_cq_wait(s->a->scq, 1, &wc, 10000) != 1 || wc.status != ESOCK_WC_SUCCESS)
+			return NULL;
+		done++;
+	}
+	s->ok = 1;
+	return NULL;
+}
+
+/*
+ * wait_for_recv: Sends that find no receive posted wait (TCP pushes back on
+ * the sender) instead of ending the connection; as receives are posted, every
+ * message arrives, in order, intact.  _i = 0: 50 small messages; 1: 200 of
+ * 64 KiB, more than the socket buffers hold, so the sender really blocks.
+ */
+START_TEST(wait_for_recv)
+{
+	struct esock_conn_param cp = { .wait_for_recv = true };
+	struct sender snd = { .sz = _i ? 65536 : 1000, .n = _i ? 200 : 50 };
+	static uint8_t dst[65536];
+	struct ep_pair p;
+	struct esock_mr *ms, *md;
+	struct esock_wc wc;
+	pthread_t th;
+
+	snd.src = malloc((size_t)snd.n * snd.sz);
+	for (int i = 0; i < snd.n; i++) {
+		fill(snd.src + (size_t)i * snd.sz, snd.sz, 7);
+		snd.src[(size_t)i * snd.sz] = (uint8_t)i;
+	}
+	ck_assert_int_eq(ep_pair_open(&p, &cp, &cp), 0);
+	snd.a = &p.a;
+	ms = ep_reg(&p.a, snd.src, (size_t)snd.n * snd.sz, 0);
+	snd.lkey = esock_mr_stag(ms);
+	md = ep_reg(&p.b, dst, sizeof(dst), ESOCK_ACCESS_LOCAL_WRITE);
+	ck_assert_int_eq(pthread_create(&th, NULL, send_all, &snd), 0);
+	/* Nothing is posted yet: the receiver waits, the connection lives. */
+	usleep(100000);
+	ck_assert_int_eq(esock_qp_state(p.b.qp), ESOCK_QPS_RTS);
+	ck_assert_int_eq(esock_qp_state(p.a.qp), ESOCK_QPS_RTS);
+	ck_assert_int_eq(esock_cq_poll(p.b.rcq, 1, &wc), 0);
+	for (int i = 0; i < snd.n; i++) {
+		ep_post_recv1(&p.b, (uint64_t)i, dst, snd.sz, esock_mr_stag(md));
+		ck_assert_int_eq(ep_wait1(p.b.rcq, &wc), 1);
+		ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+		ck_assert_uint_eq(wc.wr_id, (uint64_t)i);
+		ck_assert_uint_eq(wc.byte_len, snd.sz);
+		ck_assert_int_eq(memcmp(dst, snd.src + (size_t)i * snd.sz, snd.sz), 0);
+	}
+	pthread_join(th, NULL);
+	ck_assert_int_eq(snd.ok, 1);
+	esock_mr_dereg(ms);
+	esock_mr_dereg(md);
+	ep_pair_close(&p);
+	free(snd.src);
+}
+END_TEST
+
 START_TEST(not_connected)
 {
 	struct ep_side s;
@@ -542,6 +621,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, cq_overflow);
 	tcase_add_test(tc, destroy_while_waiting);
 	tcase_add_test(tc, adopted_fds);
+	tcase_add_loop_test(tc, wait_for_recv, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
