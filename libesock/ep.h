@@ -233,12 +233,10 @@ struct esock_qp {
 	bool rtr_pending;           /* initiator: RTR to send first */
 	bool rtr_read_out;          /* our zero-length Read RTR awaits its response */
 	bool term_pending;          /* a Terminate to send at the next FPDU boundary */
-	bool closing;               /* graceful disconnect: shut down once the SQ drains */
 	struct esock_qp_error err;
 	bool has_err;
 	uint8_t *stage;             /* received octets not yet fed to MPA */
 	size_t stage_off, stage_len;
-	bool eof;
 	bool rx_wait;               /* esock_conn_param.wait_for_recv */
 	atomic_bool rx_paused;      /* a Send waits for a receive to be posted */
 };
@@ -249,7 +247,7 @@ void ep_qp_fail(struct esock_qp *qp, const struct esock_term *t, bool send_term,
 		enum esock_wc_status first_status);
 void ep_qp_complete_sq(struct esock_qp *qp);
 void ep_qp_flush(struct esock_qp *qp);
-int ep_qp_start(struct esock_qp *qp, int fd, const struct esock_mpa_params *mp, bool initiator);
+int ep_qp_start(struct esock_qp *qp, int fd, bool initiator);
 void ep_qp_update_mulpdu(struct esock_qp *qp);
 
 /* ep_tx.c / ep_rx.c (token holder) */

@@ -216,11 +216,10 @@ void ep_qp_update_mulpdu(struct esock_qp *qp)
 	qp->info.mulpdu = qp->mulpdu;
 }
 
-int ep_qp_start(struct esock_qp *qp, int fd, const struct esock_mpa_params *mp, bool initiator)
+int ep_qp_start(struct esock_qp *qp, int fd, bool initiator)
 {
 	int rc;
 
-	(void)mp;
 	qp->fd = fd;
 	qp->mss_checks = 16;
 	ep_qp_update_mulpdu(qp);
@@ -369,7 +368,7 @@ static int connect_on(struct esock_qp *qp, int fd, const struct esock_mpa_policy
 	int rc = mpa_initiate(qp, fd, pol, deadline);
 
 	if (rc == 0)
-		rc = ep_qp_start(qp, fd, NULL, true);
+		rc = ep_qp_start(qp, fd, true);
 	if (rc < 0) {
 		if (atomic_load(&qp->state) == ESOCK_QPS_RTS)
 			ep_engine_del(qp);
@@ -535,7 +534,7 @@ ESOCK_EXPORT int esock_accept(struct esock_conn_req *r, struct esock_qp *qp,
 	}
 	if (rc == 0) {
 		set_info(qp, &mp, &r->req, qp->prof);
-		rc = ep_qp_start(qp, r->fd, &mp, false);
+		rc = ep_qp_start(qp, r->fd, false);
 	}
 	if (rc < 0) {
 		log_info("accept: %s", rc == -ECONNREFUSED ? esock_term_str(t.layer, t.etype, t.ecode)
