@@ -124,7 +124,6 @@ struct ep_rx_cur {
 enum ep_rx_kind kind;
 	struct esock_rdmap_msg m;
 	uint8_t hdr[ESOCK_DDP_UNTAGGED_HLEN]; /* for a Terminate's copy */
-	size_t hdr_len;
 	size_t payload_len, got;
 	int iovcnt;
 	struct iovec iov[EP_SGE_MAX]; /* target of payload [0, payload_len) */

@@ -195,7 +195,6 @@ static void on_hdr(struct esock_qp *qp, const struct esock_mpa_ev *ev)
 	memset(c, 0, offsetof(struct ep_rx_cur, ctrl));
 	c->ctrl_len = 0;
 	c->ulpdu_len = ev->ulpdu_len;
-	c->hdr_len = ev->len;
 	memcpy(c->hdr, ev->data, ev->len);
 	oi = ev->len ? esock_rdmap_opinfo(ev->data[1] & ESOCK_RDMAP_CTRL_OPCODE) : NULL;
 	if (oi && oi->payload && oi->hlen == 0) {
