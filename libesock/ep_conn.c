@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "libesock/ep.h"
+#include "libesock/real.h"
 #include "util/log.h"
 
 struct esock_listener {
@@ -59,7 +60,7 @@ static int wait_fd(int fd, short ev, int64_t deadline)
 
 		if (deadline >= 0 && left < 0)
 			return -ETIMEDOUT;
-		rc = poll(&p, 1, left);
+		rc = REAL(poll)(&p, 1, left);
 		if (rc > 0)
 			return 0;
 		if (rc == 0)
@@ -72,7 +73,7 @@ static int wait_fd(int fd, short ev, int64_t deadline)
 static int write_all(int fd, const uint8_t *p, size_t n, int64_t deadline)
 {
 	while (n) {
-		ssize_t k = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t k = REAL(send)(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 		int rc;
 
 		if (k > 0) {
@@ -93,7 +94,7 @@ static ssize_t read_frame(int fd, uint8_t *buf, int64_t deadline)
 	size_t have = 0, need = ESOCK_MPA_HDR_LEN;
 
 	while (have < need) {
-		ssize_t k = recv(fd, buf + have, need - have, MSG_DONTWAIT);
+		ssize_t k = REAL(recv)(fd, buf + have, need - have, MSG_DONTWAIT);
 		int rc;
 
 		if (k == 0)
@@ -119,7 +120,7 @@ static void tune_socket(int fd)
 {
 	int one = 1;
 
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	REAL(setsockopt)(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
 /* Abortive close: the peer sees a reset, as siw does for a bad start frame. */
@@ -127,8 +128,8 @@ static void close_reset(int fd)
 {
 	struct linger l = { 1, 0 };
 
-	setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
-	close(fd);
+	REAL(setsockopt)(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+	REAL(close)(fd);
 }
 
 static int make_policy(const struct esock_conn_param *p, const struct ep_profile *prof,
@@ -164,9 +165,9 @@ static void sockaddrs(int fd, struct esock_conn_info *info)
 {
 	socklen_t l = sizeof(info->local);
 
-	getsockname(fd, (struct sockaddr *)&info->local, &l);
+	REAL(getsockname)(fd, (struct sockaddr *)&info->local, &l);
 	l = sizeof(info->remote);
-	getpeername(fd, (struct sockaddr *)&info->remote, &l);
+	REAL(getpeername)(fd, (struct sockaddr *)&info->remote, &l);
 }
 
 /* Fills qp->info from the negotiation and the peer's frame. */
@@ -205,7 +206,7 @@ void ep_qp_update_mulpdu(struct esock_qp *qp)
 	socklen_t l = sizeof(mss);
 	size_t mulpdu;
 
-	if (getsockopt(qp->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &l) < 0 || mss <= 0)
+	if (REAL(getsockopt)(qp->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &l) < 0 || mss <= 0)
 		mss = 1460;
 	mulpdu = esock_mpa_mulpdu((uint32_t)mss, qp->info.markers_tx);
 	if (qp->prof->max_ulpdu && mulpdu > qp->prof->max_ulpdu)
@@ -252,20 +253,20 @@ int ep_qp_start(struct esock_qp *qp, int fd, bool initiator)
 
 static int tcp_connect(const struct sockaddr *addr, socklen_t len, int64_t deadline)
 {
-	int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), rc, err = 0;
+	int fd = REAL(socket)(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), rc, err = 0;
 	socklen_t el = sizeof(err);
 
 	if (fd < 0)
 		return -errno;
 	tune_socket(fd);
-	if (connect(fd, addr, len) < 0 && errno != EINPROGRESS) {
+	if (REAL(connect)(fd, addr, len) < 0 && errno != EINPROGRESS) {
 		rc = -errno;
-		close(fd);
+		REAL(close)(fd);
 		return rc;
 	}
 	if ((rc = wait_fd(fd, POLLOUT, deadline)) < 0 ||
-	    (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 && err && (rc = -err))) {
-		close(fd);
+	    (REAL(getsockopt)(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 && err && (rc = -err))) {
+		REAL(close)(fd);
 		return rc;
 	}
 	return fd;
@@ -289,7 +290,7 @@ static void refuse(int fd, const struct esock_term *t, bool crc)
 		esock_mpa_tx_init(&tx, crc, false, 0);
 		if (esock_mpa_tx_build(&tx, &iov, 1) > 0 &&
 		    (n = esock_mpa_tx_flatten(&tx, out, sizeof(out))) > 0)
-			(void)!send(fd, out, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+			(void)!REAL(send)(fd, out, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
 	}
 }
 
@@ -341,7 +342,7 @@ ESOCK_EXPORT int esock_qp_connect(struct esock_qp *qp, const struct sockaddr *ad
 		return fd;
 	}
 	if ((rc = connect_on(qp, fd, &pol, deadline)) < 0)
-		close(fd);
+		REAL(close)(fd);
 	return rc;
 }
 
@@ -397,12 +398,12 @@ ESOCK_EXPORT int esock_listen(const struct sockaddr *addr, socklen_t addrlen, in
 		return -EINVAL;
 	if (!(l = calloc(1, sizeof(*l))))
 		return -ENOMEM;
-	l->fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (l->fd < 0 || setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(l->fd, addr, addrlen) < 0 || listen(l->fd, backlog > 0 ? backlog : 128) < 0) {
+	l->fd = REAL(socket)(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (l->fd < 0 || REAL(setsockopt)(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    REAL(bind)(l->fd, addr, addrlen) < 0 || REAL(listen)(l->fd, backlog > 0 ? backlog : 128) < 0) {
 		rc = -errno;
 		if (l->fd >= 0)
-			close(l->fd);
+			REAL(close)(l->fd);
 		free(l);
 		return rc;
 	}
@@ -414,7 +415,7 @@ ESOCK_EXPORT int esock_listener_addr(const struct esock_listener *l, struct sock
 {
 	socklen_t len = sizeof(*ss);
 
-	return getsockname(l->fd, (struct sockaddr *)ss, &len) < 0 ? -errno : 0;
+	return REAL(getsockname)(l->fd, (struct sockaddr *)ss, &len) < 0 ? -errno : 0;
 }
 
 ESOCK_EXPORT int esock_listener_fd(const struct esock_listener *l)
@@ -426,7 +427,7 @@ ESOCK_EXPORT int esock_listener_close(struct esock_listener *l)
 {
 	if (!l)
 		return -EINVAL;
-	close(l->fd);
+	REAL(close)(l->fd);
 	free(l);
 	return 0;
 }
@@ -438,7 +439,7 @@ ESOCK_EXPORT int esock_get_request(struct esock_listener *l, struct esock_conn_r
 	int fd, rc;
 
 	for (;;) {
-		fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		fd = REAL(accept4)(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd >= 0)
 			break;
 		if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
@@ -450,7 +451,7 @@ ESOCK_EXPORT int esock_get_request(struct esock_listener *l, struct esock_conn_r
 		if (rc == -EPROTO)
 			close_reset(fd); /* as siw does for a bad start frame */
 		else
-			close(fd);
+			REAL(close)(fd);
 	}
 	return rc;
 }
@@ -477,9 +478,9 @@ ESOCK_EXPORT int esock_request_from_fd(int fd, struct esock_conn_req **out)
 	}
 	socklen_t len = sizeof(r->local);
 
-	getsockname(fd, (struct sockaddr *)&r->local, &len);
+	REAL(getsockname)(fd, (struct sockaddr *)&r->local, &len);
 	len = sizeof(r->remote);
-	getpeername(fd, (struct sockaddr *)&r->remote, &len);
+	REAL(getpeername)(fd, (struct sockaddr *)&r->remote, &len);
 	*out = r;
 	return 0;
 }
@@ -539,7 +540,7 @@ ESOCK_EXPORT int esock_accept(struct esock_conn_req *r, struct esock_qp *qp,
 	if (rc < 0) {
 		log_info("accept: %s", rc == -ECONNREFUSED ? esock_term_str(t.layer, t.etype, t.ecode)
 							  : strerror(-rc));
-		close(r->fd);
+		REAL(close)(r->fd);
 		qp->fd = -1;
 		atomic_store(&qp->state, ESOCK_QPS_IDLE);
 	}
@@ -558,7 +559,7 @@ ESOCK_EXPORT int esock_reject(struct esock_conn_req *r, const void *pd, uint16_t
 		rep.p2p = r->req.p2p;
 	}
 	rc = send_reply(r, &rep);
-	close(r->fd);
+	REAL(close)(r->fd);
 	free(r);
 	return rc;
 }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "libesock/ep.h"
+#include "libesock/real.h"
 #include "util/log.h"
 
 #define WAIT_FDS 32 /* QPs a waiter drives and watches at once */
@@ -88,7 +89,7 @@ ESOCK_EXPORT int esock_cq_destroy(struct esock_cq *cq)
 		return -EINVAL;
 	if (atomic_load(&cq->refs))
 		return -EBUSY;
-	close(cq->efd);
+	REAL(close)(cq->efd);
 	pthread_mutex_destroy(&cq->lock);
 	ep_ring_fini(&cq->ring);
 	free(cq->qps);
@@ -101,7 +102,7 @@ static void kick_fd(int fd)
 {
 	uint64_t one = 1;
 
-	(void)!write(fd, &one, sizeof(one));
+	(void)!REAL(write)(fd, &one, sizeof(one));
 }
 
 void ep_cq_push(struct esock_cq *cq, const struct esock_wc *wc, bool solicited)
@@ -148,7 +149,7 @@ ESOCK_EXPORT int esock_cq_arm(struct esock_cq *cq, bool solicited_only)
 {
 	uint64_t v;
 
-	(void)!read(cq->efd, &v, sizeof(v));
+	(void)!REAL(read)(cq->efd, &v, sizeof(v));
 	atomic_store(&cq->armed, solicited_only ? 2 : 1);
 	return ep_ring_count(&cq->ring) > 0;
 }
@@ -239,11 +240,11 @@ static int sleep_on(struct esock_cq *cq, struct esock_qp **qps, int m, int left)
 	pfd[nfd].fd = cq->efd;
 	pfd[nfd].events = POLLIN;
 	pfd[nfd].revents = 0;
-	rc = poll(pfd, (nfds_t)nfd + 1, left);
+	rc = REAL(poll)(pfd, (nfds_t)nfd + 1, left);
 	if (pfd[nfd].revents & POLLIN) {
 		uint64_t v;
 
-		(void)!read(cq->efd, &v, sizeof(v));
+		(void)!REAL(read)(cq->efd, &v, sizeof(v));
 	}
 	return rc < 0 ? -errno : rc;
 }

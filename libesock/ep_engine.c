@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "libesock/ep.h"
+#include "libesock/real.h"
 #include "util/log.h"
 
 static pthread_mutex_t tab_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -103,7 +104,7 @@ static void reattach_idle(void)
 			if (atomic_load(&qp->detached) && !atomic_load(&qp->attended) &&
 			    atomic_load(&qp->in_engine)) {
 				ev.events |= qp->pollout ? EPOLLOUT : 0;
-				epoll_ctl(epfd, EPOLL_CTL_MOD, qp->fd, &ev);
+				REAL(epoll_ctl)(epfd, EPOLL_CTL_MOD, qp->fd, &ev);
 				atomic_store(&qp->detached, false);
 				atomic_fetch_sub(&ndetached, 1);
 			}
@@ -121,7 +122,7 @@ static void *engine_main(void *arg)
 	(void)arg;
 	for (;;) {
 		int tmo = spin ? 0 : atomic_load(&ndetached) ? EP_REATTACH_MS : -1;
-		int n = epoll_wait(epfd, ev, 64, tmo);
+		int n = REAL(epoll_wait)(epfd, ev, 64, tmo);
 
 		for (int i = 0; i < n; i++) {
 			struct esock_qp *qp;
@@ -130,7 +131,7 @@ static void *engine_main(void *arg)
 			if (ev[i].data.u32 == 0) { /* the doorbell */
 				uint64_t v;
 
-				(void)!read(doorbell, &v, sizeof(v));
+				(void)!REAL(read)(doorbell, &v, sizeof(v));
 				continue;
 			}
 			if (!(qp = qp_get(ev[i].data.u32)))
@@ -169,9 +170,9 @@ static void atfork_child(void)
 
 	pthread_mutex_unlock(&tab_lock);
 	if (epfd >= 0)
-		close(epfd);
+		REAL(close)(epfd);
 	if (doorbell >= 0)
-		close(doorbell);
+		REAL(close)(doorbell);
 	epfd = doorbell = -1;
 	atomic_store(&ndetached, 0);
 	memcpy(&started, &fresh, sizeof(started));
@@ -196,7 +197,7 @@ static void engine_start(void)
 	spin = poll && strcmp(poll, "spin") == 0;
 	if ((epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
 	    (doorbell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
-	    epoll_ctl(epfd, EPOLL_CTL_ADD, doorbell,
+	    REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, doorbell,
 		      &(struct epoll_event){ .events = EPOLLIN, .data.u32 = 0 }) < 0) {
 		log_error("engine: cannot set up epoll: %s", strerror(errno));
 		epfd = -1;
@@ -238,7 +239,7 @@ int ep_engine_add(struct esock_qp *qp)
 	pthread_once(&started, engine_start);
 	if (epfd < 0)
 		return -ENOSYS;
-	if (epoll_ctl(epfd, EPOLL_CTL_ADD, qp->fd, &ev) < 0)
+	if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, qp->fd, &ev) < 0)
 		return -errno;
 	atomic_store(&qp->in_engine, true);
 	return 0;
@@ -248,7 +249,7 @@ void ep_engine_del(struct esock_qp *qp)
 {
 	pthread_mutex_lock(&qp->eng_lock);
 	if (atomic_exchange(&qp->in_engine, false))
-		epoll_ctl(epfd, EPOLL_CTL_DEL, qp->fd, NULL);
+		REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, qp->fd, NULL);
 	if (atomic_exchange(&qp->detached, false))
 		atomic_fetch_sub(&ndetached, 1);
 	pthread_mutex_unlock(&qp->eng_lock);
@@ -260,7 +261,7 @@ static void modify(struct esock_qp *qp)
 	struct epoll_event ev = { .events = events_of(qp), .data.u32 = qp->num };
 
 	if (atomic_load(&qp->in_engine))
-		epoll_ctl(epfd, EPOLL_CTL_MOD, qp->fd, &ev);
+		REAL(epoll_ctl)(epfd, EPOLL_CTL_MOD, qp->fd, &ev);
 }
 
 void ep_engine_want_out(struct esock_qp *qp, bool on)
@@ -281,7 +282,7 @@ void ep_engine_detach(struct esock_qp *qp)
 		modify(qp);
 		/* The engine may sleep without a timeout: the first detached QP wakes it. */
 		if (atomic_fetch_add(&ndetached, 1) == 0)
-			(void)!write(doorbell, &(uint64_t){ 1 }, sizeof(uint64_t));
+			(void)!REAL(write)(doorbell, &(uint64_t){ 1 }, sizeof(uint64_t));
 	}
 	pthread_mutex_unlock(&qp->eng_lock);
 }

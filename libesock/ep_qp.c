@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "libesock/ep.h"
+#include "libesock/real.h"
 #include "util/log.h"
 
 static void qp_free(struct esock_qp *qp)
@@ -78,11 +79,11 @@ ESOCK_EXPORT int esock_qp_destroy(struct esock_qp *qp)
 	 * the engine's cannot hang.
 	 */
 	if (qp->fd >= 0)
-		shutdown(qp->fd, SHUT_RDWR);
+		REAL(shutdown)(qp->fd, SHUT_RDWR);
 	while (atomic_load(&qp->refs) || atomic_load(&qp->busy))
 		sched_yield();
 	if (qp->fd >= 0)
-		close(qp->fd);
+		REAL(close)(qp->fd);
 	atomic_fetch_sub(&qp->pd->refs, 1);
 	pthread_mutex_destroy(&qp->eng_lock);
 	qp_free(qp);
@@ -229,7 +230,7 @@ void ep_qp_fail(struct esock_qp *qp, const struct esock_term *t, bool send_term,
 	}
 	atomic_store(&qp->state, ESOCK_QPS_ERROR);
 	if (qp->fd >= 0)
-		shutdown(qp->fd, SHUT_RDWR);
+		REAL(shutdown)(qp->fd, SHUT_RDWR);
 	ep_engine_del(qp);
 	ep_qp_flush(qp);
 }

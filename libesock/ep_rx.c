@@ -17,6 +17,7 @@
 #include <sys/uio.h>
 
 #include "libesock/ep.h"
+#include "libesock/real.h"
 #include "util/byteorder.h"
 #include "util/log.h"
 
@@ -474,7 +475,7 @@ static ssize_t read_some(struct esock_qp *qp, size_t *direct, size_t *asked)
 	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)cnt };
 
 	do
-		n = recvmsg(qp->fd, &mh, MSG_DONTWAIT);
+		n = REAL(recvmsg)(qp->fd, &mh, MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
 	return n < 0 ? -errno : n;
 }

@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 
 #include "libesock/ep.h"
+#include "libesock/real.h"
 #include "util/log.h"
 
 /* Writes what is left of the batch.  True once it is all out. */
@@ -315,7 +316,7 @@ void ep_tx_progress(struct esock_qp *qp)
 	/* Graceful disconnect: once everything queued is out, close our side. */
 	if (atomic_load(&qp->state) == ESOCK_QPS_CLOSING && !ep_ring_ready(&qp->sqr, qp->sq_tx) &&
 	    !qp->irq_n && !qp->orq_n) {
-		shutdown(qp->fd, SHUT_WR);
+		REAL(shutdown)(qp->fd, SHUT_WR);
 		ep_qp_fail(qp, NULL, false, 0, ESOCK_WC_WR_FLUSH_ERR);
 	}
 }

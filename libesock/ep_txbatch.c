@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 
 #include "libesock/ep.h"
+#include "libesock/real.h"
 
 void ep_batch_reset(struct ep_batch *b)
 {
@@ -96,7 +97,7 @@ int ep_batch_write(struct ep_batch *b, int fd)
 		 * message in a new segment instead of appending it to this one's
 		 * tail, so FPDUs keep starting TCP segments (RFC 5044 §4.5 alignment).
 		 */
-		n = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT | (b->ends_msg ? MSG_EOR : 0));
+		n = REAL(sendmsg)(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT | (b->ends_msg ? MSG_EOR : 0));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)

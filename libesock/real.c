@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/* The C library's calls, resolved once (see real.h). */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "libesock/real.h"
+
+struct esock_real esock_real;
+
+static void *need(const char *name)
+{
+	void *p = dlsym(RTLD_NEXT, name);
+
+	if (!p) {
+		/* No logging module here: it may not be set up; say it and stop. */
+		static const char msg[] = "esock: cannot resolve a C library function\n";
+
+		(void)!write(2, msg, sizeof(msg) - 1);
+		(void)!write(2, name, __builtin_strlen(name));
+		(void)!write(2, "\n", 1);
+		abort();
+	}
+	return p;
+}
+
+static void resolve(void)
+{
+	struct esock_real r;
+
+	*(void **)&r.read = need("read");
+	*(void **)&r.write = need("write");
+	*(void **)&r.recv = need("recv");
+	*(void **)&r.send = need("send");
+	*(void **)&r.recvmsg = need("recvmsg");
+	*(void **)&r.sendmsg = need("sendmsg");
+	*(void **)&r.socket = need("socket");
+	*(void **)&r.bind = need("bind");
+	*(void **)&r.listen = need("listen");
+	*(void **)&r.connect = need("connect");
+	*(void **)&r.accept4 = need("accept4");
+	*(void **)&r.close = need("close");
+	*(void **)&r.shutdown = need("shutdown");
+	*(void **)&r.setsockopt = need("setsockopt");
+	*(void **)&r.getsockopt = need("getsockopt");
+	*(void **)&r.getsockname = need("getsockname");
+	*(void **)&r.getpeername = need("getpeername");
+	*(void **)&r.poll = need("poll");
+	*(void **)&r.epoll_ctl = need("epoll_ctl");
+	*(void **)&r.epoll_wait = need("epoll_wait");
+	esock_real = r;
+}
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+void esock_real_init(void)
+{
+	pthread_once(&once, resolve);
+}
+
+__attribute__((constructor)) static void real_init_at_load(void)
+{
+	esock_real_init();
+}

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The C library's socket and descriptor calls, resolved once with
+ * dlsym(RTLD_NEXT).  The endpoint makes every such call through this table:
+ * once libesock interposes read, recv, close, ... (issue 5) a direct call on a
+ * QP's socket would land in the library's own wrapper and recurse.  Resolution
+ * happens in a constructor, and again on first use for callers that run
+ * before it; a missing symbol aborts with a message (never a call through NULL).
+ */
+#ifndef ESOCK_LIBESOCK_REAL_H
+#define ESOCK_LIBESOCK_REAL_H
+
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+struct esock_real {
+	ssize_t (*read)(int, void *, size_t);
+	ssize_t (*write)(int, const void *, size_t);
+	ssize_t (*recv)(int, void *, size_t, int);
+	ssize_t (*send)(int, const void *, size_t, int);
+	ssize_t (*recvmsg)(int, struct msghdr *, int);
+	ssize_t (*sendmsg)(int, const struct msghdr *, int);
+	int (*socket)(int, int, int);
+	int (*bind)(int, const struct sockaddr *, socklen_t);
+	int (*listen)(int, int);
+	int (*connect)(int, const struct sockaddr *, socklen_t);
+	int (*accept4)(int, struct sockaddr *, socklen_t *, int);
+	int (*close)(int);
+	int (*shutdown)(int, int);
+	int (*setsockopt)(int, int, int, const void *, socklen_t);
+	int (*getsockopt)(int, int, int, void *, socklen_t *);
+	int (*getsockname)(int, struct sockaddr *, socklen_t *);
+	int (*getpeername)(int, struct sockaddr *, socklen_t *);
+	int (*poll)(struct pollfd *, nfds_t, int);
+	int (*epoll_ctl)(int, int, int, struct epoll_event *);
+	int (*epoll_wait)(int, struct epoll_event *, int, int);
+};
+
+extern struct esock_real esock_real;
+
+/* Resolves the table (idempotent, thread-safe). */
+void esock_real_init(void);
+
+/* The real |fn|, resolving the table first when nothing has yet. */
+#define REAL(fn) (__builtin_expect(esock_real.fn != NULL, 1) ? esock_real.fn \
+							   : (esock_real_init(), esock_real.fn))
+
+#endif /* ESOCK_LIBESOCK_REAL_H */
