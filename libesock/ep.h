@@ -117,15 +117,11 @@ enum ep_rx_kind { EP_RX_NONE, EP_RX_PLACE, EP_RX_CTRL };
 
 /* The received DDP segment in progress. */
 struct ep_rx_cur {
-	/* The slot of ring position |pos|. */
-#define EP_SQE(qp, pos) (&(qp)->sq[ep_ring_idx(&(qp)->sqr, (pos))])
-#define EP_RQE(qp, pos) (&(qp)->rq[ep_ring_idx(&(qp)->rqr, (pos))])
-
-enum ep_rx_kind kind;
+	enum ep_rx_kind kind;
 	struct esock_rdmap_msg m;
 	uint8_t hdr[ESOCK_DDP_UNTAGGED_HLEN]; /* for a Terminate's copy */
 	size_t payload_len, got;
-	int iovcnt;
+	int iovcnt;                   /* fields above are cleared per segment */
 	struct iovec iov[EP_SGE_MAX]; /* target of payload [0, payload_len) */
 	uint8_t ctrl[EP_CTRL_MAX];    /* control messages, whole ULPDU */
 	size_t ctrl_len;

@@ -193,7 +193,7 @@ static void on_hdr(struct esock_qp *qp, const struct esock_mpa_ev *ev)
 	struct esock_term t = { 0 };
 	ssize_t hl;
 
-	memset(c, 0, offsetof(struct ep_rx_cur, ctrl));
+	memset(c, 0, offsetof(struct ep_rx_cur, iov)); /* iov is filled as iovcnt says */
 	c->ctrl_len = 0;
 	c->ulpdu_len = ev->ulpdu_len;
 	memcpy(c->hdr, ev->data, ev->len);
