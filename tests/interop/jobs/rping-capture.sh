@@ -14,13 +14,19 @@ capture() { # $1 = name, $2 = server size, $3 = client size
 	rping -s -a 10.0.2.15 -C 3 -S $2 -v > /out/$1-server.log 2>&1 &
 	sv=$!
 	$B sleep 1
-	$B timeout 60 rping -c -a 10.0.2.15 -C 3 -S $3 -v > /out/$1-client.log 2>&1
+	$B timeout 30 rping -c -a 10.0.2.15 -C 3 -S $3 -v > /out/$1-client.log 2>&1
 	echo "rping client $1: exit $?"
 	$B sleep 1
 	kill $sv 2>/dev/null
 	kill $td
 	$B sleep 1
 }
-capture rping 100 100
+# siw's accept race (docs/interop.md) now and then leaves a siw rping client
+# hanging after its first Send: try the clean capture up to three times.
+for try in 1 2 3; do
+	capture rping 100 100
+	[ "$($B grep -c "ping data" /out/rping-client.log)" -ge 3 ] && break
+	echo "rping capture: attempt $try hung (siw accept race), again"
+done
 capture rping-term 64 100
 grep -c "ping data" /out/rping-client.log
