@@ -85,6 +85,14 @@ static struct esock_ddp_msg_state *msg_find(struct esock_ddp_place *p, uint32_t 
 	return NULL;
 }
 
+ESOCK_EXPORT const struct esock_ddp_buf *esock_ddp_place_msg_buf(const struct esock_ddp_place *p,
+								   uint32_t qn, uint32_t msn)
+{
+	const struct esock_ddp_msg_state *m = msg_find((struct esock_ddp_place *)p, qn, msn);
+
+	return m ? &m->buf : NULL;
+}
+
 /* Finds or opens the message for (qn, msn); consumes its posted buffer. */
 static int msg_open(struct esock_ddp_place *p, const struct esock_ddp_hdr *h,
 		    struct esock_ddp_msg_state **out)

@@ -23,20 +23,17 @@
 
 #define WAIT_FDS 32 /* QPs a waiter drives and watches at once */
 
-int64_t ep_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int64_t now_us(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t ep_now_ms(void)
+{
+	return now_us() / 1000;
 }
 
 /* How long a waiter polls before it sleeps: $ESOCK_SPIN_US, default 50 µs. */

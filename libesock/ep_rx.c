@@ -173,15 +173,12 @@ static void on_place_hdr(struct esock_qp *qp, const uint8_t *peek, size_t n, siz
 		c->iov[0].iov_base = dst;
 		c->iov[0].iov_len = c->payload_len;
 	} else {
-		/* The buffer was consumed for this MSN: its slot is rq_next - 1 or earlier. */
-		const struct esock_ddp_msg_state *ms = NULL;
+		/* The buffer was consumed for this MSN: its cookie is the RQ position. */
+		const struct esock_ddp_buf *b = esock_ddp_place_msg_buf(&qp->place, c->m.ddp.qn,
+									 c->m.ddp.msn);
 
-		for (int i = 0; i < ESOCK_DDP_MSG_SLOTS; i++)
-			if (qp->place.msg[i].used && qp->place.msg[i].qn == c->m.ddp.qn &&
-			    qp->place.msg[i].msn == c->m.ddp.msn)
-				ms = &qp->place.msg[i];
-		if (ms)
-			slice_sges(c, EP_RQE(qp, (uint32_t)ms->buf.cookie), c->m.ddp.mo, c->payload_len);
+		if (b)
+			slice_sges(c, EP_RQE(qp, (uint32_t)b->cookie), c->m.ddp.mo, c->payload_len);
 	}
 	put_payload(c, peek + hl, n - hl);
 }
@@ -521,9 +518,8 @@ static int must_wait(struct esock_qp *qp)
 	msn = esock_get_be32(p + ESOCK_MPA_LEN_LEN + 10);
 	if (qn != ESOCK_DDP_QN_SEND || esock_get_be16(p) < ESOCK_DDP_UNTAGGED_HLEN)
 		return 0; /* not a Send, or malformed: the parser says what it is */
-	for (int i = 0; i < ESOCK_DDP_MSG_SLOTS; i++)
-		if (qp->place.msg[i].used && qp->place.msg[i].qn == qn && qp->place.msg[i].msn == msn)
-			return 0; /* a later segment of a message that has its buffer */
+	if (esock_ddp_place_msg_buf(&qp->place, qn, msn))
+		return 0; /* a later segment of a message that has its buffer */
 	return ep_ring_ready(&qp->rqr, qp->rq_next) ? 0 : 1;
 }
 

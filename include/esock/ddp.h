@@ -243,6 +243,14 @@ ESOCK_EXPORT int esock_ddp_place_prepare(struct esock_ddp_place *p, const struct
 					 struct esock_ddp_placed *out);
 
 /*
+ * The buffer of the untagged message (qn, msn) in progress: it was consumed
+ * for that message by an earlier segment.  NULL when no such message is open
+ * (its next segment would consume a new buffer).  Borrowed until the next call.
+ */
+ESOCK_EXPORT const struct esock_ddp_buf *esock_ddp_place_msg_buf(const struct esock_ddp_place *p,
+								   uint32_t qn, uint32_t msn);
+
+/*
  * esock_ddp_place_poll hands out the next deliverable untagged message (the
  * next MSN of some QN whose octets have all arrived).  Returns 1 with |c|
  * filled, 0 when none is ready, or the terminal error.  Each message is
