@@ -9,4 +9,5 @@ esockinclude_HEADERS = \
 	include/esock/ddp.h \
 	include/esock/rdmap.h \
 	include/esock/wire.h \
-	include/esock/iwarp.h
+	include/esock/iwarp.h \
+	include/esock/esock.h

@@ -1,6 +1,6 @@
 # libesock/: the installed library: the wire codecs (esock/wire.h) and the
 # user-level endpoint (esock/iwarp.h); the extended sockets layer joins it in
-# issue 5.  libesock_ep.la is the endpoint as a convenience library, linked by
+# issue 5 (libesock_sock.la).  libesock_ep.la is the endpoint as a convenience library, linked by
 # the tools and the tests.
 noinst_LTLIBRARIES += libesock_ep.la
 libesock_ep_la_SOURCES = libesock/ep.h libesock/ep_ring.h libesock/ep_profile.h libesock/ep_profile.c \
@@ -9,11 +9,19 @@ libesock_ep_la_SOURCES = libesock/ep.h libesock/ep_ring.h libesock/ep_profile.h 
 	libesock/fdtab.h libesock/fdtab.c libesock/real.h libesock/real.c
 libesock_ep_la_LIBADD = libesock_core.la -lpthread
 
+# The extended sockets layer and the libc wrappers: only in libesock.so (the
+# tools and tests that link libesock_ep.la keep libc's calls).
+noinst_LTLIBRARIES += libesock_sock.la
+libesock_sock_la_SOURCES = libesock/sock.h libesock/sock.c libesock/sock_opt.c \
+	libesock/sock_conn.c libesock/sock_data.c libesock/sock_ready.c libesock/sock_api.c \
+	libesock/preload.c
+libesock_sock_la_LIBADD = libesock_ep.la
+
 lib_LTLIBRARIES += libesock.la
 libesock_la_SOURCES =
 # No sources of its own: everything comes from the convenience libraries.
 nodist_EXTRA_libesock_la_SOURCES = dummy.c
-libesock_la_LIBADD = libesock_ep.la
+libesock_la_LIBADD = libesock_sock.la -ldl
 libesock_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 \
 	-Wl,--version-script=$(srcdir)/libesock/libesock.map
 EXTRA_libesock_la_DEPENDENCIES = libesock/libesock.map

@@ -52,6 +52,22 @@ static void resolve(void)
 	*(void **)&r.poll = need("poll");
 	*(void **)&r.epoll_ctl = need("epoll_ctl");
 	*(void **)&r.epoll_wait = need("epoll_wait");
+	*(void **)&r.readv = need("readv");
+	*(void **)&r.writev = need("writev");
+	*(void **)&r.recvfrom = need("recvfrom");
+	*(void **)&r.sendto = need("sendto");
+	*(void **)&r.sendfile = need("sendfile");
+	*(void **)&r.accept = need("accept");
+	*(void **)&r.fcntl = need("fcntl");
+	*(void **)&r.ioctl = need("ioctl");
+	*(void **)&r.dup = need("dup");
+	*(void **)&r.dup2 = need("dup2");
+	*(void **)&r.dup3 = need("dup3");
+	*(void **)&r.ppoll = need("ppoll");
+	*(void **)&r.select = need("select");
+	*(void **)&r.pselect = need("pselect");
+	*(void **)&r.epoll_pwait = need("epoll_pwait");
+	*(void **)&r.epoll_create1 = need("epoll_create1");
 	esock_real = r;
 }
 

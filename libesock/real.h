@@ -11,9 +11,13 @@
 #define ESOCK_LIBESOCK_REAL_H
 
 #include <poll.h>
+#include <signal.h>
+#include <sys/select.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/uio.h>
+#include <time.h>
 
 struct esock_real {
 	ssize_t (*read)(int, void *, size_t);
@@ -36,6 +40,24 @@ struct esock_real {
 	int (*poll)(struct pollfd *, nfds_t, int);
 	int (*epoll_ctl)(int, int, int, struct epoll_event *);
 	int (*epoll_wait)(int, struct epoll_event *, int, int);
+	/* Used by the wrappers only. */
+	ssize_t (*readv)(int, const struct iovec *, int);
+	ssize_t (*writev)(int, const struct iovec *, int);
+	ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
+	ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
+	ssize_t (*sendfile)(int, int, off_t *, size_t);
+	int (*accept)(int, struct sockaddr *, socklen_t *);
+	int (*fcntl)(int, int, ...);
+	int (*ioctl)(int, unsigned long, ...);
+	int (*dup)(int);
+	int (*dup2)(int, int);
+	int (*dup3)(int, int, int);
+	int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+	int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *,
+		       const sigset_t *);
+	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
+	int (*epoll_create1)(int);
 };
 
 extern struct esock_real esock_real;

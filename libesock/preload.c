@@ -1,0 +1,660 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The interposer: libc's socket and descriptor calls, overloaded.  Each
+ * wrapper looks its descriptor up in the table (a bounds check and two
+ * loads) and, for anything not in DDPMODE, tail-calls libc: no lock, no
+ * allocation, errno untouched.  DDPMODE sockets go to the socket layer
+ * (sock_*.c), whose -errno results become -1 + errno here.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/select.h>
+#include <sys/sendfile.h>
+#include <unistd.h>
+
+#include "libesock/fdtab.h"
+#include "libesock/real.h"
+#include "libesock/sock.h"
+
+#define API __attribute__((visibility("default")))
+
+static inline long ret(long rc)
+{
+	if (rc < 0) {
+		errno = (int)-rc;
+		return -1;
+	}
+	return rc;
+}
+
+/* A descriptor number the kernel hands out anew must not keep an old entry. */
+static inline void fresh(int fd)
+{
+	if (__builtin_expect(fd >= 0 && esock_fdtab_get(fd) != NULL, 0))
+		sock_release_fd(fd);
+}
+
+/* ---- setup ---- */
+
+API int socket(int domain, int type, int protocol)
+{
+	int fd = REAL(socket)(domain, type, protocol);
+
+	fresh(fd);
+	return fd;
+}
+
+API int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct esock_sock *s = sock_get(fd);
+	long rc;
+
+	if (!s) {
+		if (!sock_auto_ddp(fd, addr, false))
+			return REAL(connect)(fd, addr, len);
+		if (!(s = sock_get(fd)))
+			return REAL(connect)(fd, addr, len);
+	}
+	pthread_mutex_lock(&s->lock);
+	rc = sock_connect(s, addr, len);
+	pthread_mutex_unlock(&s->lock);
+	sock_put(s);
+	return (int)ret(rc);
+}
+
+API int listen(int fd, int backlog)
+{
+	struct esock_sock *s = sock_get(fd);
+	long rc;
+
+	if (!s && (!sock_auto_ddp(fd, NULL, true) || !(s = sock_get(fd))))
+		return REAL(listen)(fd, backlog);
+	pthread_mutex_lock(&s->lock);
+	rc = sock_listen(s, backlog);
+	pthread_mutex_unlock(&s->lock);
+	sock_put(s);
+	return (int)ret(rc);
+}
+
+API int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	struct esock_sock *s = sock_get(fd);
+	long rc;
+
+	if (!s) {
+		int nfd = REAL(accept4)(fd, addr, len, flags);
+
+		fresh(nfd);
+		return nfd;
+	}
+	/* The listener's lock is not held: accepting threads work in parallel. */
+	rc = s->st == SOCK_LISTENING ? sock_accept(s, addr, len, flags) : -EINVAL;
+	sock_put(s);
+	return (int)ret(rc);
+}
+
+API int accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	if (!esock_fdtab_get(fd)) {
+		int nfd = REAL(accept)(fd, addr, len);
+
+		fresh(nfd);
+		return nfd;
+	}
+	return accept4(fd, addr, len, 0);
+}
+
+API int close(int fd)
+{
+	if (!esock_fdtab_get(fd))
+		return REAL(close)(fd);
+	return sock_close_fd(fd);
+}
+
+API int shutdown(int fd, int how)
+{
+	struct esock_sock *s = sock_get(fd);
+	long rc;
+
+	if (!s)
+		return REAL(shutdown)(fd, how);
+	rc = how < SHUT_RD || how > SHUT_RDWR ? -EINVAL : sock_shutdown(s, how);
+	sock_put(s);
+	return (int)ret(rc);
+}
+
+/* ---- data ---- */
+
+static ssize_t ddp_recv(struct esock_sock *s, const struct iovec *iov, int n, int flags,
+			int *mflags)
+{
+	ssize_t rc = sock_recv(s, iov, n, flags, mflags);
+
+	sock_put(s);
+	return ret(rc);
+}
+
+static ssize_t ddp_send(struct esock_sock *s, const struct iovec *iov, int n, int flags)
+{
+	ssize_t rc = sock_send(s, iov, n, flags);
+
+	sock_put(s);
+	return ret(rc);
+}
+
+API ssize_t read(int fd, void *buf, size_t len)
+{
+	struct esock_sock *s = sock_get(fd);
+	struct iovec v = { buf, len };
+
+	if (!s)
+		return REAL(read)(fd, buf, len);
+	return ddp_recv(s, &v, 1, 0, NULL);
+}
+
+API ssize_t write(int fd, const void *buf, size_t len)
+{
+	struct esock_sock *s = sock_get(fd);
+	struct iovec v = { (void *)(uintptr_t)buf, len };
+
+	if (!s)
+		return REAL(write)(fd, buf, len);
+	return ddp_send(s, &v, 1, 0);
+}
+
+API ssize_t readv(int fd, const struct iovec *iov, int n)
+{
+	struct esock_sock *s = sock_get(fd);
+
+	if (!s)
+		return REAL(readv)(fd, iov, n);
+	if (n < 0 || n > IOV_MAX) {
+		sock_put(s);
+		return ret(-EINVAL);
+	}
+	return ddp_recv(s, iov, n, 0, NULL);
+}
+
+API ssize_t writev(int fd, const struct iovec *iov, int n)
+{
+	struct esock_sock *s = sock_get(fd);
+
+	if (!s)
+		return REAL(writev)(fd, iov, n);
+	if (n < 0 || n > IOV_MAX) {
+		sock_put(s);
+		return ret(-EINVAL);
+	}
+	return ddp_send(s, iov, n, 0);
+}
+
+API ssize_t recv(int fd, void *buf, size_t len, int flags)
+{
+	struct esock_sock *s = sock_get(fd);
+	struct iovec v = { buf, len };
+
+	if (!s)
+		return REAL(recv)(fd, buf, len, flags);
+	return ddp_recv(s, &v, 1, flags, NULL);
+}
+
+API ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+	struct esock_sock *s = sock_get(fd);
+	struct iovec v = { (void *)(uintptr_t)buf, len };
+
+	if (!s)
+		return REAL(send)(fd, buf, len, flags);
+	return ddp_send(s, &v, 1, flags);
+}
+
+API ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *addr,
+		     socklen_t *alen)
+{
+	struct esock_sock *s = sock_get(fd);
+	struct iovec v = { buf, len };
+
+	if (!s)
+		return REAL(recvfrom)(fd, buf, len, flags, addr, alen);
+	if (addr && alen) /* a connected stream socket: the peer's address */
+		REAL(getpeername)(fd, addr, alen);
+	return ddp_recv(s, &v, 1, flags, NULL);
+}
+
+API ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *addr,
+		   socklen_t alen)
+{
+	struct esock_sock *s = sock_get(fd);
+	struct iovec v = { (void *)(uintptr_t)buf, len };
+
+	if (!s)
+		return REAL(sendto)(fd, buf, len, flags, addr, alen);
+	return ddp_send(s, &v, 1, flags); /* the address is ignored, as TCP does */
+}
+
+API ssize_t recvmsg(int fd, struct msghdr *m, int flags)
+{
+	struct esock_sock *s = sock_get(fd);
+	int mflags = 0;
+	ssize_t rc;
+
+	if (!s)
+		return REAL(recvmsg)(fd, m, flags);
+	if (m->msg_iovlen > IOV_MAX) {
+		sock_put(s);
+		return ret(-EMSGSIZE);
+	}
+	rc = ddp_recv(s, m->msg_iov, (int)m->msg_iovlen, flags, &mflags);
+	if (rc >= 0) {
+		m->msg_flags = mflags;
+		m->msg_controllen = 0;
+		if (m->msg_name && m->msg_namelen)
+			REAL(getpeername)(fd, m->msg_name, &m->msg_namelen);
+	}
+	return rc;
+}
+
+API ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
+{
+	struct esock_sock *s = sock_get(fd);
+
+	if (!s)
+		return REAL(sendmsg)(fd, m, flags);
+	if (m->msg_iovlen > IOV_MAX) {
+		sock_put(s);
+		return ret(-EMSGSIZE);
+	}
+	return ddp_send(s, m->msg_iov, (int)m->msg_iovlen, flags);
+}
+
+/* sendfile to a DDPMODE socket: read the file in pieces, send each. */
+static ssize_t ddp_sendfile(struct esock_sock *s, int in, off_t *off, size_t count)
+{
+	static const size_t piece = 65536;
+	char *buf = malloc(piece);
+	size_t done = 0;
+	ssize_t rc = 0;
+
+	if (!buf) {
+		sock_put(s);
+		return ret(-ENOMEM);
+	}
+	while (done < count) {
+		size_t want = count - done < piece ? count - done : piece;
+		ssize_t n = off ? pread(in, buf, want, *off) : REAL(read)(in, buf, want);
+		struct iovec v = { buf, 0 };
+
+		if (n <= 0) {
+			rc = n < 0 ? -errno : 0;
+			break;
+		}
+		v.iov_len = (size_t)n;
+		if ((rc = sock_send(s, &v, 1, 0)) < 0)
+			break;
+		if (off)
+			*off += rc;
+		done += (size_t)rc;
+		if (rc < n) { /* non-blocking socket full: give back the unsent tail */
+			if (!off)
+				lseek(in, (off_t)rc - n, SEEK_CUR);
+			break;
+		}
+	}
+	free(buf);
+	sock_put(s);
+	return done ? (ssize_t)done : ret(rc);
+}
+
+API ssize_t sendfile(int out, int in, off_t *off, size_t count)
+{
+	struct esock_sock *s = sock_get(out);
+
+	if (!s)
+		return REAL(sendfile)(out, in, off, count);
+	return ddp_sendfile(s, in, off, count);
+}
+
+API ssize_t sendfile64(int out, int in, off_t *off, size_t count)
+{
+	return sendfile(out, in, off, count);
+}
+
+/* ---- options and descriptor control ---- */
+
+API int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	struct esock_sock *s;
+	long rc;
+
+	if (level != SOL_ESOCK)
+		return REAL(setsockopt)(fd, level, name, val, len);
+	if (!(s = sock_get(fd))) {
+		int on = 0;
+
+		if (name != ESOCK_DDPMODE)
+			return (int)ret(-EINVAL); /* ESOCK_DDPMODE first */
+		if (!val || len < (socklen_t)sizeof(int))
+			return (int)ret(-EINVAL);
+		memcpy(&on, val, sizeof(on));
+		return (int)ret(sock_enable(fd, on));
+	}
+	rc = sock_setopt(s, level, name, val, len);
+	sock_put(s);
+	return (int)ret(rc);
+}
+
+API int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+	struct esock_sock *s;
+	long rc;
+
+	if (level == SOL_ESOCK && fd == -1 && name == ESOCK_GET_API) {
+		const struct esock_api *a = sock_api();
+
+		if (!val || !len || *len < (socklen_t)sizeof(a))
+			return (int)ret(-EINVAL);
+		memcpy(val, &a, sizeof(a));
+		*len = sizeof(a);
+		return 0;
+	}
+	if (!(s = sock_get(fd))) {
+		if (level != SOL_ESOCK)
+			return REAL(getsockopt)(fd, level, name, val, len);
+		if (name == ESOCK_DDPMODE && val && len && *len >= (socklen_t)sizeof(int)) {
+			int off = 0;
+			int r = REAL(getsockopt)(fd, SOL_SOCKET, SO_TYPE, &off, len);
+
+			off = 0;
+			if (r == 0)
+				memcpy(val, &off, sizeof(off));
+			return r;
+		}
+		return (int)ret(-ENOPROTOOPT);
+	}
+	if (level == SOL_ESOCK)
+		rc = sock_getopt(s, level, name, val, len);
+	else if (level == SOL_SOCKET && name == SO_ERROR && s->st == SOCK_FAILED && val && len &&
+		 *len >= (socklen_t)sizeof(int)) {
+		memcpy(val, &s->err, sizeof(int)); /* why the MPA exchange failed */
+		*len = sizeof(int);
+		rc = 0;
+	} else
+		rc = REAL(getsockopt)(fd, level, name, val, len) < 0 ? -errno : 0;
+	sock_put(s);
+	return (int)ret(rc);
+}
+
+static int ddp_fcntl(struct esock_sock *s, int fd, int cmd, long arg)
+{
+	int rc = REAL(fcntl)(fd, cmd, arg);
+
+	if (rc >= 0) {
+		if (cmd == F_SETFL)
+			s->nonblock = (arg & O_NONBLOCK) != 0;
+		else if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
+			sock_dup_fd(fd, rc);
+	}
+	sock_put(s);
+	return rc;
+}
+
+API int fcntl(int fd, int cmd, ...)
+{
+	struct esock_sock *s = sock_get(fd);
+	va_list ap;
+	long arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, long); /* every fcntl argument fits a long (int or pointer) */
+	va_end(ap);
+	if (!s)
+		return REAL(fcntl)(fd, cmd, arg);
+	return ddp_fcntl(s, fd, cmd, arg);
+}
+
+API int fcntl64(int fd, int cmd, ...)
+{
+	struct esock_sock *s = sock_get(fd);
+	va_list ap;
+	long arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, long);
+	va_end(ap);
+	if (!s)
+		return REAL(fcntl)(fd, cmd, arg);
+	return ddp_fcntl(s, fd, cmd, arg);
+}
+
+API int ioctl(int fd, unsigned long req, ...)
+{
+	struct esock_sock *s = sock_get(fd);
+	va_list ap;
+	void *arg;
+	int rc;
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if (!s)
+		return REAL(ioctl)(fd, req, arg);
+	if (req == FIONREAD && arg) {
+		pthread_mutex_lock(&s->lock);
+		sock_drain(s);
+		*(int *)arg = (int)(s->o.msgmode && s->rcount
+				    ? s->rlen[s->rdone[s->rhead]] : s->rready > 0x7fffffff
+				    ? 0x7fffffff : s->rready);
+		pthread_mutex_unlock(&s->lock);
+		rc = 0;
+	} else {
+		rc = REAL(ioctl)(fd, req, arg);
+		if (rc == 0 && req == FIONBIO && arg)
+			s->nonblock = *(int *)arg != 0;
+	}
+	sock_put(s);
+	return rc;
+}
+
+API int dup(int fd)
+{
+	int nfd = REAL(dup)(fd);
+
+	if (nfd >= 0 && esock_fdtab_get(fd))
+		sock_dup_fd(fd, nfd);
+	return nfd;
+}
+
+API int dup3(int old, int nfd, int flags)
+{
+	int rc;
+
+	if (old == nfd || (!esock_fdtab_get(old) && !esock_fdtab_get(nfd)))
+		return REAL(dup3)(old, nfd, flags);
+	sock_release_fd(nfd); /* dup3 closes what nfd named */
+	if ((rc = REAL(dup3)(old, nfd, flags)) >= 0 && esock_fdtab_get(old))
+		sock_dup_fd(old, nfd);
+	return rc;
+}
+
+API int dup2(int old, int nfd)
+{
+	int rc;
+
+	if (old == nfd || (!esock_fdtab_get(old) && !esock_fdtab_get(nfd)))
+		return REAL(dup2)(old, nfd);
+	sock_release_fd(nfd);
+	if ((rc = REAL(dup2)(old, nfd)) >= 0 && esock_fdtab_get(old))
+		sock_dup_fd(old, nfd);
+	return rc;
+}
+
+/* ---- readiness ---- */
+
+API int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+	if (!atomic_load_explicit(&sock_count, memory_order_relaxed))
+		return REAL(poll)(fds, n, timeout);
+	return sock_poll(fds, n, timeout);
+}
+
+static int ts_ms(const struct timespec *ts)
+{
+	long long ms;
+
+	if (!ts)
+		return -1;
+	ms = (long long)ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000;
+	return ms > 0x7fffffff ? 0x7fffffff : (int)ms;
+}
+
+API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
+{
+	sigset_t old;
+	int rc, e;
+
+	if (!atomic_load_explicit(&sock_count, memory_order_relaxed))
+		return REAL(ppoll)(fds, n, ts, mask);
+	/* Not atomic with the wait as the kernel's is; documented. */
+	if (mask)
+		pthread_sigmask(SIG_SETMASK, mask, &old);
+	rc = sock_poll(fds, n, ts_ms(ts));
+	e = errno;
+	if (mask)
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = e;
+	return rc;
+}
+
+/* select through sock_poll, when a DDPMODE descriptor is in the sets. */
+static int select_ddp(int nfds, fd_set *r, fd_set *w, fd_set *x, int timeout_ms)
+{
+	struct pollfd small[64], *p = small;
+	int n = 0, rc;
+
+	if (nfds > 64 && !(p = calloc((size_t)nfds, sizeof(*p))))
+		return (int)ret(-ENOMEM);
+	for (int fd = 0; fd < nfds; fd++) {
+		short ev = (short)((r && FD_ISSET(fd, r) ? POLLIN : 0) |
+				   (w && FD_ISSET(fd, w) ? POLLOUT : 0) | (x && FD_ISSET(fd, x) ? POLLPRI : 0));
+
+		if (ev)
+			p[n++] = (struct pollfd){ .fd = fd, .events = ev };
+	}
+	rc = sock_poll(p, (nfds_t)n, timeout_ms);
+	if (rc >= 0) {
+		rc = 0;
+		for (int i = 0; i < n; i++) {
+			int fd = p[i].fd;
+			short re = p[i].revents;
+
+			if (re & POLLNVAL) {
+				rc = (int)ret(-EBADF);
+				break;
+			}
+			if (r && FD_ISSET(fd, r) && !(re & (POLLIN | POLLHUP | POLLERR)))
+				FD_CLR(fd, r);
+			if (w && FD_ISSET(fd, w) && !(re & (POLLOUT | POLLERR)))
+				FD_CLR(fd, w);
+			if (x && FD_ISSET(fd, x) && !(re & POLLPRI))
+				FD_CLR(fd, x);
+			rc += (r && FD_ISSET(fd, r)) + (w && FD_ISSET(fd, w)) + (x && FD_ISSET(fd, x));
+		}
+	}
+	if (p != small)
+		free(p);
+	return rc;
+}
+
+static bool sets_have_ddp(int nfds, fd_set *r, fd_set *w, fd_set *x)
+{
+	if (!atomic_load_explicit(&sock_count, memory_order_relaxed) || nfds > FD_SETSIZE)
+		return false;
+	for (int fd = 0; fd < nfds; fd++)
+		if (((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (x && FD_ISSET(fd, x))) &&
+		    esock_fdtab_get(fd))
+			return true;
+	return false;
+}
+
+API int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv)
+{
+	int ms;
+
+	if (!sets_have_ddp(nfds, r, w, x))
+		return REAL(select)(nfds, r, w, x, tv);
+	ms = tv ? (int)(tv->tv_sec * 1000 + (tv->tv_usec + 999) / 1000) : -1;
+	return select_ddp(nfds, r, w, x, ms);
+}
+
+API int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *ts,
+		const sigset_t *mask)
+{
+	sigset_t old;
+	int rc, e;
+
+	if (!sets_have_ddp(nfds, r, w, x))
+		return REAL(pselect)(nfds, r, w, x, ts, mask);
+	if (mask)
+		pthread_sigmask(SIG_SETMASK, mask, &old);
+	rc = select_ddp(nfds, r, w, x, ts_ms(ts));
+	e = errno;
+	if (mask)
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = e;
+	return rc;
+}
+
+/* ---- glibc's fortified entry points (-D_FORTIFY_SOURCE binaries call these) ---- */
+
+extern void __chk_fail(void) __attribute__((noreturn));
+ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen);
+ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags);
+ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
+		       struct sockaddr *addr, socklen_t *alen);
+int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen);
+int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask,
+		size_t fdslen);
+
+API ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
+{
+	if (len > buflen)
+		__chk_fail();
+	return read(fd, buf, len);
+}
+
+API ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags)
+{
+	if (len > buflen)
+		__chk_fail();
+	return recv(fd, buf, len, flags);
+}
+
+API ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
+			   struct sockaddr *addr, socklen_t *alen)
+{
+	if (len > buflen)
+		__chk_fail();
+	return recvfrom(fd, buf, len, flags, addr, alen);
+}
+
+API int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen)
+{
+	if (fdslen / sizeof(*fds) < n)
+		__chk_fail();
+	return poll(fds, n, timeout);
+}
+
+API int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts,
+		    const sigset_t *mask, size_t fdslen)
+{
+	if (fdslen / sizeof(*fds) < n)
+		__chk_fail();
+	return ppoll(fds, n, ts, mask);
+}

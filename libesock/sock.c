@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Lifetime of DDPMODE sockets: creation, references, dup, close, fork.
+ * Socks are recycled through a free list and never returned to malloc, so a
+ * reference taken by a call that raced with close() stays harmless (sock.h).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "libesock/ep.h"
+#include "libesock/fdtab.h"
+#include "libesock/real.h"
+#include "libesock/sock.h"
+#include "util/log.h"
+
+static pthread_mutex_t free_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct esock_sock *free_list;
+
+/* Every live sock, for fork handling. */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct esock_sock **live;
+static size_t nlive, caplive;
+
+atomic_int sock_count;
+
+static void live_add(struct esock_sock *s)
+{
+	atomic_fetch_add(&sock_count, 1);
+	pthread_mutex_lock(&live_lock);
+	if (nlive == caplive) {
+		size_t nc = caplive ? caplive * 2 : 64;
+		struct esock_sock **n = realloc(live, nc * sizeof(*n));
+
+		if (n) {
+			live = n;
+			caplive = nc;
+		}
+	}
+	if (nlive < caplive)
+		live[nlive++] = s;
+	pthread_mutex_unlock(&live_lock);
+}
+
+static void live_del(struct esock_sock *s)
+{
+	atomic_fetch_sub(&sock_count, 1);
+	pthread_mutex_lock(&live_lock);
+	for (size_t i = 0; i < nlive; i++)
+		if (live[i] == s) {
+			live[i] = live[--nlive];
+			break;
+		}
+	pthread_mutex_unlock(&live_lock);
+}
+
+struct esock_sock *sock_get(int fd)
+{
+	struct esock_sock *s = esock_fdtab_get(fd);
+
+	if (!s)
+		return NULL;
+	atomic_fetch_add(&s->refs, 1);
+	if (esock_fdtab_get(fd) != s) { /* closed meanwhile (the sock may be recycled) */
+		atomic_fetch_sub(&s->refs, 1);
+		return NULL;
+	}
+	return s;
+}
+
+void sock_put(struct esock_sock *s)
+{
+	atomic_fetch_sub(&s->refs, 1);
+}
+
+void sock_defaults(struct sock_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->mpa_rev = 2;
+	o->crc = 1;
+	o->rdepth = 16;
+	o->rsize = 65536;
+	o->timeout_ms = 10000;
+}
+
+static void atfork_init(void);
+
+struct esock_sock *sock_new(int fd)
+{
+	struct esock_sock *s;
+
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	if (esock_fdtab_init() < 0)
+		return NULL;
+	pthread_once(&once, atfork_init);
+	pthread_mutex_lock(&free_lock);
+	if ((s = free_list))
+		free_list = s->next_free;
+	pthread_mutex_unlock(&free_lock);
+	if (!s) {
+		if (!(s = calloc(1, sizeof(*s))))
+			return NULL;
+		pthread_mutex_init(&s->lock, NULL);
+	} else {
+		pthread_mutex_t keep = s->lock;
+		int refs = atomic_load(&s->refs); /* late callers backing off */
+
+		memset(s, 0, sizeof(*s));
+		s->lock = keep;
+		atomic_store(&s->refs, refs);
+	}
+	s->fd = fd;
+	atomic_store(&s->nfds, 1);
+	sock_defaults(&s->o);
+	for (int i = 0; i < 5; i++)
+		s->eq[i] = NULL;
+	if (esock_fdtab_set(fd, s) < 0) {
+		pthread_mutex_lock(&free_lock);
+		s->next_free = free_list;
+		free_list = s;
+		pthread_mutex_unlock(&free_lock);
+		return NULL;
+	}
+	live_add(s);
+	return s;
+}
+
+static void sock_recycle(struct esock_sock *s)
+{
+	live_del(s);
+	pthread_mutex_lock(&free_lock);
+	s->next_free = free_list;
+	free_list = s;
+	pthread_mutex_unlock(&free_lock);
+}
+
+/*
+ * sock_release_fd forgets |fd| (close, dup2 over it, a stale entry); the last descriptor of a sock tears it down (the QP
+ * disconnects gracefully, sends still queued drain first, bounded by the
+ * linger time), then the application's descriptor is closed.
+ */
+int sock_release_fd(int fd)
+{
+	struct esock_sock *s = esock_fdtab_take(fd);
+
+	if (!s)
+		return 0;
+	if (atomic_fetch_sub(&s->nfds, 1) > 1)
+		return 0;
+	atomic_store(&s->closing, true);
+	sock_teardown(s, true);
+	/* Calls still inside (a read blocked in another thread) leave first. */
+	while (atomic_load(&s->refs))
+		sched_yield();
+	pthread_mutex_lock(&s->lock);
+	if (s->cq && esock_cq_destroy(s->cq) == 0)
+		s->cq = NULL;
+	if (s->pd && esock_pd_free(s->pd) == 0)
+		s->pd = NULL;
+	free(s->rbuf);
+	free(s->rdone);
+	free(s->rlen);
+	free(s->sbuf);
+	free(s->sfree);
+	s->rbuf = s->sbuf = NULL;
+	s->rdone = s->rlen = s->sfree = NULL;
+	pthread_mutex_unlock(&s->lock);
+	sock_recycle(s);
+	return 0;
+}
+
+int sock_close_fd(int fd)
+{
+	sock_release_fd(fd);
+	return REAL(close)(fd);
+}
+
+int sock_dup_fd(int oldfd, int newfd)
+{
+	struct esock_sock *s = sock_get(oldfd);
+	int rc;
+
+	if (!s)
+		return 0;
+	atomic_fetch_add(&s->nfds, 1);
+	rc = esock_fdtab_set(newfd, s);
+	if (rc < 0)
+		atomic_fetch_sub(&s->nfds, 1);
+	sock_put(s);
+	return rc;
+}
+
+/*
+ * fork: a connected DDPMODE socket now exists in two processes, whose
+ * engines must not both read it.  Both copies are suspended: the parent's
+ * engine lets go of it, the child's never had it.  The first process that
+ * makes a call on the socket resumes it there (the pre-fork server: the
+ * child serves, the parent closes its copy).  Closing a suspended copy does
+ * not shut the connection down: the other process may be using it.
+ */
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&live_lock);
+}
+
+static void suspend_all(void)
+{
+	for (size_t i = 0; i < nlive; i++) {
+		struct esock_sock *s = live[i];
+
+		if (s->qp && !s->suspended) {
+			s->suspended = true;
+			ep_engine_del(s->qp);
+		}
+	}
+}
+
+static void fork_parent(void)
+{
+	suspend_all();
+	pthread_mutex_unlock(&live_lock);
+}
+
+void sock_fork_child(void)
+{
+	/*
+	 * Only the forking thread exists here: references, tokens and locks
+	 * held by the parent's other threads are meaningless; start clean.
+	 */
+	for (size_t i = 0; i < nlive; i++) {
+		struct esock_sock *s = live[i];
+
+		pthread_mutex_init(&s->lock, NULL);
+		atomic_store(&s->refs, 0);
+		s->waiters = 0;
+		if (s->qp) {
+			atomic_store(&s->qp->refs, 0);
+			atomic_store(&s->qp->busy, 0);
+			atomic_store(&s->qp->attended, 0);
+		}
+	}
+	suspend_all();
+	pthread_mutex_unlock(&live_lock);
+}
+
+static void atfork_init(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, sock_fork_child);
+}

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The extended sockets layer (internal): one struct esock_sock per DDPMODE
+ * socket, found through the descriptor table (fdtab.h) by the wrappers of
+ * preload.c.  The application's descriptor stays the kernel TCP socket; once
+ * connected, the endpoint's QP owns it (esock_qp_connect_fd /
+ * esock_request_from_fd).
+ *
+ * Data: every write is one RDMA Send per chunk of at most the peer's receive
+ * size; blocking writes send straight from the caller's memory, non-blocking
+ * ones copy into a bounded set of send slots.  Receives land in a bounded
+ * pool of posted buffers; reads copy out of them in order and repost each
+ * buffer once it is consumed.  Between two esock peers (both announce it in
+ * the MPA private data) a full pool stops TCP reading instead of Terminating.
+ *
+ * Lifetime: socks are never freed, only recycled (type-stable memory), so a
+ * call that raced with close() touches a valid object and finds, on its
+ * re-check of the table, that its fd moved on.
+ */
+#ifndef ESOCK_LIBESOCK_SOCK_H
+#define ESOCK_LIBESOCK_SOCK_H
+
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <esock/esock.h>
+#include <esock/iwarp.h>
+
+enum sock_state {
+	SOCK_MARKED,      /* DDPMODE set, neither connected nor listening */
+	SOCK_LISTENING,
+	SOCK_TCP_CONNECTING, /* non-blocking connect in progress (MPA follows) */
+	SOCK_CONNECTED,   /* QP in RTS (or ended: see err / eof) */
+	SOCK_PLAIN,       /* fell back to plain TCP: pass-through from now on */
+	SOCK_FAILED,      /* connect or MPA failed; err says why */
+};
+
+struct sock_opts {
+	int mpa_rev, crc, markers, ird, ord, msgmode, rdepth, rsize, timeout_ms;
+	char peer[16];
+	uint8_t privdata[256];
+	uint16_t privdata_len;
+};
+
+/* An event queue of the extended API (sock_api.c). */
+struct sock_eq;
+struct user_op;
+
+struct esock_sock {
+	pthread_mutex_t lock;       /* state below; never held while blocking */
+	atomic_int refs;            /* calls in progress */
+	atomic_int nfds;            /* descriptors naming it (dup) */
+	atomic_bool closing;
+	struct esock_sock *next_free;
+	int fd;                     /* the descriptor it was created on */
+	enum sock_state st;
+	bool nonblock;              /* O_NONBLOCK as the application set it */
+	bool suspended;             /* copied by fork: resumed by the first call here */
+	bool shut_rd, shut_wr;
+	struct sock_opts o;
+
+	struct esock_pd *pd;
+	struct esock_cq *cq;        /* send and receive completions */
+	struct esock_qp *qp;
+	struct esock_mr *all_mr;    /* local-only key for sends from any caller memory */
+
+	/* Receive pool: rdepth buffers of rsize octets, ring of completed ones. */
+	uint8_t *rbuf;
+	struct esock_mr *rmr;
+	uint32_t *rdone;            /* buffer indices in arrival order */
+	uint32_t *rlen;             /* message length per buffer */
+	uint32_t rhead, rcount;     /* ring of rdone */
+	uint32_t roff;              /* octets of the head message already read */
+	uint64_t rready;            /* octets ready to read */
+
+	/* Send slots: sdepth slots of ssize octets for non-blocking writes. */
+	uint8_t *sbuf;
+	struct esock_mr *smr;
+	uint32_t *sfree;            /* stack of free slots */
+	uint32_t nsfree, sdepth, ssize;
+	uint32_t inflight;          /* sends posted, not yet completed */
+	uint64_t direct_seq, direct_done; /* blocking sends from caller memory */
+
+	uint32_t peer_msg_max;      /* largest Send the peer accepts */
+	bool peer_esock;
+	bool eof;                   /* the peer closed: reads return 0 when drained */
+	int err;                    /* sticky errno once the connection failed */
+	int waiters;                /* threads in esock_cq_wait on cq */
+	struct esock_sock_error last_error;
+	struct esock_sock_stats stats;
+
+	/* Extended API (sock_api.c). */
+	struct sock_eq *eq[5];      /* bound event queue, by enum esock_op */
+	struct user_op *user_ops;   /* user operations in flight, by wr_id index */
+	uint32_t user_next;
+	struct esock_mr **mrs;      /* regions registered through the API */
+	int nmrs, capmrs;
+};
+
+/* Octets of the announcement appended to the MPA private data (sock_conn.c). */
+#define ESOCK_ANNOUNCE_LEN 12
+
+/* SGEs per Send: a write's iovec pieces beyond it go into the next Send. */
+#define SOCK_MAX_SGE 15
+
+/* wr_id kinds of the socket layer's work requests (top byte). */
+#define SOCK_WR_RECV (1ull << 56)
+#define SOCK_WR_SLOT (2ull << 56)
+#define SOCK_WR_DIRECT (3ull << 56)
+#define SOCK_WR_USER (4ull << 56)
+#define SOCK_WR_KIND(id) ((id) & (0xffull << 56))
+
+/* sock.c: lifetime and the table */
+struct esock_sock *sock_get(int fd);        /* a reference, or NULL (pass-through) */
+void sock_put(struct esock_sock *s);
+struct esock_sock *sock_new(int fd);         /* installed in the table, nfds 1 */
+int sock_close_fd(int fd);                   /* the close wrapper's work */
+int sock_release_fd(int fd);                 /* the same without closing fd */
+extern atomic_int sock_count;                /* live socks: 0 lets poll/select pass */
+int sock_dup_fd(int oldfd, int newfd);       /* newfd now names oldfd's sock too */
+void sock_defaults(struct sock_opts *o);
+void sock_fork_child(void);
+
+/* sock_opt.c */
+int sock_setopt(struct esock_sock *s, int level, int name, const void *val, socklen_t len);
+int sock_getopt(struct esock_sock *s, int level, int name, void *val, socklen_t *len);
+int sock_enable(int fd, int on);             /* ESOCK_DDPMODE on a socket not yet known */
+bool sock_auto_ddp(int fd, const struct sockaddr *addr, bool listening);
+
+/* sock_conn.c */
+int sock_connect(struct esock_sock *s, const struct sockaddr *addr, socklen_t len);
+int sock_finish_connect(struct esock_sock *s);
+int sock_listen(struct esock_sock *s, int backlog);
+int sock_accept(struct esock_sock *ls, struct sockaddr *addr, socklen_t *len, int flags);
+void sock_teardown(struct esock_sock *s, bool graceful);
+
+/* sock_data.c (return octets or -errno) */
+ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags,
+		  int *msg_flags);
+ssize_t sock_send(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags);
+void sock_drain(struct esock_sock *s);       /* takes completions (lock held) */
+unsigned sock_ready(struct esock_sock *s, unsigned events); /* poll bits now true */
+int sock_shutdown(struct esock_sock *s, int how);
+int sock_pool_setup(struct esock_sock *s);
+int sock_resume(struct esock_sock *s);       /* after fork: drive it in this process */
+
+/* sock_ready.c */
+int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms);
+
+/* sock_api.c */
+const struct esock_api *sock_api(void);
+void sock_api_event(struct esock_sock *s, const struct esock_wc *wc);
+void sock_api_release(struct esock_sock *s); /* user MRs and EQ bindings, at teardown */
+
+#endif /* ESOCK_LIBESOCK_SOCK_H */

@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Connection setup of DDPMODE sockets: connect (blocking and non-blocking),
+ * listen, accept (with ESOCK_ACCEPT=both sniffing), the announcement that
+ * tells two esock socket layers apart from a plain RDMA peer, and teardown.
+ *
+ * The endpoint gets its own descriptor for the socket (a close-on-exec dup):
+ * the application's number stays the application's, so dup/close/dup2 on it
+ * never pull the socket from under the QP.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libesock/ep.h"
+#include "libesock/fdtab.h"
+#include "libesock/real.h"
+#include "libesock/sock.h"
+#include "util/log.h"
+
+/*
+ * The announcement, appended to the application's private data: magic,
+ * version, flags (bit 0: a full receive pool stops reading instead of
+ * Terminating), receive depth and size.  A peer without it is a plain RDMA
+ * peer and RDMA rules apply.
+ */
+static const uint8_t magic[4] = { 'e', 'S', 'o', 'K' };
+
+static void announce(const struct esock_sock *s, uint8_t *p)
+{
+	memcpy(p, magic, 4);
+	p[4] = 1;
+	p[5] = s->o.rdepth > 0 ? 1 : 0;
+	p[6] = (uint8_t)(s->o.rdepth >> 8);
+	p[7] = (uint8_t)s->o.rdepth;
+	p[8] = (uint8_t)(s->o.rsize >> 24);
+	p[9] = (uint8_t)(s->o.rsize >> 16);
+	p[10] = (uint8_t)(s->o.rsize >> 8);
+	p[11] = (uint8_t)s->o.rsize;
+}
+
+/* Reads the peer's announcement from its private data. */
+static void heard(struct esock_sock *s, const uint8_t *pd, uint16_t len)
+{
+	const uint8_t *p;
+
+	s->peer_esock = false;
+	s->peer_msg_max = (uint32_t)s->o.rsize; /* plain peer: our size, RDMA rules */
+	if (len < ESOCK_ANNOUNCE_LEN)
+		return;
+	p = pd + len - ESOCK_ANNOUNCE_LEN;
+	if (memcmp(p, magic, 4) != 0 || p[4] != 1)
+		return;
+	s->peer_esock = true;
+	if (p[6] | p[7]) {
+		uint32_t rsize = (uint32_t)p[8] << 24 | (uint32_t)p[9] << 16 | (uint32_t)p[10] << 8 | p[11];
+
+		s->peer_msg_max = rsize;
+	}
+}
+
+static void conn_param(struct esock_sock *s, struct esock_conn_param *p, uint8_t *pd)
+{
+	memset(p, 0, sizeof(*p));
+	memcpy(pd, s->o.privdata, s->o.privdata_len);
+	announce(s, pd + s->o.privdata_len);
+	p->private_data = pd;
+	p->private_data_len = (uint16_t)(s->o.privdata_len + ESOCK_ANNOUNCE_LEN);
+	p->mpa_rev = (uint8_t)s->o.mpa_rev;
+	p->crc = s->o.crc ? 1 : -1;
+	p->markers = s->o.markers;
+	p->ird = (uint16_t)s->o.ird;
+	p->ord = (uint16_t)s->o.ord;
+	p->timeout_ms = s->o.timeout_ms;
+	p->peer = s->o.peer[0] ? s->o.peer : NULL;
+	p->wait_for_recv = s->o.rdepth > 0;
+}
+
+/* The QP, its CQ and the receive pool, before the MPA exchange. */
+static int make_qp(struct esock_sock *s)
+{
+	struct esock_qp_attr qa = { 0 };
+	int rc;
+
+	if (!s->pd && (rc = esock_pd_alloc(&s->pd)) < 0)
+		return rc;
+	if (!s->cq && (rc = esock_cq_create(s->o.rdepth + 1024, &s->cq)) < 0)
+		return rc;
+	/* A local-only key for sends straight from the caller's memory. */
+	if (!s->all_mr && (rc = esock_mr_reg(s->pd, (void *)(uintptr_t)4096,
+					     ((size_t)1 << 47) - 4096, ESOCK_ACCESS_LOCAL_WRITE, 0,
+					     &s->all_mr)) < 0)
+		return rc;
+	qa.pd = s->pd;
+	qa.send_cq = qa.recv_cq = s->cq;
+	qa.sq_depth = 512;
+	qa.rq_depth = s->o.rdepth > 64 ? (uint32_t)s->o.rdepth : 64;
+	qa.max_sge = SOCK_MAX_SGE;
+	qa.sq_sig_all = true;
+	if ((rc = esock_qp_create(&qa, &s->qp)) < 0)
+		return rc;
+	return sock_pool_setup(s);
+}
+
+static void ended_setup(struct esock_sock *s, int err)
+{
+	s->st = SOCK_FAILED;
+	s->err = -err;
+	s->last_error.err = -err;
+	if (s->qp) {
+		esock_qp_destroy(s->qp);
+		s->qp = NULL;
+	}
+}
+
+static void connected(struct esock_sock *s, int hidden)
+{
+	struct esock_conn_info info;
+
+	(void)hidden;
+	if (esock_qp_conn_info(s->qp, &info) == 0)
+		heard(s, info.private_data, info.private_data_len);
+	if (!s->peer_esock)
+		s->qp->rx_wait = false; /* RDMA rules towards a plain peer */
+	s->st = SOCK_CONNECTED;
+	/* DDP state does not survive exec: the image after it would see MPA octets. */
+	REAL(fcntl)(s->fd, F_SETFD, REAL(fcntl)(s->fd, F_GETFD) | FD_CLOEXEC);
+	log_info("fd %d: DDPMODE connected (peer %s, messages up to %u octets, CRC %s)", s->fd,
+		 s->peer_esock ? "esock" : "plain RDMA", s->peer_msg_max, info.crc ? "on" : "off");
+}
+
+/* The MPA exchange of the active side, over the TCP connection just made. */
+int sock_finish_connect(struct esock_sock *s)
+{
+	struct esock_conn_param p;
+	uint8_t pd[256 + ESOCK_ANNOUNCE_LEN];
+	int hidden, rc;
+
+	if ((rc = make_qp(s)) < 0) {
+		ended_setup(s, rc);
+		return rc;
+	}
+	if ((hidden = REAL(fcntl)(s->fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+		rc = -errno;
+		ended_setup(s, rc);
+		return rc;
+	}
+	conn_param(s, &p, pd);
+	rc = esock_qp_connect_fd(s->qp, hidden, &p);
+	if (rc < 0) {
+		log_warn("fd %d: MPA exchange failed: %s", s->fd, strerror(-rc));
+		REAL(close)(hidden);
+		ended_setup(s, rc);
+		/* The stream carried MPA octets: no plain TCP on it any more. */
+		REAL(shutdown)(s->fd, SHUT_RDWR);
+		return rc;
+	}
+	connected(s, hidden);
+	return 0;
+}
+
+int sock_connect(struct esock_sock *s, const struct sockaddr *addr, socklen_t len)
+{
+	int rc;
+
+	if (s->st == SOCK_TCP_CONNECTING)
+		return -EALREADY;
+	if (s->st == SOCK_CONNECTED)
+		return -EISCONN;
+	if (s->st != SOCK_MARKED)
+		return s->err ? -s->err : -EINVAL;
+	if (REAL(connect)(s->fd, addr, len) < 0) {
+		rc = -errno;
+		if (rc == -EINPROGRESS)
+			s->st = SOCK_TCP_CONNECTING;
+		return rc;
+	}
+	return sock_finish_connect(s);
+}
+
+int sock_listen(struct esock_sock *s, int backlog)
+{
+	if (s->st != SOCK_MARKED && s->st != SOCK_LISTENING)
+		return -EINVAL;
+	if (REAL(listen)(s->fd, backlog) < 0)
+		return -errno;
+	s->st = SOCK_LISTENING;
+	return 0;
+}
+
+static int accept_mode_both(void)
+{
+	static int v = -1;
+
+	if (v < 0) {
+		const char *e = getenv("ESOCK_ACCEPT");
+
+		v = e && strcmp(e, "both") == 0;
+	}
+	return v;
+}
+
+/*
+ * ESOCK_ACCEPT=both: does the connection start like an MPA Request?  Peeks
+ * (never consumes) until 16 octets or a mismatch, waiting up to
+ * ESOCK_SNIFF_MS (default 200) for a client that speaks first; one that
+ * waits for the server's greeting (SSH, SMTP) is plain TCP.
+ */
+static bool looks_like_mpa(int fd)
+{
+	static const char key[] = "MPA ID Req Frame";
+	const char *e = getenv("ESOCK_SNIFF_MS");
+	int wait_ms = e && *e ? atoi(e) : 200;
+	char buf[16];
+
+	for (int waited = 0;;) {
+		ssize_t n = REAL(recv)(fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		if (n > 0 && memcmp(buf, key, (size_t)n) != 0)
+			return false;
+		if (n == (ssize_t)sizeof(buf))
+			return true;
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			return false;
+		if (waited >= wait_ms)
+			return false;
+		REAL(poll)(&p, 1, 10);
+		waited += 10;
+	}
+}
+
+/* The passive side of one accepted TCP connection; 0, or -errno (fd closed). */
+static int accept_mpa(struct esock_sock *ls, struct esock_sock *s)
+{
+	struct esock_conn_req *req;
+	struct esock_conn_info info;
+	struct esock_conn_param p;
+	uint8_t pd[256 + ESOCK_ANNOUNCE_LEN];
+	int hidden, rc;
+
+	s->o = ls->o;
+	if ((rc = make_qp(s)) < 0)
+		return rc;
+	if ((hidden = REAL(fcntl)(s->fd, F_DUPFD_CLOEXEC, 3)) < 0)
+		return -errno;
+	if ((rc = esock_request_from_fd(hidden, &req)) < 0) {
+		REAL(close)(hidden);
+		return rc;
+	}
+	esock_conn_req_info(req, &info);
+	heard(s, info.private_data, info.private_data_len);
+	conn_param(s, &p, pd);
+	p.wait_for_recv = s->peer_esock && s->o.rdepth > 0;
+	if ((rc = esock_accept(req, s->qp, &p)) < 0)
+		return rc;
+	connected(s, hidden);
+	return 0;
+}
+
+int sock_accept(struct esock_sock *ls, struct sockaddr *addr, socklen_t *alen, int flags)
+{
+	for (;;) {
+		int fd = REAL(accept4)(ls->fd, addr, alen, flags), rc;
+		struct esock_sock *s;
+
+		if (fd < 0)
+			return -errno;
+		if (accept_mode_both() && !looks_like_mpa(fd)) {
+			ls->stats.fallbacks++;
+			log_info("fd %d: accepted as plain TCP (no MPA Request; ESOCK_ACCEPT=both)", fd);
+			return fd;
+		}
+		if (!(s = sock_new(fd))) {
+			REAL(close)(fd);
+			return -ENOMEM;
+		}
+		s->nonblock = (flags & SOCK_NONBLOCK) != 0;
+		if ((rc = accept_mpa(ls, s)) == 0)
+			return fd;
+		log_warn("fd %d: MPA accept failed (%s); connection closed", fd, strerror(-rc));
+		sock_close_fd(fd);
+		if (ls->nonblock)
+			return -EAGAIN;
+	}
+}
+
+/* How long close waits for queued sends to leave: $ESOCK_LINGER_MS, default 5000. */
+static int linger_ms(void)
+{
+	const char *e = getenv("ESOCK_LINGER_MS");
+
+	return e && *e ? atoi(e) : 5000;
+}
+
+void sock_teardown(struct esock_sock *s, bool graceful)
+{
+	struct esock_qp *qp;
+
+	pthread_mutex_lock(&s->lock);
+	if ((qp = s->qp)) {
+		if (s->suspended) {
+			/* A copy from fork: the other process may own the connection. */
+			ep_engine_del(qp);
+			if (qp->fd >= 0)
+				REAL(close)(qp->fd);
+			qp->fd = -1;
+		} else if (graceful && esock_qp_state(qp) == ESOCK_QPS_RTS) {
+			struct timespec t0, t;
+			int lim = linger_ms();
+
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			esock_qp_disconnect(qp);
+			while (esock_qp_state(qp) == ESOCK_QPS_CLOSING) {
+				struct esock_wc wc[16];
+
+				clock_gettime(CLOCK_MONOTONIC, &t);
+				if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > lim)
+					break;
+				(void)esock_cq_wait(s->cq, 16, wc, 50);
+			}
+		}
+		esock_qp_destroy(qp);
+		s->qp = NULL;
+	}
+	sock_api_release(s);
+	if (s->rmr)
+		esock_mr_dereg(s->rmr);
+	if (s->smr)
+		esock_mr_dereg(s->smr);
+	if (s->all_mr)
+		esock_mr_dereg(s->all_mr);
+	s->rmr = s->smr = s->all_mr = NULL;
+	pthread_mutex_unlock(&s->lock);
+}

@@ -1,0 +1,592 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The data path of DDPMODE sockets (see sock.h): writes become RDMA Sends,
+ * reads copy out of the receive pool.  Completions are taken from the
+ * socket's CQ under its lock (sock_drain); a thread that must wait lets go
+ * of the lock and drives the QP itself in esock_cq_wait, in slices, so that
+ * close() and other threads' completions are noticed.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <esock/rdmap.h>
+
+#include "libesock/ep.h"
+#include "libesock/real.h"
+#include "libesock/sock.h"
+#include "util/log.h"
+
+#define WAIT_SLICE_MS 100
+#define SEND_SLOTS 16
+#define SLOT_SIZE 65536
+
+/* ---- receive pool ---- */
+
+static int post_rbuf(struct esock_sock *s, uint32_t i)
+{
+	struct esock_sge sge = {
+		.addr = (uintptr_t)(s->rbuf + (size_t)i * (size_t)s->o.rsize),
+		.length = (uint32_t)s->o.rsize,
+		.lkey = esock_mr_stag(s->rmr),
+	};
+	struct esock_recv_wr wr = { .wr_id = SOCK_WR_RECV | i, .sg_list = &sge, .num_sge = 1 };
+
+	return esock_post_recv(s->qp, &wr, NULL);
+}
+
+int sock_pool_setup(struct esock_sock *s)
+{
+	size_t n = (size_t)s->o.rdepth, sz = (size_t)s->o.rsize;
+	int rc;
+
+	if (n == 0)
+		return 0;
+	s->rbuf = aligned_alloc(64, (n * sz + 63) & ~(size_t)63);
+	s->rdone = calloc(n, sizeof(*s->rdone));
+	s->rlen = calloc(n, sizeof(*s->rlen));
+	if (!s->rbuf || !s->rdone || !s->rlen)
+		return -ENOMEM;
+	if ((rc = esock_mr_reg(s->pd, s->rbuf, n * sz, ESOCK_ACCESS_LOCAL_WRITE, 0, &s->rmr)) < 0)
+		return rc;
+	for (uint32_t i = 0; i < n; i++)
+		if ((rc = post_rbuf(s, i)) < 0)
+			return rc;
+	return 0;
+}
+
+static int slots_setup(struct esock_sock *s)
+{
+	int rc;
+
+	s->sdepth = SEND_SLOTS;
+	s->ssize = SLOT_SIZE;
+	s->sbuf = aligned_alloc(64, (size_t)s->sdepth * s->ssize);
+	s->sfree = calloc(s->sdepth, sizeof(*s->sfree));
+	if (!s->sbuf || !s->sfree)
+		return -ENOMEM;
+	if ((rc = esock_mr_reg(s->pd, s->sbuf, (size_t)s->sdepth * s->ssize, 0, 0, &s->smr)) < 0)
+		return rc;
+	for (uint32_t i = 0; i < s->sdepth; i++)
+		s->sfree[i] = s->sdepth - 1 - i;
+	s->nsfree = s->sdepth;
+	return 0;
+}
+
+/* ---- completions ---- */
+
+/* The connection ended: decide between EOF and an error, once. */
+static void ended(struct esock_sock *s, const struct esock_wc *wc)
+{
+	struct esock_qp_error e;
+	struct esock_sock_error *le = &s->last_error;
+
+	if (s->eof || s->err)
+		return;
+	if (s->qp && esock_qp_last_error(s->qp, &e) == 0) {
+		le->term_sent = e.sent;
+		if (e.term.valid) {
+			le->layer = e.term.layer;
+			le->etype = e.term.etype;
+			le->ecode = e.term.ecode;
+		}
+		/* A FIN and nothing else is the peer's close: EOF, as on TCP. */
+		if (!e.sent && e.term.layer == ESOCK_TERM_LAYER_LLP &&
+		    e.term.ecode == ESOCK_TERM_LLP_CONN_LOST && wc->status == ESOCK_WC_WR_FLUSH_ERR) {
+			s->eof = true;
+			snprintf(le->reason, sizeof(le->reason), "closed by the peer");
+			return;
+		}
+		snprintf(le->reason, sizeof(le->reason), "%s: %s (%s)", esock_term_layer_name(e.term.layer),
+			 esock_term_etype_name(e.term.layer, e.term.etype), e.sent ? "sent" : "received");
+		s->stats.terminates += e.term.valid;
+	} else if (wc->status == ESOCK_WC_WR_FLUSH_ERR) {
+		s->eof = true; /* our own disconnect */
+		return;
+	} else {
+		snprintf(le->reason, sizeof(le->reason), "%s", esock_wc_status_str(wc->status));
+	}
+	s->err = ECONNRESET;
+	le->err = ECONNRESET;
+	log_warn("fd %d: connection reset: %s", s->fd, le->reason);
+}
+
+static void handle_wc(struct esock_sock *s, const struct esock_wc *wc)
+{
+	uint64_t kind = SOCK_WR_KIND(wc->wr_id);
+	uint32_t idx = (uint32_t)wc->wr_id;
+
+	switch (kind) {
+	case SOCK_WR_RECV:
+		if (wc->status != ESOCK_WC_SUCCESS) {
+			ended(s, wc);
+			break;
+		}
+		if (wc->byte_len == 0 && !s->o.msgmode) { /* nothing to read: reuse it */
+			post_rbuf(s, idx);
+			break;
+		}
+		s->rdone[(s->rhead + s->rcount) % (uint32_t)s->o.rdepth] = idx;
+		s->rlen[idx] = wc->byte_len;
+		s->rcount++;
+		s->rready += wc->byte_len;
+		s->stats.rx_msgs++;
+		s->stats.rx_bytes += wc->byte_len;
+		break;
+	case SOCK_WR_SLOT:
+		s->sfree[s->nsfree++] = idx;
+		s->inflight--;
+		if (wc->status != ESOCK_WC_SUCCESS)
+			ended(s, wc);
+		break;
+	case SOCK_WR_DIRECT:
+		s->direct_done++;
+		s->inflight--;
+		if (wc->status != ESOCK_WC_SUCCESS)
+			ended(s, wc);
+		break;
+	default:
+		sock_api_event(s, wc);
+	}
+}
+
+void sock_drain(struct esock_sock *s)
+{
+	struct esock_wc wc[32];
+	int n;
+
+	if (!s->cq)
+		return;
+	while ((n = esock_cq_poll(s->cq, 32, wc)) > 0)
+		for (int i = 0; i < n; i++)
+			handle_wc(s, &wc[i]);
+	if (n == -EOVERFLOW && !s->err) {
+		s->err = EIO;
+		log_error("fd %d: completion queue overflow", s->fd);
+	}
+}
+
+/*
+ * Waits (lock held on entry and exit) up to one slice for completions,
+ * driving the QP in this thread.  Returns 0, -EINTR, or -EBADF when the
+ * socket was closed meanwhile (its QP is gone: touch nothing but the lock).
+ */
+static int wait_some(struct esock_sock *s)
+{
+	struct esock_wc wc[32];
+	int n, slice = s->waiters ? 10 : WAIT_SLICE_MS; /* others may take ours */
+
+	s->waiters++;
+	pthread_mutex_unlock(&s->lock);
+	n = esock_cq_wait(s->cq, 32, wc, slice);
+	pthread_mutex_lock(&s->lock);
+	s->waiters--;
+	if (atomic_load(&s->closing) || !s->qp)
+		return -EBADF;
+	for (int i = 0; i < n; i++)
+		handle_wc(s, &wc[i]);
+	return n == -EINTR ? -EINTR : 0;
+}
+
+int sock_resume(struct esock_sock *s)
+{
+	if (!s->suspended)
+		return 0;
+	s->suspended = false;
+	if (s->qp && s->qp->fd >= 0) {
+		int st = esock_qp_state(s->qp);
+
+		if (st == ESOCK_QPS_RTS || st == ESOCK_QPS_CLOSING)
+			return ep_engine_add(s->qp);
+	}
+	return 0;
+}
+
+static int usable(struct esock_sock *s)
+{
+	if (atomic_load(&s->closing))
+		return -EBADF;
+	switch (s->st) {
+	case SOCK_CONNECTED:
+		if (s->suspended)
+			sock_resume(s);
+		return 0;
+	case SOCK_TCP_CONNECTING: {
+		struct pollfd p = { .fd = s->fd, .events = POLLOUT };
+
+		/* The TCP handshake must end before the MPA exchange can start. */
+		if (REAL(poll)(&p, 1, s->nonblock ? 0 : -1) <= 0 || !(p.revents & (POLLOUT | POLLERR)))
+			return -EAGAIN;
+		return sock_finish_connect(s);
+	}
+	case SOCK_FAILED:
+		return s->err ? -s->err : -ENOTCONN;
+	default:
+		return -ENOTCONN;
+	}
+}
+
+/* ---- reading ---- */
+
+/*
+ * Copies ready octets into |iov| from |*skip| on; consumes them unless
+ * |peek|.  In message mode, one message at most (the rest of it is dropped,
+ * *trunc tells).  Returns octets copied.
+ */
+static size_t copy_out(struct esock_sock *s, const struct iovec *iov, int iovcnt, bool peek,
+		       size_t *skip, bool *trunc)
+{
+	size_t got = 0;
+	uint32_t q = 0, off = s->roff;
+	int vi = 0;
+	size_t vo = *skip;
+
+	while (vi < iovcnt && vo >= iov[vi].iov_len)
+		vo -= iov[vi++].iov_len;
+	while (q < s->rcount && vi < iovcnt) {
+		uint32_t idx = s->rdone[(s->rhead + q) % (uint32_t)s->o.rdepth];
+		const uint8_t *m = s->rbuf + (size_t)idx * (size_t)s->o.rsize;
+		size_t n = s->rlen[idx] - off, room = iov[vi].iov_len - vo;
+
+		if (n > room)
+			n = room;
+		memcpy((uint8_t *)iov[vi].iov_base + vo, m + off, n);
+		got += n;
+		off += (uint32_t)n;
+		vo += n;
+		if (vo == iov[vi].iov_len) {
+			vi++;
+			vo = 0;
+		}
+		if (off == s->rlen[idx] || (s->o.msgmode && vi == iovcnt)) {
+			if (s->o.msgmode && off < s->rlen[idx])
+				*trunc = true;
+			if (!peek) {
+				s->rready -= s->rlen[idx] - s->roff;
+				s->rhead = (s->rhead + 1) % (uint32_t)s->o.rdepth;
+				s->rcount--;
+				s->roff = 0;
+				post_rbuf(s, idx);
+			} else {
+				q++;
+			}
+			off = 0;
+			if (s->o.msgmode)
+				break;
+		} else if (!peek) {
+			s->rready -= n;
+			s->roff = off;
+		}
+	}
+	*skip += got;
+	return got;
+}
+
+ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags,
+		  int *msg_flags)
+{
+	size_t want = 0, got = 0;
+	bool trunc = false, block;
+	ssize_t rc;
+
+	for (int i = 0; i < iovcnt; i++)
+		want += iov[i].iov_len;
+	pthread_mutex_lock(&s->lock);
+	if ((rc = usable(s)) < 0)
+		goto out;
+	block = !s->nonblock && !(flags & MSG_DONTWAIT);
+	for (;;) {
+		sock_drain(s);
+		if (s->rcount && want) {
+			size_t skip = got;
+
+			copy_out(s, iov, iovcnt, flags & MSG_PEEK, &skip, &trunc);
+			got = skip;
+			if (got == want || !(flags & MSG_WAITALL) || s->o.msgmode || (flags & MSG_PEEK))
+				break;
+			continue;
+		}
+		if (want == 0 || s->eof || s->shut_rd)
+			break;
+		if (s->err) {
+			if (!got)
+				rc = -s->err;
+			break;
+		}
+		if (!block) {
+			if (!got)
+				rc = -EAGAIN;
+			break;
+		}
+		if ((rc = wait_some(s)) < 0) {
+			if (got && rc == -EINTR)
+				rc = 0;
+			break;
+		}
+	}
+	if (rc == 0)
+		rc = (ssize_t)got;
+	if (trunc && msg_flags)
+		*msg_flags |= MSG_TRUNC;
+out:
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+/* ---- writing ---- */
+
+/* Gathers up to |len| octets of |iov| from (*vi, *vo) into |sge|; returns SGEs used. */
+static int gather(const struct iovec *iov, int iovcnt, int *vi, size_t *vo, size_t len,
+		  struct esock_sge *sge, int max, uint32_t lkey)
+{
+	int n = 0;
+
+	while (len && *vi < iovcnt && n < max) {
+		size_t take = iov[*vi].iov_len - *vo;
+
+		if (take > len)
+			take = len;
+		if (take) {
+			sge[n].addr = (uintptr_t)iov[*vi].iov_base + *vo;
+			sge[n].length = (uint32_t)take;
+			sge[n++].lkey = lkey;
+		}
+		len -= take;
+		*vo += take;
+		if (*vo == iov[*vi].iov_len) {
+			(*vi)++;
+			*vo = 0;
+		}
+	}
+	return n;
+}
+
+static int post_send(struct esock_sock *s, uint64_t wr_id, struct esock_sge *sge, int n)
+{
+	struct esock_send_wr wr = {
+		.wr_id = wr_id, .sg_list = sge, .num_sge = n, .opcode = ESOCK_WR_SEND,
+		.send_flags = ESOCK_SEND_SIGNALED,
+	};
+	int rc = esock_post_send(s->qp, &wr, NULL);
+
+	if (rc == 0)
+		s->inflight++;
+	return rc;
+}
+
+/*
+ * Blocking send from the caller's memory: each chunk one Send, then wait
+ * until the endpoint has handed all of it to TCP (the caller may reuse the
+ * buffer when write returns, as with TCP).  Signals cannot cut the wait
+ * short: the queue still points into the caller's memory.
+ */
+static ssize_t send_direct(struct esock_sock *s, const struct iovec *iov, int iovcnt,
+			   size_t total, size_t chunk)
+{
+	int vi = 0;
+	size_t vo = 0, posted = 0;
+	uint64_t last = s->direct_seq;
+	int rc = 0;
+
+	while (posted < total) {
+		struct esock_sge sge[SOCK_MAX_SGE];
+		size_t len = total - posted < chunk ? total - posted : chunk;
+		int save_vi = vi;
+		size_t save_vo = vo, glen = 0;
+		int n = gather(iov, iovcnt, &vi, &vo, len, sge, SOCK_MAX_SGE, esock_mr_stag(s->all_mr));
+
+		for (int i = 0; i < n; i++)
+			glen += sge[i].length;
+		if ((rc = post_send(s, SOCK_WR_DIRECT | (++s->direct_seq & 0xffffffffu), sge, n)) < 0) {
+			s->direct_seq--;
+			vi = save_vi;
+			vo = save_vo;
+			if (rc != -ENOMEM)
+				break;
+			if ((rc = wait_some(s)) == -EBADF) /* send queue full: let some complete */
+				return rc;
+			rc = 0;
+			continue;
+		}
+		last = s->direct_seq;
+		posted += glen;
+	}
+	/* Sends flushed by an error complete too: wait for every one of them. */
+	while (s->direct_done < last)
+		if (wait_some(s) == -EBADF)
+			return -EBADF;
+	if (rc < 0 && !posted)
+		return rc;
+	if (s->err || s->eof)
+		return posted && !s->err ? (ssize_t)posted : -EPIPE;
+	s->stats.tx_bytes += posted;
+	return (ssize_t)posted;
+}
+
+/* Finds octet |off| of |iov|: piece *vi, offset *vo. */
+static void seek(const struct iovec *iov, int iovcnt, size_t off, int *vi, size_t *vo)
+{
+	for (*vi = 0; *vi < iovcnt && off >= iov[*vi].iov_len; (*vi)++)
+		off -= iov[*vi].iov_len;
+	*vo = off;
+}
+
+/* Non-blocking (or many-piece) send: copies into send slots. */
+static ssize_t send_slots(struct esock_sock *s, const struct iovec *iov, int iovcnt, size_t total,
+			  size_t chunk, bool block)
+{
+	int vi = 0, rc;
+	size_t vo = 0, sent = 0;
+
+	if (!s->sbuf && (rc = slots_setup(s)) < 0)
+		return rc;
+	if (chunk > s->ssize)
+		chunk = s->ssize;
+	while (sent < total) {
+		size_t len = total - sent < chunk ? total - sent : chunk, done = 0;
+		struct esock_sge sge;
+		uint32_t slot;
+		uint8_t *dst;
+
+		sock_drain(s);
+		if (s->err || s->eof)
+			break;
+		if (!s->nsfree) {
+			if (!block)
+				break;
+			if (wait_some(s) == -EBADF)
+				return -EBADF;
+			continue;
+		}
+		slot = s->sfree[--s->nsfree];
+		dst = s->sbuf + (size_t)slot * s->ssize;
+		while (done < len) {
+			size_t take = iov[vi].iov_len - vo;
+
+			if (take > len - done)
+				take = len - done;
+			memcpy(dst + done, (const uint8_t *)iov[vi].iov_base + vo, take);
+			done += take;
+			vo += take;
+			if (vo == iov[vi].iov_len) {
+				vi++;
+				vo = 0;
+			}
+		}
+		sge.addr = (uintptr_t)dst;
+		sge.length = (uint32_t)len;
+		sge.lkey = esock_mr_stag(s->smr);
+		if ((rc = post_send(s, SOCK_WR_SLOT | slot, &sge, 1)) < 0) {
+			s->sfree[s->nsfree++] = slot;
+			if (rc == -ENOMEM && block) { /* send queue full: retry this chunk */
+				if (wait_some(s) == -EBADF)
+					return -EBADF;
+				seek(iov, iovcnt, sent, &vi, &vo);
+				continue;
+			}
+			break;
+		}
+		sent += len;
+		s->stats.tx_msgs++;
+	}
+	s->stats.tx_bytes += sent;
+	if (sent)
+		return (ssize_t)sent;
+	if (s->err || s->eof)
+		return -EPIPE;
+	return -EAGAIN;
+}
+
+ssize_t sock_send(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags)
+{
+	size_t total = 0, chunk;
+	bool block;
+	ssize_t rc;
+
+	for (int i = 0; i < iovcnt; i++)
+		total += iov[i].iov_len;
+	pthread_mutex_lock(&s->lock);
+	if ((rc = usable(s)) < 0)
+		goto out;
+	sock_drain(s);
+	if (s->shut_wr || s->err || s->eof) {
+		rc = -EPIPE;
+		goto out;
+	}
+	if (total == 0)
+		goto out;
+	chunk = s->peer_msg_max ? s->peer_msg_max : 65536;
+	if (s->o.msgmode && total > chunk) {
+		rc = -EMSGSIZE;
+		goto out;
+	}
+	block = !s->nonblock && !(flags & MSG_DONTWAIT);
+	if (block && !s->o.msgmode)
+		rc = send_direct(s, iov, iovcnt, total, chunk);
+	else
+		rc = send_slots(s, iov, iovcnt, total, chunk, block);
+	if (block && !s->o.msgmode && rc > 0)
+		s->stats.tx_msgs += (total + chunk - 1) / chunk;
+out:
+	pthread_mutex_unlock(&s->lock);
+	if (rc == -EPIPE && !(flags & MSG_NOSIGNAL))
+		raise(SIGPIPE);
+	return rc;
+}
+
+/* ---- readiness, shutdown ---- */
+
+unsigned sock_ready(struct esock_sock *s, unsigned events)
+{
+	unsigned r = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->st == SOCK_CONNECTED) {
+		if (s->suspended)
+			sock_resume(s);
+		sock_drain(s);
+		if (s->rcount || s->eof || s->err || s->shut_rd)
+			r |= POLLIN | POLLRDNORM;
+		if (s->eof)
+			r |= POLLRDHUP;
+		if (s->err)
+			r |= POLLERR | POLLHUP;
+		else if (s->eof && s->shut_wr)
+			r |= POLLHUP;
+		if (!s->err && !s->eof && !s->shut_wr && (!s->sbuf || s->nsfree))
+			r |= POLLOUT | POLLWRNORM;
+	} else if (s->st == SOCK_FAILED) {
+		r = POLLERR | POLLHUP | POLLOUT;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return r & (events | POLLERR | POLLHUP);
+}
+
+int sock_shutdown(struct esock_sock *s, int how)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->st != SOCK_CONNECTED) {
+		pthread_mutex_unlock(&s->lock);
+		return s->st == SOCK_LISTENING || s->st == SOCK_MARKED ? -ENOTCONN : 0;
+	}
+	if (how == SHUT_RD || how == SHUT_RDWR)
+		s->shut_rd = true;
+	if ((how == SHUT_WR || how == SHUT_RDWR) && !s->shut_wr) {
+		/*
+		 * iWARP has no half-close: the endpoint sends what is queued, then
+		 * ends the connection (the peer reads EOF after the data).
+		 */
+		s->shut_wr = true;
+		if (s->qp && esock_qp_state(s->qp) == ESOCK_QPS_RTS)
+			rc = esock_qp_disconnect(s->qp);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Readiness of DDPMODE sockets for poll and select.  The kernel's view of
+ * the TCP socket is not the application's: octets the engine has already
+ * read are in the receive pool (the socket looks empty), and a partial FPDU
+ * makes it look readable.  So a connected DDPMODE entry is answered from the
+ * socket layer (sock_ready); to sleep, the call waits on the socket's CQ
+ * eventfd (armed: the engine's next completion kicks it) and on the TCP
+ * socket itself, which it then reads in this thread, as esock_cq_wait does.
+ * Other entries go to the kernel unchanged, in the same poll call.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libesock/ep.h"
+#include "libesock/real.h"
+#include "libesock/sock.h"
+
+#define SMALL 32
+
+static int64_t left_ms(int64_t end)
+{
+	int64_t l = end - ep_now_ms();
+
+	return l < 0 ? 0 : l > 0x7fffffff ? 0x7fffffff : l;
+}
+
+int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
+{
+	struct esock_sock *small_s[SMALL], **ss = small_s;
+	struct pollfd small_k[2 * SMALL], *k = small_k;
+	int64_t end = timeout_ms > 0 ? ep_now_ms() + timeout_ms : 0;
+	nfds_t nddp = 0;
+	int rc = 0;
+
+	if (n > SMALL) {
+		ss = calloc(n, sizeof(*ss));
+		k = calloc(2 * n, sizeof(*k));
+		if (!ss || !k) {
+			free(ss == small_s ? NULL : ss);
+			free(k == small_k ? NULL : k);
+			errno = ENOMEM;
+			return -1;
+		}
+	}
+	for (nfds_t i = 0; i < n; i++) {
+		struct esock_sock *s = fds[i].fd >= 0 ? sock_get(fds[i].fd) : NULL;
+
+		/* A non-blocking connect ends its MPA exchange here, once TCP is up. */
+		if (s && s->st == SOCK_TCP_CONNECTING) {
+			struct pollfd p = { .fd = fds[i].fd, .events = POLLOUT };
+
+			if (REAL(poll)(&p, 1, 0) == 1) {
+				pthread_mutex_lock(&s->lock);
+				if (s->st == SOCK_TCP_CONNECTING)
+					sock_finish_connect(s);
+				pthread_mutex_unlock(&s->lock);
+			}
+		}
+		if (s && s->st != SOCK_CONNECTED && s->st != SOCK_FAILED) {
+			sock_put(s); /* listening, unconnected or connecting: the kernel knows */
+			s = NULL;
+		}
+		ss[i] = s;
+		k[i] = fds[i];
+		k[n + i].fd = -1;
+		k[n + i].events = POLLIN;
+		if (s) {
+			nddp++;
+			k[i].fd = s->cq ? esock_cq_fd(s->cq) : -1;
+			k[i].events = POLLIN;
+		}
+	}
+	for (;;) {
+		int ready = 0, wait;
+
+		for (nfds_t i = 0; i < n; i++)
+			if (ss[i] && (fds[i].revents = (short)sock_ready(ss[i], (unsigned)fds[i].events)))
+				ready++;
+		wait = ready ? 0 : timeout_ms < 0 ? -1 : timeout_ms == 0 ? 0 : (int)left_ms(end);
+		if (!ready)
+			for (nfds_t i = 0; i < n; i++) {
+				struct esock_qp *qp = ss[i] ? ss[i]->qp : NULL;
+
+				k[n + i].fd = -1;
+				if (!qp)
+					continue;
+				if (esock_cq_arm(ss[i]->cq, false))
+					wait = 0; /* completions came meanwhile: look again */
+				if (!ss[i]->suspended && qp->fd >= 0 &&
+				    esock_qp_state(qp) == ESOCK_QPS_RTS && !atomic_load(&qp->rx_paused))
+					k[n + i].fd = qp->fd;
+			}
+		rc = REAL(poll)(k, 2 * n, wait);
+		if (rc < 0)
+			break;
+		rc = ready;
+		for (nfds_t i = 0; i < n; i++) {
+			if (!ss[i]) {
+				fds[i].revents = k[i].revents;
+				rc += k[i].revents != 0;
+			} else if (k[n + i].fd >= 0 && k[n + i].revents) {
+				ep_qp_progress(ss[i]->qp, EP_WANT_RX); /* read it here, not via the engine */
+			}
+		}
+		if (!ready && nddp) {
+			for (nfds_t i = 0; i < n; i++)
+				if (ss[i] && (fds[i].revents = (short)sock_ready(ss[i], (unsigned)fds[i].events)))
+					rc++;
+		}
+		if (rc > 0 || timeout_ms == 0 || (timeout_ms > 0 && left_ms(end) == 0))
+			break;
+	}
+	for (nfds_t i = 0; i < n; i++)
+		if (ss[i])
+			sock_put(ss[i]);
+	if (ss != small_s)
+		free(ss);
+	if (k != small_k)
+		free(k);
+	return rc;
+}
