@@ -80,6 +80,12 @@ static void conn_param(struct esock_sock *s, struct esock_conn_param *p, uint8_t
 	p->timeout_ms = s->o.timeout_ms;
 	p->peer = s->o.peer[0] ? s->o.peer : NULL;
 	p->wait_for_recv = s->o.rdepth > 0;
+	/*
+	 * A responder may not send before the initiator's first FPDU (RFC 5044);
+	 * servers that speak first (SMTP, SSH, a greeting) need that FPDU at
+	 * once: an RFC 6581 RTR, or (connected() below) an empty Send.
+	 */
+	p->p2p = 1;
 }
 
 /* The QP, its CQ and the receive pool, before the MPA exchange. */
@@ -119,16 +125,24 @@ static void ended_setup(struct esock_sock *s, int err)
 	}
 }
 
-static void connected(struct esock_sock *s, int hidden)
+static void connected(struct esock_sock *s, bool initiator)
 {
-	struct esock_conn_info info;
+	struct esock_conn_info info = { 0 };
 
-	(void)hidden;
 	if (esock_qp_conn_info(s->qp, &info) == 0)
 		heard(s, info.private_data, info.private_data_len);
 	if (!s->peer_esock)
 		s->qp->rx_wait = false; /* RDMA rules towards a plain peer */
 	s->st = SOCK_CONNECTED;
+	if (initiator && !info.p2p && s->peer_esock) {
+		/* No RTR negotiated (MPA revision 1): an empty Send unblocks the responder. */
+		struct esock_send_wr wr = { .wr_id = SOCK_WR_DIRECT | 0, .opcode = ESOCK_WR_SEND };
+
+		if (esock_post_send(s->qp, &wr, NULL) == 0) {
+			s->inflight++;
+			s->direct_seq++;
+		}
+	}
 	/* DDP state does not survive exec: the image after it would see MPA octets. */
 	REAL(fcntl)(s->fd, F_SETFD, REAL(fcntl)(s->fd, F_GETFD) | FD_CLOEXEC);
 	log_info("fd %d: DDPMODE connected (peer %s, messages up to %u octets, CRC %s)", s->fd,
@@ -161,7 +175,7 @@ int sock_finish_connect(struct esock_sock *s)
 		REAL(shutdown)(s->fd, SHUT_RDWR);
 		return rc;
 	}
-	connected(s, hidden);
+	connected(s, true);
 	return 0;
 }
 
@@ -260,7 +274,7 @@ static int accept_mpa(struct esock_sock *ls, struct esock_sock *s)
 	p.wait_for_recv = s->peer_esock && s->o.rdepth > 0;
 	if ((rc = esock_accept(req, s->qp, &p)) < 0)
 		return rc;
-	connected(s, hidden);
+	connected(s, false);
 	return 0;
 }
 

@@ -50,3 +50,10 @@ TESTS += tests/integration/check_ep_real
 tests_integration_check_ep_real_SOURCES = tests/integration/check_ep_real.c
 tests_integration_check_ep_real_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_integration_check_ep_real_LDADD = $(EP_TEST_LDADD)
+
+# The extended sockets layer through libc's names (links libesock.so itself).
+check_PROGRAMS += tests/integration/check_sock
+TESTS += tests/integration/check_sock
+tests_integration_check_sock_SOURCES = tests/integration/check_sock.c
+tests_integration_check_sock_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_integration_check_sock_LDADD = libesock.la tests/unit/libtestutil.la $(CHECK_LIBS) -lpthread

@@ -1,0 +1,791 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Extended sockets through the ordinary calls (linked against libesock.so,
+ * whose wrappers overload libc's): DDPMODE by setsockopt, stream and message
+ * semantics, blocking and non-blocking, poll/select readiness, EOF, dup,
+ * close during a blocked read, threads on one descriptor, a pre-fork server,
+ * the extended calls (RDMA Write/Read with event queues), ESOCK_ACCEPT=both,
+ * and pass-through sockets left exactly as libc leaves them.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <esock/esock.h>
+
+#include "tests/unit/testutil.h"
+
+static const int one = 1;
+
+static int ddp_socket(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(setsockopt(fd, SOL_ESOCK, ESOCK_DDPMODE, &one, sizeof(one)), 0);
+	return fd;
+}
+
+/* A listener on 127.0.0.1, port picked by the kernel, DDPMODE when |ddp|. */
+static int listener(bool ddp, struct sockaddr_in *sa)
+{
+	int fd = ddp ? ddp_socket() : socket(AF_INET, SOCK_STREAM, 0);
+	socklen_t len = sizeof(*sa);
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)sa, sizeof(*sa)), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)sa, &len), 0);
+	ck_assert_int_eq(listen(fd, 16), 0);
+	return fd;
+}
+
+static int ddp_connect(const struct sockaddr_in *sa)
+{
+	int fd = ddp_socket();
+
+	ck_assert_int_eq(connect(fd, (const struct sockaddr *)sa, sizeof(*sa)), 0);
+	return fd;
+}
+
+static void read_all(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, (char *)buf + got, len - got);
+
+		ck_assert_msg(n > 0, "read returned %zd (%s) after %zu of %zu", n, strerror(errno), got,
+			      len);
+		got += (size_t)n;
+	}
+}
+
+static void write_all(int fd, const void *buf, size_t len)
+{
+	ck_assert_int_eq(write(fd, buf, len), (ssize_t)len);
+}
+
+/* ---- an echo server thread ---- */
+
+struct echo {
+	int lfd;
+	pthread_t th;
+	size_t total;
+};
+
+static void *echo_main(void *arg)
+{
+	struct echo *e = arg;
+	int c = accept(e->lfd, NULL, NULL);
+	char *buf = malloc(1 << 20);
+	ssize_t n;
+
+	while (c >= 0 && (n = read(c, buf, 1 << 20)) > 0) {
+		e->total += (size_t)n;
+		if (write(c, buf, (size_t)n) != n)
+			break;
+	}
+	free(buf);
+	if (c >= 0)
+		close(c);
+	return NULL;
+}
+
+static void echo_start(struct echo *e, struct sockaddr_in *sa)
+{
+	memset(e, 0, sizeof(*e));
+	e->lfd = listener(true, sa);
+	ck_assert_int_eq(pthread_create(&e->th, NULL, echo_main, e), 0);
+}
+
+static void echo_stop(struct echo *e)
+{
+	pthread_join(e->th, NULL);
+	close(e->lfd);
+}
+
+START_TEST(stream_sizes)
+{
+	static const size_t sizes[] = { 1, 100, 4095, 65536, 65537, 300000, 1 << 20 };
+	struct sockaddr_in sa;
+	struct echo e;
+	uint64_t rng = tu_rng_seed("stream_sizes");
+	char *out = malloc(1 << 20), *in = malloc(1 << 20);
+	int fd, v = 0;
+	socklen_t vl = sizeof(v);
+	struct esock_sock_stats st;
+	socklen_t sl = sizeof(st);
+
+	echo_start(&e, &sa);
+	fd = ddp_connect(&sa);
+	ck_assert_int_eq(getsockopt(fd, SOL_ESOCK, ESOCK_DDPMODE, &v, &vl), 0);
+	ck_assert_int_eq(v, 1);
+	ck_assert_int_eq(write(fd, out, 0), 0);
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		tu_rng_fill(&rng, out, sizes[k]);
+		write_all(fd, out, sizes[k]);
+		memset(in, 0, sizes[k]);
+		read_all(fd, in, sizes[k]);
+		tu_assert_mem(in, out, sizes[k]);
+	}
+	/* writev with more pieces than one Send carries SGEs */
+	{
+		struct iovec pieces[40];
+
+		for (int i = 0; i < 40; i++) {
+			pieces[i].iov_base = out + i * 1000;
+			pieces[i].iov_len = 1000;
+		}
+		ck_assert_int_eq(writev(fd, pieces, 40), 40000);
+		read_all(fd, in, 40000);
+		tu_assert_mem(in, out, 40000);
+	}
+	ck_assert_int_eq(getsockopt(fd, SOL_ESOCK, ESOCK_STATS, &st, &sl), 0);
+	ck_assert_int_eq(st.peer_is_esock, 1);
+	ck_assert_uint_eq(st.peer_msg_max, 65536);
+	ck_assert_uint_ge(st.tx_msgs, 20);
+	close(fd);
+	echo_stop(&e);
+	ck_assert_uint_eq(e.total, 1 + 100 + 4095 + 65536 + 65537 + 300000 + (1 << 20) + 40000);
+	free(out);
+	free(in);
+}
+END_TEST
+
+START_TEST(options_and_api)
+{
+	const struct esock_api *api = NULL;
+	socklen_t len = sizeof(api);
+	struct sockaddr_in sa;
+	struct echo e;
+	int fd, v = 7, udp;
+	socklen_t vl = sizeof(v);
+
+	ck_assert_int_eq(getsockopt(-1, SOL_ESOCK, ESOCK_GET_API, &api, &len), 0);
+	ck_assert_ptr_nonnull(api);
+	ck_assert_uint_eq(api->version, ESOCK_API_VERSION);
+	ck_assert_uint_eq(api->size, sizeof(*api));
+	/* a plain TCP socket: not in DDPMODE; other options need DDPMODE first */
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_eq(getsockopt(fd, SOL_ESOCK, ESOCK_DDPMODE, &v, &vl), 0);
+	ck_assert_int_eq(v, 0);
+	errno = 0;
+	ck_assert_int_eq(setsockopt(fd, SOL_ESOCK, ESOCK_CRC, &one, sizeof(one)), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	close(fd);
+	/* not TCP */
+	udp = socket(AF_INET, SOCK_DGRAM, 0);
+	ck_assert_int_eq(setsockopt(udp, SOL_ESOCK, ESOCK_DDPMODE, &one, sizeof(one)), -1);
+	ck_assert_int_eq(errno, EOPNOTSUPP);
+	close(udp);
+	/* bad values */
+	fd = ddp_socket();
+	v = 3;
+	ck_assert_int_eq(setsockopt(fd, SOL_ESOCK, ESOCK_MPA_REV, &v, sizeof(v)), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(setsockopt(fd, SOL_ESOCK, 999, &v, sizeof(v)), -1);
+	ck_assert_int_eq(errno, ENOPROTOOPT);
+	ck_assert_int_eq(setsockopt(fd, SOL_ESOCK, ESOCK_PRIVDATA, "hello", 5), 0);
+	close(fd);
+	/* after connect: DDPMODE cannot change, options report what was negotiated */
+	echo_start(&e, &sa);
+	fd = ddp_connect(&sa);
+	v = 0;
+	ck_assert_int_eq(setsockopt(fd, SOL_ESOCK, ESOCK_DDPMODE, &v, sizeof(v)), -1);
+	ck_assert_int_eq(errno, EISCONN);
+	ck_assert_int_eq(setsockopt(fd, SOL_ESOCK, ESOCK_CRC, &one, sizeof(one)), -1);
+	ck_assert_int_eq(errno, EISCONN);
+	vl = sizeof(v);
+	ck_assert_int_eq(getsockopt(fd, SOL_ESOCK, ESOCK_CRC, &v, &vl), 0);
+	ck_assert_int_eq(v, 1);
+	ck_assert_int_eq(getsockopt(fd, SOL_ESOCK, ESOCK_MPA_REV, &v, &vl), 0);
+	ck_assert_int_eq(v, 2);
+	ck_assert_ptr_nonnull(api->qp(fd));
+	ck_assert_ptr_null(api->qp(0));
+	close(fd);
+	echo_stop(&e);
+}
+END_TEST
+
+/* ---- non-blocking connect, EAGAIN, readiness, peek, FIONREAD ---- */
+
+struct peer {
+	int lfd, fd;
+	pthread_t th;
+	const char *send;
+	size_t n;
+	int pieces;
+	bool close_after;
+	int delay_ms;
+};
+
+static void *peer_main(void *arg)
+{
+	struct peer *p = arg;
+
+	p->fd = accept(p->lfd, NULL, NULL);
+	if (p->delay_ms)
+		usleep((useconds_t)p->delay_ms * 1000);
+	for (int i = 0; i < p->pieces; i++)
+		if (write(p->fd, p->send, p->n) != (ssize_t)p->n)
+			break;
+	if (p->close_after) {
+		close(p->fd);
+		p->fd = -1;
+	}
+	return NULL;
+}
+
+static void peer_start(struct peer *p, struct sockaddr_in *sa)
+{
+	p->lfd = listener(true, sa);
+	ck_assert_int_eq(pthread_create(&p->th, NULL, peer_main, p), 0);
+}
+
+static void peer_stop(struct peer *p)
+{
+	pthread_join(p->th, NULL);
+	if (p->fd >= 0)
+		close(p->fd);
+	close(p->lfd);
+}
+
+START_TEST(nonblocking)
+{
+	struct peer p = { .send = "0123456789", .n = 10, .pieces = 2, .delay_ms = 200 };
+	struct sockaddr_in sa;
+	struct pollfd pf;
+	char buf[64];
+	int fd, rc, err = -1, avail = 0;
+	socklen_t el = sizeof(err);
+
+	peer_start(&p, &sa);
+	fd = ddp_socket();
+	ck_assert_int_eq(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
+	rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	ck_assert(rc == 0 || errno == EINPROGRESS);
+	pf = (struct pollfd){ .fd = fd, .events = POLLOUT };
+	ck_assert_int_eq(poll(&pf, 1, 5000), 1);
+	ck_assert(pf.revents & POLLOUT);
+	ck_assert_int_eq(getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el), 0);
+	ck_assert_int_eq(err, 0);
+	/* nothing yet: EAGAIN, and poll says not readable */
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	pf = (struct pollfd){ .fd = fd, .events = POLLIN };
+	ck_assert_int_eq(poll(&pf, 1, 0), 0);
+	/* the peer speaks after 200 ms: poll wakes for it */
+	ck_assert_int_eq(poll(&pf, 1, 5000), 1);
+	ck_assert(pf.revents & POLLIN);
+	usleep(50000); /* both messages */
+	ck_assert_int_eq(ioctl(fd, FIONREAD, &avail), 0);
+	ck_assert_int_ge(avail, 10);
+	ck_assert_int_eq(recv(fd, buf, 4, MSG_PEEK), 4);
+	ck_assert_int_eq(memcmp(buf, "0123", 4), 0);
+	ck_assert_int_eq(recv(fd, buf, 4, 0), 4);
+	ck_assert_int_eq(memcmp(buf, "0123", 4), 0);
+	ck_assert_int_eq(recv(fd, buf, sizeof(buf), MSG_WAITALL | MSG_DONTWAIT), 16);
+	ck_assert_int_eq(memcmp(buf, "4567890123456789", 16), 0);
+	ck_assert_int_eq(recv(fd, buf, sizeof(buf), MSG_DONTWAIT), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	/* writable */
+	pf = (struct pollfd){ .fd = fd, .events = POLLOUT };
+	ck_assert_int_eq(poll(&pf, 1, 0), 1);
+	close(fd);
+	peer_stop(&p);
+}
+END_TEST
+
+START_TEST(waitall_and_select)
+{
+	struct peer p = { .send = "abcdefghij", .n = 10, .pieces = 30, .delay_ms = 50 };
+	struct sockaddr_in sa;
+	struct timeval tv = { 5, 0 };
+	fd_set r;
+	char buf[300];
+	int fd;
+
+	peer_start(&p, &sa);
+	fd = ddp_connect(&sa);
+	FD_ZERO(&r);
+	FD_SET(fd, &r);
+	ck_assert_int_eq(select(fd + 1, &r, NULL, NULL, &tv), 1);
+	ck_assert(FD_ISSET(fd, &r));
+	ck_assert_int_eq(recv(fd, buf, sizeof(buf), MSG_WAITALL), 300);
+	for (int i = 0; i < 300; i++)
+		ck_assert_int_eq(buf[i], 'a' + i % 10);
+	/* nothing more: select times out */
+	tv = (struct timeval){ 0, 20000 };
+	FD_ZERO(&r);
+	FD_SET(fd, &r);
+	ck_assert_int_eq(select(fd + 1, &r, NULL, NULL, &tv), 0);
+	close(fd);
+	peer_stop(&p);
+}
+END_TEST
+
+START_TEST(message_mode)
+{
+	struct peer p = { .send = "0123456789abcdefghijklmnopqrstuvwxyz", .n = 36, .pieces = 2 };
+	struct sockaddr_in sa;
+	char buf[64];
+	struct iovec v = { buf, 20 };
+	struct msghdr m = { .msg_iov = &v, .msg_iovlen = 1 };
+	int fd;
+
+	peer_start(&p, &sa);
+	fd = ddp_connect(&sa);
+	ck_assert_int_eq(setsockopt(fd, SOL_ESOCK, ESOCK_MSGMODE, &one, sizeof(one)), 0);
+	ck_assert_int_eq(recvmsg(fd, &m, 0), 20);
+	ck_assert(m.msg_flags & MSG_TRUNC);
+	ck_assert_int_eq(memcmp(buf, "0123456789abcdefghij", 20), 0);
+	/* the rest of that message was dropped: the next read is the next message */
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 36);
+	ck_assert_int_eq(memcmp(buf, p.send, 36), 0);
+	close(fd);
+	peer_stop(&p);
+}
+END_TEST
+
+START_TEST(eof_and_epipe)
+{
+	static char big[100000];
+	struct peer p = { .send = big, .n = sizeof(big), .pieces = 1, .close_after = true };
+	struct sockaddr_in sa;
+	char *buf = malloc(sizeof(big));
+	int fd;
+
+	memset(big, 'x', sizeof(big));
+	peer_start(&p, &sa);
+	fd = ddp_connect(&sa);
+	read_all(fd, buf, sizeof(big));
+	ck_assert_int_eq(read(fd, buf, 10), 0);
+	ck_assert_int_eq(read(fd, buf, 10), 0);
+	ck_assert_int_eq(send(fd, "x", 1, MSG_NOSIGNAL), -1);
+	ck_assert_int_eq(errno, EPIPE);
+	close(fd);
+	peer_stop(&p);
+	free(buf);
+}
+END_TEST
+
+/* ---- descriptors: dup, close during a blocked read ---- */
+
+START_TEST(dup_keeps_connection)
+{
+	struct sockaddr_in sa;
+	struct echo e;
+	char buf[16];
+	int fd, d;
+
+	echo_start(&e, &sa);
+	fd = ddp_connect(&sa);
+	d = dup(fd);
+	ck_assert_int_ge(d, 0);
+	ck_assert_int_eq(close(fd), 0);
+	write_all(d, "ping", 4);
+	read_all(d, buf, 4);
+	ck_assert_int_eq(memcmp(buf, "ping", 4), 0);
+	fd = fcntl(d, F_DUPFD_CLOEXEC, 100);
+	ck_assert_int_ge(fd, 100);
+	close(d);
+	write_all(fd, "pong", 4);
+	read_all(fd, buf, 4);
+	ck_assert_int_eq(memcmp(buf, "pong", 4), 0);
+	close(fd);
+	echo_stop(&e);
+}
+END_TEST
+
+struct blocked {
+	int fd;
+	ssize_t rc;
+	int err;
+};
+
+static void *blocked_reader(void *arg)
+{
+	struct blocked *b = arg;
+	char c;
+
+	b->rc = read(b->fd, &c, 1);
+	b->err = errno;
+	return NULL;
+}
+
+START_TEST(close_during_blocked_read)
+{
+	struct peer p = { .pieces = 0 };
+	struct sockaddr_in sa;
+	struct blocked b;
+	pthread_t th;
+
+	peer_start(&p, &sa);
+	b.fd = ddp_connect(&sa);
+	ck_assert_int_eq(pthread_create(&th, NULL, blocked_reader, &b), 0);
+	usleep(100000);
+	ck_assert_int_eq(close(b.fd), 0);
+	pthread_join(th, NULL); /* Check's timeout fails the test if this hangs */
+	ck_assert(b.rc == 0 || (b.rc == -1 && b.err == EBADF));
+	peer_stop(&p);
+}
+END_TEST
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+START_TEST(eintr)
+{
+	struct peer p = { .pieces = 0 };
+	struct sockaddr_in sa;
+	struct sigaction act = { .sa_handler = on_alarm }; /* no SA_RESTART */
+	char c;
+	int fd;
+
+	peer_start(&p, &sa);
+	fd = ddp_connect(&sa);
+	sigaction(SIGALRM, &act, NULL);
+	ualarm(100000, 0);
+	ck_assert_int_eq(read(fd, &c, 1), -1);
+	ck_assert_int_eq(errno, EINTR);
+	close(fd);
+	peer_stop(&p);
+}
+END_TEST
+
+/* ---- threads ---- */
+
+struct writer {
+	int fd, id;
+};
+
+#define WMSGS 500
+
+static void *writer_main(void *arg)
+{
+	struct writer *w = arg;
+	char msg[16];
+
+	memset(msg, 'A' + w->id, sizeof(msg));
+	for (int i = 0; i < WMSGS; i++)
+		if (write(w->fd, msg, sizeof(msg)) != (ssize_t)sizeof(msg))
+			break;
+	return NULL;
+}
+
+START_TEST(threads_share_fd)
+{
+	struct sockaddr_in sa;
+	struct echo e;
+	struct writer w[4];
+	pthread_t th[4];
+	size_t count[4] = { 0 }, total = 0;
+	char buf[4096];
+	int fd;
+
+	echo_start(&e, &sa);
+	fd = ddp_connect(&sa);
+	for (int i = 0; i < 4; i++) {
+		w[i] = (struct writer){ fd, i };
+		pthread_create(&th[i], NULL, writer_main, &w[i]);
+	}
+	/* Each write is one message of 16 equal octets: the echo keeps them whole. */
+	while (total < 4 * WMSGS * 16) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+
+		ck_assert_int_gt(n, 0);
+		for (ssize_t i = 0; i < n; i++) {
+			ck_assert(buf[i] >= 'A' && buf[i] < 'A' + 4);
+			count[buf[i] - 'A']++;
+		}
+		total += (size_t)n;
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		ck_assert_uint_eq(count[i], WMSGS * 16);
+	}
+	close(fd);
+	echo_stop(&e);
+}
+END_TEST
+
+/* ---- fork: the parent accepts, the child serves ---- */
+
+START_TEST(prefork_server)
+{
+	struct sockaddr_in sa;
+	int lfd = listener(true, &sa), fd, c, status;
+	pid_t pid = -1;
+	char buf[8];
+
+	fd = ddp_socket();
+	ck_assert_int_eq(fcntl(fd, F_SETFL, O_NONBLOCK), 0);
+	ck_assert(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1 && errno == EINPROGRESS);
+	/*
+	 * The MPA Request goes out once a call on the socket sees TCP up: a
+	 * child process does that (poll), while this one accepts.
+	 */
+	if ((pid = fork()) == 0) {
+		/* child: a client that only polls, so that its MPA Request goes out */
+		struct pollfd pf = { .fd = fd, .events = POLLOUT };
+
+		close(lfd);
+		if (poll(&pf, 1, 5000) != 1)
+			_exit(10);
+		if (fcntl(fd, F_SETFL, 0) < 0 || write(fd, "hello", 5) != 5)
+			_exit(11);
+		if (read(fd, buf, 5) != 5 || memcmp(buf, "HELLO", 5) != 0)
+			_exit(12);
+		_exit(0);
+	}
+	close(fd); /* the parent's copy of the client */
+	c = accept(lfd, NULL, NULL);
+	ck_assert_int_ge(c, 0);
+	/* pre-fork server: a child serves the accepted connection */
+	{
+		pid_t srv = fork();
+
+		if (srv == 0) {
+			char in[5];
+
+			if (read(c, in, 5) != 5)
+				_exit(20);
+			for (int i = 0; i < 5; i++)
+				in[i] = (char)(in[i] - 'a' + 'A');
+			_exit(write(c, in, 5) == 5 ? 0 : 21);
+		}
+		close(c); /* must not end the child's connection */
+		ck_assert_int_eq(waitpid(srv, &status, 0), srv);
+		ck_assert_int_eq(WEXITSTATUS(status), 0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+	close(lfd);
+}
+END_TEST
+
+/* ---- the extended calls: RDMA Write and Read through the API ---- */
+
+struct rdma_target {
+	int lfd;
+	pthread_t th;
+	char region[4096];
+};
+
+static void *target_main(void *arg)
+{
+	struct rdma_target *t = arg;
+	const struct esock_api *api;
+	socklen_t len = sizeof(api);
+	int c = accept(t->lfd, NULL, NULL);
+	uint32_t stag = 0;
+	uint64_t adv[2];
+	char done;
+
+	getsockopt(-1, SOL_ESOCK, ESOCK_GET_API, &api, &len);
+	memset(t->region, '.', sizeof(t->region));
+	memcpy(t->region + 2048, "remote data", 11);
+	if (api->reg(c, t->region, sizeof(t->region),
+		     ESOCK_REG_LOCAL_WRITE | ESOCK_REG_REMOTE_WRITE | ESOCK_REG_REMOTE_READ, &stag) < 0)
+		return NULL;
+	adv[0] = (uintptr_t)t->region;
+	adv[1] = stag;
+	write(c, adv, sizeof(adv));
+	/* The target does nothing until the initiator says it is done. */
+	read(c, &done, 1);
+	close(c);
+	return NULL;
+}
+
+START_TEST(api_rdma)
+{
+	struct rdma_target t;
+	struct sockaddr_in sa;
+	const struct esock_api *api;
+	socklen_t len = sizeof(api);
+	struct esock_event ev[4];
+	uint64_t adv[2];
+	char local[64] = "written by RDMA Write", back[64];
+	int fd, eq, got = 0;
+
+	t.lfd = listener(true, &sa);
+	pthread_create(&t.th, NULL, target_main, &t);
+	ck_assert_int_eq(getsockopt(-1, SOL_ESOCK, ESOCK_GET_API, &api, &len), 0);
+	fd = ddp_connect(&sa);
+	read_all(fd, adv, sizeof(adv));
+	eq = api->eq_create(16);
+	ck_assert_int_ge(eq, 0);
+	ck_assert_int_ge(api->eq_fd(eq), 0);
+	/* no queue bound yet */
+	ck_assert_int_eq(api->write(fd, local, 21, adv[0], (uint32_t)adv[1], 1), -ENXIO);
+	ck_assert_int_eq(api->bind_eq(fd, ESOCK_OP_BIT(ESOCK_OP_WRITE) | ESOCK_OP_BIT(ESOCK_OP_READ), eq), 0);
+	ck_assert_int_eq(api->write(fd, local, 21, adv[0] + 100, (uint32_t)adv[1], 1), 0);
+	ck_assert_int_eq(api->read(fd, back, 11, adv[0] + 2048, (uint32_t)adv[1], 2), 0);
+	while (got < 2) {
+		int n = api->eq_poll(eq, ev + got, 4 - got, 5000);
+
+		ck_assert_int_gt(n, 0);
+		got += n;
+	}
+	ck_assert_uint_eq(ev[0].tag, 1);
+	ck_assert_int_eq(ev[0].op, ESOCK_OP_WRITE);
+	ck_assert_int_eq(ev[0].status, 0);
+	ck_assert_uint_eq(ev[1].tag, 2);
+	ck_assert_int_eq(ev[1].op, ESOCK_OP_READ);
+	ck_assert_int_eq(ev[1].status, 0);
+	ck_assert_int_eq(memcmp(back, "remote data", 11), 0);
+	/* read back what the Write placed */
+	ck_assert_int_eq(api->read(fd, back, 21, adv[0] + 100, (uint32_t)adv[1], 3), 0);
+	ck_assert_int_eq(api->eq_poll(eq, ev, 1, 5000), 1);
+	ck_assert_int_eq(ev[0].status, 0);
+	ck_assert_int_eq(memcmp(back, local, 21), 0);
+	/* outside the region: the peer refuses, the event says so */
+	ck_assert_int_eq(api->read(fd, back, 64, adv[0] + 4090, (uint32_t)adv[1], 4), 0);
+	ck_assert_int_eq(api->eq_poll(eq, ev, 1, 5000), 1);
+	ck_assert_int_lt(ev[0].status, 0);
+	/* that ended the connection (a Terminate), as RDMA does; the target's read returns */
+	ck_assert_int_eq(send(fd, "x", 1, MSG_NOSIGNAL), -1);
+	ck_assert_int_eq(errno, EPIPE);
+	{
+		struct esock_sock_error le;
+		socklen_t ll = sizeof(le);
+
+		ck_assert_int_eq(getsockopt(fd, SOL_ESOCK, ESOCK_LAST_ERROR, &le, &ll), 0);
+		ck_assert_int_eq(le.err, ECONNRESET);
+		ck_assert_int_eq(le.term_sent, 0); /* the target sent it */
+		ck_assert(le.reason[0] != 0);
+	}
+	close(fd);
+	pthread_join(t.th, NULL);
+	close(t.lfd);
+	ck_assert_int_eq(api->eq_destroy(eq), 0);
+	ck_assert_int_eq(memcmp(t.region + 100, local, 21), 0);
+}
+END_TEST
+
+/* ---- ESOCK_ACCEPT=both: one DDPMODE port for both kinds of client ---- */
+
+static void *accept_two(void *arg)
+{
+	int lfd = *(int *)arg;
+
+	for (int i = 0; i < 2; i++) {
+		int c = accept(lfd, NULL, NULL);
+		char buf[8];
+
+		if (c < 0)
+			return NULL;
+		if (read(c, buf, 4) == 4) {
+			buf[0] = '!';
+			write(c, buf, 4);
+		}
+		close(c);
+	}
+	return NULL;
+}
+
+START_TEST(accept_both)
+{
+	struct sockaddr_in sa;
+	pthread_t th;
+	char buf[8];
+	int lfd, plain, ddp;
+
+	setenv("ESOCK_ACCEPT", "both", 1);
+	lfd = listener(true, &sa);
+	pthread_create(&th, NULL, accept_two, &lfd);
+	plain = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_eq(connect(plain, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	write_all(plain, "tcp?", 4);
+	read_all(plain, buf, 4);
+	ck_assert_int_eq(memcmp(buf, "!cp?", 4), 0);
+	close(plain);
+	ddp = ddp_connect(&sa);
+	write_all(ddp, "ddp?", 4);
+	read_all(ddp, buf, 4);
+	ck_assert_int_eq(memcmp(buf, "!dp?", 4), 0);
+	close(ddp);
+	pthread_join(th, NULL);
+	close(lfd);
+}
+END_TEST
+
+/* ---- pass-through ---- */
+
+START_TEST(passthrough)
+{
+	int sv[2], rc;
+	char buf[8];
+	struct pollfd pf;
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	errno = 1234;
+	ck_assert_int_eq(write(sv[0], "abc", 3), 3);
+	ck_assert_int_eq(errno, 1234); /* a successful call leaves errno alone */
+	pf = (struct pollfd){ .fd = sv[1], .events = POLLIN };
+	ck_assert_int_eq(poll(&pf, 1, 1000), 1);
+	ck_assert_int_eq(read(sv[1], buf, sizeof(buf)), 3);
+	ck_assert_int_eq(errno, 1234);
+	rc = read(-1, buf, 1);
+	ck_assert_int_eq(rc, -1);
+	ck_assert_int_eq(errno, EBADF);
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("sock");
+	TCase *tc = tcase_create("sock");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, stream_sizes);
+	tcase_add_test(tc, options_and_api);
+	tcase_add_test(tc, nonblocking);
+	tcase_add_test(tc, waitall_and_select);
+	tcase_add_test(tc, message_mode);
+	tcase_add_test(tc, eof_and_epipe);
+	tcase_add_test(tc, dup_keeps_connection);
+	tcase_add_test(tc, close_during_blocked_read);
+	tcase_add_test(tc, eintr);
+	tcase_add_test(tc, threads_share_fd);
+	tcase_add_test(tc, prefork_server);
+	tcase_add_test(tc, api_rdma);
+	tcase_add_test(tc, accept_both);
+	tcase_add_test(tc, passthrough);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
