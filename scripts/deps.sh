@@ -2,13 +2,15 @@
 # SPDX-License-Identifier: MIT
 # Installs the Debian packages esock needs that are not installed yet.
 #   deps.sh build   - to build the library and tools
-#   deps.sh test    - also what the test suite needs (tshark, valgrind, clang)
+#   deps.sh test    - also what the test suite needs (tshark, valgrind, clang,
+#                     and the unmodified programs tests/apps/ runs under esock-run)
 # Needs root (or sudo) only when something is missing.
 set -euo pipefail
 
 build_pkgs=(build-essential autoconf automake libtool autoconf-archive pkg-config
 	libisal-dev check libpcap-dev zlib1g-dev)
-test_pkgs=(tshark valgrind clang libclang-rt-dev)
+test_pkgs=(tshark valgrind clang libclang-rt-dev
+	nginx-light curl redis-server redis-tools iperf3 socat rsync)
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")

@@ -1,0 +1,155 @@
+# SPDX-License-Identifier: MIT
+# Sourced by the tests/apps/ scripts: unmodified Debian programs run under
+# esock-run from the build tree, servers on 127.0.0.1 only, every server
+# stopped by its PID when the script ends.  Exit codes are automake's:
+# 0 pass, 1 fail, 77 skip, 99 hard error.
+set -u
+esock_run=${top_builddir:-.}/tools/esock-run/esock-run
+[ -x "$esock_run" ] || { echo "SKIP: $esock_run not built"; exit 77; }
+command -v timeout >/dev/null 2>&1 || { echo "SKIP: timeout (coreutils) missing"; exit 77; }
+# Every client is bounded, and so is every server (besides being killed).
+# shellcheck disable=SC2034 # used by the scripts that source this file
+limit="timeout 60"
+srv_limit="timeout 300"
+
+# The same lookup esock-run does: the build tree's library (or $ESOCK_LIB).
+esock_lib=${ESOCK_LIB:-$(dirname "$esock_run")/../../.libs/libesock.so}
+[ -f "$esock_lib" ] || { echo "SKIP: $esock_lib not built"; exit 77; }
+# A sanitizer build's libesock.so needs the ASan runtime loaded before
+# everything else; an uninstrumented Debian program refuses that preload.
+if ldd "$esock_lib" 2>/dev/null | grep -q libasan; then
+	echo "SKIP: libesock.so is built with sanitizers; it cannot be preloaded into uninstrumented programs"
+	exit 77
+fi
+
+tmp=$(mktemp -d) || exit 99
+pids=
+cleanup() {
+	for p in $pids; do
+		kill "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' HUP INT TERM
+
+# need PROGRAM...: skip the whole test, naming the program, when one is missing.
+need() {
+	for p in "$@"; do
+		command -v "$p" >/dev/null 2>&1 ||
+			{ echo "SKIP: $p not installed (bash scripts/deps.sh test)"; exit 77; }
+	done
+}
+
+# fail MESSAGE: the message, then the tail of every log in $tmp.
+fail() {
+	echo "FAIL: $*"
+	for f in "$tmp"/*.log "$tmp"/*.err "$tmp"/*.esock; do
+		[ -s "$f" ] && { echo "--- $(basename "$f")"; tail -n 30 "$f"; }
+	done
+	exit 1
+}
+
+# port_used PORT: any TCP socket (listening, connected, TIME_WAIT) on it.
+port_used() {
+	hex=$(printf ':%04X ' "$1")
+	cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '{print $2" "}' | grep -q "$hex"
+}
+
+# free_port: a random port in 20000-59999 that no TCP socket uses now.
+free_port() {
+	i=0
+	while [ $i -lt 50 ]; do
+		p=$(( $(od -An -N2 -tu2 /dev/urandom) % 40000 + 20000 ))
+		port_used "$p" || { echo "$p"; return 0; }
+		i=$((i + 1))
+	done
+	echo "no free port found" >&2
+	exit 99
+}
+
+# start NAME CMD...: CMD in the background, bounded by srv_limit, output in
+# $tmp/NAME.log; its PID is remembered for cleanup and left in $srv_pid.
+start() {
+	log=$tmp/$1.log
+	shift
+	# shellcheck disable=SC2086
+	$srv_limit "$@" >"$log" 2>&1 &
+	srv_pid=$!
+	pids="$pids $srv_pid"
+}
+
+# forget PID: no longer one for cleanup to stop.
+forget() {
+	new=
+	for p in $pids; do [ "$p" = "$1" ] || new="$new $p"; done
+	pids=$new
+}
+
+# stop PID: the server ends (TERM, handed on by timeout) and is reaped.
+stop() {
+	kill "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+	forget "$1"
+}
+
+# wait_listen PORT PID: until something listens on 127.0.0.1:PORT (10 s);
+# fails when PID died first.
+wait_listen() {
+	hex=$(printf '0100007F:%04X' "$1")
+	i=0
+	while [ $i -lt 100 ]; do
+		# State 0A is LISTEN.
+		awk -v a="$hex" '$2 == a && $4 == "0A" { f = 1 } END { exit !f }' /proc/net/tcp && return 0
+		kill -0 "$2" 2>/dev/null || fail "server on port $1 exited before listening"
+		sleep 0.1
+		i=$((i + 1))
+	done
+	fail "nothing listens on 127.0.0.1:$1 after 10 s"
+}
+
+# random_file PATH KIB: KIB KiB of random octets.
+random_file() {
+	head -c "$(($2 * 1024))" /dev/urandom >"$1" || exit 99
+}
+
+# ddp_known_failure: skip a DDPMODE test when the library cannot interpose at
+# all.  Wrappers exported under a version node (connect@@ESOCK_0) do not
+# satisfy a program's versioned reference (connect@GLIBC_2.2.5): the dynamic
+# loader binds it to libc and the preload sees nothing.
+ddp_known_failure() {
+	command -v readelf >/dev/null 2>&1 || return 0
+	if readelf --dyn-syms -W "$esock_lib" | grep -q ' connect@@'; then
+		echo "SKIP: known failure: libesock.so exports connect, read, ... with a symbol version" \
+			"(connect@@ESOCK_0, libesock/libesock.map); programs bind connect@GLIBC_2.2.5 to libc," \
+			"so nothing is interposed and no socket can switch to DDPMODE"
+		exit 77
+	fi
+}
+
+# ddp_engaged LOG...: each esock log (--log=info,FILE) shows a DDPMODE
+# connection, so the test did not pass over plain TCP.
+ddp_engaged() {
+	for l in "$@"; do
+		grep -q 'DDPMODE connected' "$l" 2>/dev/null ||
+			fail "no DDPMODE connection in $(basename "$l"): the wrappers were not reached"
+	done
+}
+
+# wait_exit PID SECONDS: a server that ends by itself (one client) does so.
+wait_exit() {
+	i=0
+	while kill -0 "$1" 2>/dev/null; do
+		[ $i -lt $(($2 * 10)) ] || fail "server $1 did not exit within $2 s"
+		sleep 0.1
+		i=$((i + 1))
+	done
+	forget "$1"
+	wait "$1"
+}
+
+# sum FILE: its sha256, for comparing what arrived with what was sent.
+sum() {
+	sha256sum <"$1" | cut -d' ' -f1
+}

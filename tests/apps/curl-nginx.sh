@@ -1,0 +1,54 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Pass-through: nginx serves files on 127.0.0.1 and curl fetches them, once
+# plainly and once with both under esock-run (no --ddp: nginx waits with epoll,
+# which esock does not interpose yet).  Every copy must equal the original.
+. "$(dirname "$0")/common.sh"
+need nginx curl
+
+mkdir -p "$tmp/www" "$tmp/cache" || exit 99
+random_file "$tmp/www/blob" 3072
+echo "esock app test" >"$tmp/www/small.txt"
+# Run as root, nginx hands requests to workers running as nobody: let them in.
+chmod 755 "$tmp" "$tmp/www"
+chmod 644 "$tmp/www"/*
+
+# run MODE: one server and its fetches, plain (MODE "") or under esock-run.
+run() {
+	wrap=$1
+	port=$(free_port)
+	cat >"$tmp/nginx.conf" <<EOF
+daemon off;
+pid $tmp/nginx.pid;
+error_log $tmp/nginx.err;
+worker_processes 1;
+events { worker_connections 64; }
+http {
+	access_log off;
+	client_body_temp_path $tmp/cache;
+	proxy_temp_path $tmp/cache;
+	fastcgi_temp_path $tmp/cache;
+	uwsgi_temp_path $tmp/cache;
+	scgi_temp_path $tmp/cache;
+	server {
+		listen 127.0.0.1:$port;
+		root $tmp/www;
+	}
+}
+EOF
+	# -e: the error log before the configuration is read (not /var/log).
+	# shellcheck disable=SC2086
+	start nginx $wrap nginx -e "$tmp/nginx.err" -p "$tmp" -c "$tmp/nginx.conf"
+	wait_listen "$port" "$srv_pid"
+	for f in blob small.txt; do
+		# shellcheck disable=SC2086
+		$limit $wrap curl -sS --noproxy '*' -o "$tmp/got" "http://127.0.0.1:$port/$f" \
+			2>"$tmp/curl.err" || fail "${wrap:-plain} curl $f"
+		cmp -s "$tmp/www/$f" "$tmp/got" || fail "${wrap:-plain}: $f differs"
+	done
+	stop "$srv_pid"
+}
+
+run ""
+run "$esock_run"
+echo "curl-nginx: 3 MiB and a small file, plain and under esock-run: identical"

@@ -1,0 +1,30 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# A request/response pattern many programs use: the client sends, half-closes
+# (shutdown(SHUT_WR), socat's default at end of input) and reads the answer
+# to its end.  Plain TCP first, then DDPMODE on both ends.  iWARP has no
+# half-close: today libesock ends the whole connection at SHUT_WR, the echo
+# is cut short and the client reads ECONNRESET, hence XFAIL_TESTS in local.mk.
+. "$(dirname "$0")/common.sh"
+need socat sha256sum
+
+random_file "$tmp/in" 5120
+
+# echo_run NAME WRAP...: a socat PIPE echo server and a client, both run by WRAP.
+echo_run() {
+	name=$1
+	shift
+	port=$(free_port)
+	start "$name-server" "$@" socat -t 10 TCP-LISTEN:"$port",bind=127.0.0.1,reuseaddr PIPE
+	wait_listen "$port" "$srv_pid"
+	$limit "$@" socat -t 10 - TCP:127.0.0.1:"$port" <"$tmp/in" >"$tmp/$name.out" \
+		2>"$tmp/$name-client.err" || fail "$name: client"
+	wait_exit "$srv_pid" 20 || fail "$name: server"
+	[ "$(sum "$tmp/$name.out")" = "$(sum "$tmp/in")" ] ||
+		fail "$name: sha256 differs ($(wc -c <"$tmp/$name.out") of 5242880 octets came back)"
+}
+
+echo_run plain env
+ddp_known_failure
+echo_run ddp "$esock_run" --ddp --log=info,"$tmp/ddp.esock"
+echo "socat half-close: the whole echo came back in DDPMODE"
