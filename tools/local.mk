@@ -46,3 +46,11 @@ tests_fuzz_replay_pcap_reader_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_TARGET='"pcap_rea
 tests_fuzz_replay_pcap_reader_CFLAGS = $(AM_CFLAGS) $(PCAP_CFLAGS)
 tests_fuzz_replay_pcap_reader_LDADD = tools/ddpdump/libddpdump.la
 dist_man_MANS = tools/ddpdump/ddpdump.1
+
+# esock-sockbench: a plain TCP ping-pong/stream program; tools/sockbench.sh
+# runs it plain, preloaded (pass-through) and preloaded in DDPMODE.
+bin_PROGRAMS += tools/esock-sockbench
+tools_esock_sockbench_SOURCES = tools/bench/sockbench.c
+dist_bin_SCRIPTS = tools/sockbench.sh
+TESTS += tools/sockbench-test.sh
+EXTRA_DIST += tools/sockbench-test.sh
