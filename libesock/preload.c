@@ -611,6 +611,54 @@ API int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec
 	return rc;
 }
 
+API int epoll_create1(int flags)
+{
+	int fd = REAL(epoll_create1)(flags);
+
+	if (fd >= 0 && atomic_load_explicit(&sock_count, memory_order_relaxed))
+		sock_epoll_fresh(fd);
+	return fd;
+}
+
+API int epoll_create(int size)
+{
+	int fd = REAL(epoll_create)(size);
+
+	if (fd >= 0 && atomic_load_explicit(&sock_count, memory_order_relaxed))
+		sock_epoll_fresh(fd);
+	return fd;
+}
+
+API int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	struct esock_sock *s = sock_get(fd);
+	long rc;
+
+	if (!s)
+		return REAL(epoll_ctl)(epfd, op, fd, ev);
+	if (s->st == SOCK_LISTENING || s->st == SOCK_PLAIN) { /* the kernel's readiness is right */
+		sock_put(s);
+		return REAL(epoll_ctl)(epfd, op, fd, ev);
+	}
+	rc = sock_epoll_ctl(s, epfd, op, fd, ev);
+	sock_put(s);
+	return (int)ret(rc);
+}
+
+API int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
+{
+	if (!atomic_load_explicit(&sock_epoll_regs, memory_order_relaxed))
+		return REAL(epoll_wait)(epfd, ev, max, timeout);
+	return sock_epoll_wait(epfd, ev, max, timeout, NULL);
+}
+
+API int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *mask)
+{
+	if (!atomic_load_explicit(&sock_epoll_regs, memory_order_relaxed))
+		return REAL(epoll_pwait)(epfd, ev, max, timeout, mask);
+	return sock_epoll_wait(epfd, ev, max, timeout, mask);
+}
+
 /* ---- glibc's fortified entry points (-D_FORTIFY_SOURCE binaries call these) ---- */
 
 extern void __chk_fail(void) __attribute__((noreturn));

@@ -68,6 +68,7 @@ static void resolve(void)
 	*(void **)&r.pselect = need("pselect");
 	*(void **)&r.epoll_pwait = need("epoll_pwait");
 	*(void **)&r.epoll_create1 = need("epoll_create1");
+	*(void **)&r.epoll_create = need("epoll_create");
 	esock_real = r;
 }
 

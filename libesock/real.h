@@ -58,6 +58,7 @@ struct esock_real {
 		       const sigset_t *);
 	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
 	int (*epoll_create1)(int);
+	int (*epoll_create)(int);
 };
 
 extern struct esock_real esock_real;

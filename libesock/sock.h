@@ -25,6 +25,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <signal.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -151,6 +153,14 @@ int sock_resume(struct esock_sock *s);       /* after fork: drive it in this pro
 
 /* sock_ready.c */
 int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms);
+
+/* sock_epoll.c */
+extern atomic_int sock_epoll_regs;           /* DDPMODE entries in epoll sets */
+int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_event *ev);
+int sock_epoll_wait(int epfd, struct epoll_event *out, int max, int timeout_ms,
+		    const sigset_t *mask);
+void sock_epoll_fresh(int epfd);
+void sock_epoll_forget(struct esock_sock *s);
 
 /* sock_api.c */
 const struct esock_api *sock_api(void);

@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/select.h>
 #include <sys/socket.h>
@@ -235,7 +236,7 @@ struct peer {
 	size_t n;
 	int pieces;
 	bool close_after;
-	int delay_ms;
+	int delay_ms, gap_ms;
 };
 
 static void *peer_main(void *arg)
@@ -245,9 +246,12 @@ static void *peer_main(void *arg)
 	p->fd = accept(p->lfd, NULL, NULL);
 	if (p->delay_ms)
 		usleep((useconds_t)p->delay_ms * 1000);
-	for (int i = 0; i < p->pieces; i++)
+	for (int i = 0; i < p->pieces; i++) {
+		if (i && p->gap_ms)
+			usleep((useconds_t)p->gap_ms * 1000);
 		if (write(p->fd, p->send, p->n) != (ssize_t)p->n)
 			break;
+	}
 	if (p->close_after) {
 		close(p->fd);
 		p->fd = -1;
@@ -755,6 +759,114 @@ START_TEST(passthrough)
 }
 END_TEST
 
+/* ---- epoll: level- and edge-triggered, mixed with kernel fds, one-shot ---- */
+
+START_TEST(epoll_level)
+{
+	struct peer p = { .send = "abcdefgh", .n = 8, .pieces = 2, .delay_ms = 100, .gap_ms = 50 };
+	struct sockaddr_in sa;
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0xfeedbeefu }, out[4];
+	char buf[16];
+	int fd, ep = epoll_create1(0);
+
+	peer_start(&p, &sa);
+	fd = ddp_connect(&sa);
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), -1);
+	ck_assert_int_eq(errno, EEXIST);
+	ck_assert_int_eq(epoll_wait(ep, out, 4, 0), 0);
+	ck_assert_int_eq(epoll_wait(ep, out, 4, 5000), 1);
+	ck_assert_uint_eq(out[0].data.u64, 0xfeedbeefu);
+	ck_assert(out[0].events & EPOLLIN);
+	ck_assert_int_eq(read(fd, buf, 3), 3);
+	/* level-triggered: the rest of the message keeps it readable */
+	ck_assert_int_eq(epoll_wait(ep, out, 4, 0), 1);
+	ck_assert_int_eq(read(fd, buf, 5), 5);
+	ck_assert_int_eq(epoll_wait(ep, out, 4, 5000), 1); /* the second message */
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 8);
+	ck_assert_int_eq(epoll_wait(ep, out, 4, 30), 0);
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL), 0);
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL), -1);
+	ck_assert_int_eq(errno, ENOENT);
+	close(ep);
+	close(fd);
+	peer_stop(&p);
+}
+END_TEST
+
+START_TEST(epoll_edge_mixed_oneshot)
+{
+	struct peer p = { .send = "12345678", .n = 8, .pieces = 2, .delay_ms = 100, .gap_ms = 200 };
+	struct sockaddr_in sa;
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u32 = 7 }, out[4];
+	int fd, ep = epoll_create1(EPOLL_CLOEXEC), pp[2];
+	char buf[16];
+
+	ck_assert_int_eq(pipe(pp), 0);
+	peer_start(&p, &sa);
+	fd = ddp_connect(&sa);
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
+	ev = (struct epoll_event){ .events = EPOLLIN, .data.u32 = 9 };
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, pp[0], &ev), 0);
+	ck_assert_int_eq(epoll_wait(ep, out, 4, 5000), 1);
+	ck_assert_uint_eq(out[0].data.u32, 7);
+	/* edge-triggered: not reported again without news, even unread */
+	ck_assert_int_eq(epoll_wait(ep, out, 4, 50), 0);
+	/* a kernel fd in the same set, with its own data */
+	ck_assert_int_eq(write(pp[1], "x", 1), 1);
+	ck_assert_int_eq(epoll_wait(ep, out, 4, 1000), 1);
+	ck_assert_uint_eq(out[0].data.u32, 9);
+	ck_assert_int_eq(read(pp[0], buf, 1), 1);
+	/* the second message is a new edge */
+	ck_assert_int_eq(epoll_wait(ep, out, 4, 5000), 1);
+	ck_assert_uint_eq(out[0].data.u32, 7);
+	ck_assert_int_eq(recv(fd, buf, sizeof(buf), MSG_WAITALL), 16);
+	/* one-shot: reported once, then only after EPOLL_CTL_MOD */
+	ev = (struct epoll_event){ .events = EPOLLOUT | EPOLLONESHOT, .data.u32 = 8 };
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev), 0);
+	ck_assert_int_eq(epoll_wait(ep, out, 4, 1000), 1);
+	ck_assert_uint_eq(out[0].data.u32, 8);
+	ck_assert(out[0].events & EPOLLOUT);
+	ck_assert_int_eq(epoll_wait(ep, out, 4, 30), 0);
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev), 0);
+	ck_assert_int_eq(epoll_wait(ep, out, 4, 1000), 1);
+	close(fd); /* closing drops it from the set */
+	ck_assert_int_eq(epoll_wait(ep, out, 4, 30), 0);
+	close(ep);
+	close(pp[0]);
+	close(pp[1]);
+	peer_stop(&p);
+}
+END_TEST
+
+START_TEST(epoll_nonblocking_connect)
+{
+	struct peer p = { .send = "hi", .n = 2, .pieces = 1, .delay_ms = 50 };
+	struct sockaddr_in sa;
+	struct epoll_event ev = { .events = EPOLLOUT, .data.u32 = 1 }, out[2];
+	int fd, ep = epoll_create1(0), err = -1;
+	socklen_t el = sizeof(err);
+	char buf[4];
+
+	peer_start(&p, &sa);
+	fd = ddp_socket();
+	ck_assert_int_eq(fcntl(fd, F_SETFL, O_NONBLOCK), 0);
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
+	ck_assert(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1 && errno == EINPROGRESS);
+	ck_assert_int_eq(epoll_wait(ep, out, 2, 5000), 1);
+	ck_assert(out[0].events & EPOLLOUT);
+	ck_assert_int_eq(getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el), 0);
+	ck_assert_int_eq(err, 0);
+	ev.events = EPOLLIN;
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev), 0);
+	ck_assert_int_eq(epoll_wait(ep, out, 2, 5000), 1);
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 2);
+	close(ep);
+	close(fd);
+	peer_stop(&p);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sock");
@@ -775,6 +887,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, api_rdma);
 	tcase_add_test(tc, accept_both);
 	tcase_add_test(tc, passthrough);
+	tcase_add_test(tc, epoll_level);
+	tcase_add_test(tc, epoll_edge_mixed_oneshot);
+	tcase_add_test(tc, epoll_nonblocking_connect);
 	suite_add_tcase(s, tc);
 	return s;
 }
