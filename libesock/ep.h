@@ -153,6 +153,12 @@ struct ep_batch {
 	size_t left;                 /* octets not yet written */
 	size_t used;                 /* scratch octets taken */
 	bool ends_msg;               /* the batch holds the message's last FPDU */
+	/*
+	 * Let TCP pack messages into segments (no MSG_EOR): towards a peer that
+	 * accepts FPDUs anywhere in a segment (esock's socket layer), small
+	 * messages then share segments as TCP's own writes do.
+	 */
+	bool pack;
 	uint8_t scratch[16384];
 	uint8_t small[256];          /* a small batch flattened for one write */
 };

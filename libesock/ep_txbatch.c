@@ -95,9 +95,11 @@ int ep_batch_write(struct ep_batch *b, int fd)
 		/*
 		 * MSG_EOR at the end of a message: kernel TCP then starts the next
 		 * message in a new segment instead of appending it to this one's
-		 * tail, so FPDUs keep starting TCP segments (RFC 5044 §4.5 alignment).
+		 * tail, so FPDUs keep starting TCP segments (RFC 5044 §4.5 alignment),
+		 * unless the peer is known to take them packed (ep.h).
 		 */
-		n = REAL(sendmsg)(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT | (b->ends_msg ? MSG_EOR : 0));
+		n = REAL(sendmsg)(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT |
+					   (b->ends_msg && !b->pack ? MSG_EOR : 0));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)

@@ -77,14 +77,49 @@ void sock_put(struct esock_sock *s)
 	atomic_fetch_sub(&s->refs, 1);
 }
 
+/* A default from the environment, within [lo, hi]: unmodified programs cannot setsockopt. */
+static int env_int(const char *name, int def, int lo, int hi)
+{
+	const char *e = getenv(name);
+	char *end;
+	long v;
+
+	if (!e || !*e)
+		return def;
+	v = strtol(e, &end, 0);
+	if (*end || v < lo || v > hi) {
+		log_error("%s=%s out of range [%d, %d]; using %d", name, e, lo, hi, def);
+		return def;
+	}
+	return (int)v;
+}
+
+static struct sock_opts defaults;
+
+static void sock_defaults_env(void)
+{
+	struct sock_opts *o = &defaults;
+
+	o->mpa_rev = env_int("ESOCK_MPA_REV", 2, 1, 2);
+	o->crc = env_int("ESOCK_CRC", 1, 0, 1);
+	o->markers = env_int("ESOCK_MARKERS", 0, 0, 1);
+	o->rdepth = env_int("ESOCK_RCVDEPTH", 64, 0, 4096);
+	o->rsize = env_int("ESOCK_RCVSIZE", 65536, 64, 16 << 20);
+	o->msgmode = env_int("ESOCK_MSGMODE", 0, 0, 1);
+	o->timeout_ms = env_int("ESOCK_MPA_TIMEOUT_MS", 10000, -1, 3600000);
+	if (o->mpa_rev != 2 || !o->crc || o->markers || o->rdepth != 64 || o->rsize != 65536 ||
+	    o->msgmode || o->timeout_ms != 10000)
+		log_info("socket defaults: MPA rev %d, CRC %s, markers %s, receive pool %d x %d, %s mode, "
+			 "MPA timeout %d ms", o->mpa_rev, o->crc ? "on" : "off", o->markers ? "on" : "off",
+			 o->rdepth, o->rsize, o->msgmode ? "message" : "stream", o->timeout_ms);
+}
+
 void sock_defaults(struct sock_opts *o)
 {
-	memset(o, 0, sizeof(*o));
-	o->mpa_rev = 2;
-	o->crc = 1;
-	o->rdepth = 16;
-	o->rsize = 65536;
-	o->timeout_ms = 10000;
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, sock_defaults_env);
+	*o = defaults;
 }
 
 static void atfork_init(void);
@@ -167,10 +202,11 @@ int sock_release_fd(int fd)
 	free(s->rbuf);
 	free(s->rdone);
 	free(s->rlen);
+	free(s->repost);
 	free(s->sbuf);
 	free(s->sfree);
 	s->rbuf = s->sbuf = NULL;
-	s->rdone = s->rlen = s->sfree = NULL;
+	s->rdone = s->rlen = s->sfree = s->repost = NULL;
 	pthread_mutex_unlock(&s->lock);
 	sock_recycle(s);
 	return 0;

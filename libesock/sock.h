@@ -79,6 +79,7 @@ struct esock_sock {
 	uint32_t rhead, rcount;     /* ring of rdone */
 	uint32_t roff;              /* octets of the head message already read */
 	uint64_t rready;            /* octets ready to read */
+	uint32_t *repost, nrepost;  /* consumed buffers waiting to be posted again */
 
 	/* Send slots: sdepth slots of ssize octets for non-blocking writes. */
 	uint8_t *sbuf;

@@ -40,6 +40,45 @@ static int post_rbuf(struct esock_sock *s, uint32_t i)
 	return esock_post_recv(s->qp, &wr, NULL);
 }
 
+/*
+ * Consumed buffers go back in batches of a quarter of the pool (or all of
+ * them once nothing is left to read).  Between two esock peers a full pool
+ * stops the QP reading TCP; reposting one buffer at a time would resume it
+ * for one message at a time: a small read and a TCP window update for every
+ * message (measured: 1000-octet writes at 0.1x TCP on one CPU).
+ */
+static void repost_flush(struct esock_sock *s)
+{
+	struct esock_recv_wr wr[64];
+	struct esock_sge sge[64];
+
+	while (s->nrepost) {
+		uint32_t n = s->nrepost < 64 ? s->nrepost : 64;
+
+		for (uint32_t k = 0; k < n; k++) {
+			uint32_t i = s->repost[s->nrepost - n + k];
+
+			sge[k] = (struct esock_sge){
+				.addr = (uintptr_t)(s->rbuf + (size_t)i * (size_t)s->o.rsize),
+				.length = (uint32_t)s->o.rsize, .lkey = esock_mr_stag(s->rmr) };
+			wr[k] = (struct esock_recv_wr){ .wr_id = SOCK_WR_RECV | i, .sg_list = &sge[k],
+							.num_sge = 1, .next = k + 1 < n ? &wr[k + 1] : NULL };
+		}
+		s->nrepost -= n;
+		if (s->qp)
+			esock_post_recv(s->qp, wr, NULL);
+	}
+}
+
+static void repost(struct esock_sock *s, uint32_t idx, bool now)
+{
+	uint32_t batch = (uint32_t)s->o.rdepth / 4;
+
+	s->repost[s->nrepost++] = idx;
+	if (now || s->nrepost >= (batch ? batch : 1))
+		repost_flush(s);
+}
+
 int sock_pool_setup(struct esock_sock *s)
 {
 	size_t n = (size_t)s->o.rdepth, sz = (size_t)s->o.rsize;
@@ -50,7 +89,8 @@ int sock_pool_setup(struct esock_sock *s)
 	s->rbuf = aligned_alloc(64, (n * sz + 63) & ~(size_t)63);
 	s->rdone = calloc(n, sizeof(*s->rdone));
 	s->rlen = calloc(n, sizeof(*s->rlen));
-	if (!s->rbuf || !s->rdone || !s->rlen)
+	s->repost = calloc(n, sizeof(*s->repost));
+	if (!s->rbuf || !s->rdone || !s->rlen || !s->repost)
 		return -ENOMEM;
 	if ((rc = esock_mr_reg(s->pd, s->rbuf, n * sz, ESOCK_ACCESS_LOCAL_WRITE, 0, &s->rmr)) < 0)
 		return rc;
@@ -128,7 +168,7 @@ static void handle_wc(struct esock_sock *s, const struct esock_wc *wc)
 			break;
 		}
 		if (wc->byte_len == 0 && !s->o.msgmode) { /* nothing to read: reuse it */
-			post_rbuf(s, idx);
+			repost(s, idx, false);
 			break;
 		}
 		s->rdone[(s->rhead + s->rcount) % (uint32_t)s->o.rdepth] = idx;
@@ -271,7 +311,7 @@ static size_t copy_out(struct esock_sock *s, const struct iovec *iov, int iovcnt
 				s->rhead = (s->rhead + 1) % (uint32_t)s->o.rdepth;
 				s->rcount--;
 				s->roff = 0;
-				post_rbuf(s, idx);
+				repost(s, idx, false);
 			} else {
 				q++;
 			}
@@ -318,6 +358,8 @@ ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 				rc = -s->err;
 			break;
 		}
+		/* Nothing left to read: every consumed buffer goes back before we stop. */
+		repost_flush(s);
 		if (!block) {
 			if (!got)
 				rc = -EAGAIN;
@@ -550,6 +592,8 @@ unsigned sock_ready(struct esock_sock *s, unsigned events)
 		if (s->suspended)
 			sock_resume(s);
 		sock_drain(s);
+		if (!s->rcount)
+			repost_flush(s); /* about to sleep: the pool must be open */
 		if (s->rcount || s->eof || s->err || s->shut_rd)
 			r |= POLLIN | POLLRDNORM;
 		if (s->eof)
