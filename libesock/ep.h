@@ -239,6 +239,13 @@ struct esock_qp {
 	uint8_t *stage;             /* received octets not yet fed to MPA */
 	size_t stage_off, stage_len;
 	bool rx_wait;               /* esock_conn_param.wait_for_recv */
+	/*
+	 * A FIN between FPDUs, with no Read outstanding, ends only the receive
+	 * direction (receives are flushed, sends go on): TCP half-close, for
+	 * esock's socket layer towards its own kind.  Else a FIN ends the QP.
+	 */
+	bool half_close;
+	atomic_bool rx_eof;         /* that FIN came */
 	atomic_bool rx_paused;      /* a Send waits for a receive to be posted */
 };
 
@@ -248,6 +255,7 @@ void ep_qp_fail(struct esock_qp *qp, const struct esock_term *t, bool send_term,
 		enum esock_wc_status first_status);
 void ep_qp_complete_sq(struct esock_qp *qp);
 void ep_qp_flush(struct esock_qp *qp);
+void ep_qp_flush_rq(struct esock_qp *qp);
 int ep_qp_start(struct esock_qp *qp, int fd, bool initiator);
 void ep_qp_update_mulpdu(struct esock_qp *qp);
 

@@ -228,7 +228,7 @@ static int sleep_on(struct esock_cq *cq, struct esock_qp **qps, int m, int left)
 
 		/* A QP waiting for a receive buffer reads nothing: do not spin on it. */
 		if (qps[i]->fd >= 0 && (st == ESOCK_QPS_RTS || st == ESOCK_QPS_CLOSING) &&
-		    !atomic_load(&qps[i]->rx_paused)) {
+		    !atomic_load(&qps[i]->rx_paused) && !atomic_load(&qps[i]->rx_eof)) {
 			pfd[nfd].fd = qps[i]->fd;
 			pfd[nfd].events = POLLIN;
 			pfd[nfd++].revents = 0;

@@ -140,6 +140,8 @@ void ep_qp_progress(struct esock_qp *qp, unsigned want)
 		}
 		if (atomic_load(&qp->state) == ESOCK_QPS_ERROR)
 			ep_qp_flush(qp);
+		else if (atomic_load(&qp->rx_eof))
+			ep_qp_flush_rq(qp); /* half-closed: receives posted since end at once */
 		atomic_store(&qp->busy, false);
 	}
 }
@@ -187,6 +189,14 @@ void ep_qp_flush(struct esock_qp *qp)
 		ep_ring_release(&qp->sqr, qp->sq_done);
 	}
 	qp->sq_tx = qp->sq_done;
+	ep_qp_flush_rq(qp);
+	qp->orq_n = 0;
+	qp->irq_n = 0;
+}
+
+/* Every posted receive completes with a flush error (token holder). */
+void ep_qp_flush_rq(struct esock_qp *qp)
+{
 	for (; ep_ring_ready(&qp->rqr, qp->rq_done); qp->rq_done++) {
 		struct esock_wc wc = { .wr_id = EP_RQE(qp, qp->rq_done)->wr_id,
 				       .status = ESOCK_WC_WR_FLUSH_ERR, .opcode = ESOCK_WC_RECV,
@@ -196,8 +206,6 @@ void ep_qp_flush(struct esock_qp *qp)
 		ep_ring_release(&qp->rqr, qp->rq_done);
 	}
 	qp->rq_next = qp->rq_done;
-	qp->orq_n = 0;
-	qp->irq_n = 0;
 }
 
 /*
@@ -337,7 +345,7 @@ ESOCK_EXPORT int esock_post_recv(struct esock_qp *qp, struct esock_recv_wr *wr,
 			break;
 	if (rc < 0 && bad_wr)
 		*bad_wr = wr;
-	if (atomic_load(&qp->state) == ESOCK_QPS_ERROR)
+	if (atomic_load(&qp->state) == ESOCK_QPS_ERROR || atomic_load(&qp->rx_eof))
 		ep_qp_progress(qp, EP_WANT_FLUSH);
 	else if (atomic_load(&qp->rx_paused)) /* a Send was waiting for this buffer */
 		ep_qp_progress(qp, EP_WANT_RX | EP_WANT_DRAIN);

@@ -406,7 +406,8 @@ static bool rx_alive(struct esock_qp *qp)
 {
 	int st = atomic_load(&qp->state);
 
-	return (st == ESOCK_QPS_RTS || st == ESOCK_QPS_CLOSING) && !qp->term_pending;
+	return (st == ESOCK_QPS_RTS || st == ESOCK_QPS_CLOSING) && !qp->term_pending &&
+	       !atomic_load(&qp->rx_eof);
 }
 
 /* Feeds |p| (|len| octets) to MPA; returns octets consumed or -1 after an error. */
@@ -565,6 +566,14 @@ void ep_rx_progress(struct esock_qp *qp, bool drain)
 		n = read_some(qp, &direct, &asked);
 		if (n == -EAGAIN || n == -EWOULDBLOCK)
 			return;
+		if (n == 0 && qp->half_close && !qp->orq_n && qp->stage_off == qp->stage_len &&
+		    esock_mpa_rx_idle(&qp->rx)) {
+			/* The peer half-closed between FPDUs: receiving ends, sending goes on. */
+			log_debug("[qp %u fd %d] the peer half-closed", qp->num, qp->fd);
+			atomic_store(&qp->rx_eof, true);
+			ep_qp_flush_rq(qp);
+			return;
+		}
 		if (n <= 0) {
 			struct esock_term t = { 0 };
 

@@ -92,6 +92,7 @@ struct esock_sock {
 	uint32_t peer_msg_max;      /* largest Send the peer accepts */
 	bool peer_esock;
 	bool eof;                   /* the peer closed: reads return 0 when drained */
+	bool tx_failed;             /* a Send failed: writes return EPIPE */
 	int err;                    /* sticky errno once the connection failed */
 	int waiters;                /* threads in esock_cq_wait on cq */
 	struct esock_sock_error last_error;

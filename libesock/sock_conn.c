@@ -133,8 +133,10 @@ static void connected(struct esock_sock *s, bool initiator)
 		heard(s, info.private_data, info.private_data_len);
 	if (!s->peer_esock)
 		s->qp->rx_wait = false; /* RDMA rules towards a plain peer */
-	else
-		s->qp->batch.pack = true; /* it takes FPDUs packed in segments */
+	else {
+		s->qp->batch.pack = true;  /* it takes FPDUs packed in segments */
+		s->qp->half_close = true;  /* and shutdown(SHUT_WR) as TCP does */
+	}
 	s->st = SOCK_CONNECTED;
 	if (initiator && !info.p2p && s->peer_esock) {
 		/* No RTR negotiated (MPA revision 1): an empty Send unblocks the responder. */

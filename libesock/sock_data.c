@@ -179,16 +179,16 @@ static void handle_wc(struct esock_sock *s, const struct esock_wc *wc)
 		s->stats.rx_bytes += wc->byte_len;
 		break;
 	case SOCK_WR_SLOT:
-		s->sfree[s->nsfree++] = idx;
-		s->inflight--;
-		if (wc->status != ESOCK_WC_SUCCESS)
-			ended(s, wc);
-		break;
 	case SOCK_WR_DIRECT:
-		s->direct_done++;
+		if (kind == SOCK_WR_SLOT)
+			s->sfree[s->nsfree++] = idx;
+		else
+			s->direct_done++;
 		s->inflight--;
-		if (wc->status != ESOCK_WC_SUCCESS)
+		if (wc->status != ESOCK_WC_SUCCESS) {
+			s->tx_failed = true;
 			ended(s, wc);
+		}
 		break;
 	default:
 		sock_api_event(s, wc);
@@ -464,8 +464,8 @@ static ssize_t send_direct(struct esock_sock *s, const struct iovec *iov, int io
 			return -EBADF;
 	if (rc < 0 && !posted)
 		return rc;
-	if (s->err || s->eof)
-		return posted && !s->err ? (ssize_t)posted : -EPIPE;
+	if (s->tx_failed) /* some of it was flushed: the connection is gone */
+		return -EPIPE;
 	s->stats.tx_bytes += posted;
 	return (ssize_t)posted;
 }
@@ -496,7 +496,7 @@ static ssize_t send_slots(struct esock_sock *s, const struct iovec *iov, int iov
 		uint8_t *dst;
 
 		sock_drain(s);
-		if (s->err || s->eof)
+		if (s->err || s->tx_failed)
 			break;
 		if (!s->nsfree) {
 			if (!block)
@@ -539,7 +539,7 @@ static ssize_t send_slots(struct esock_sock *s, const struct iovec *iov, int iov
 	s->stats.tx_bytes += sent;
 	if (sent)
 		return (ssize_t)sent;
-	if (s->err || s->eof)
+	if (s->err || s->tx_failed)
 		return -EPIPE;
 	return -EAGAIN;
 }
@@ -556,7 +556,8 @@ ssize_t sock_send(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 	if ((rc = usable(s)) < 0)
 		goto out;
 	sock_drain(s);
-	if (s->shut_wr || s->err || s->eof) {
+	/* After the peer's FIN we may still send (half-close), unless the QP ended. */
+	if (s->shut_wr || s->err || s->tx_failed || esock_qp_state(s->qp) != ESOCK_QPS_RTS) {
 		rc = -EPIPE;
 		goto out;
 	}
@@ -600,9 +601,11 @@ unsigned sock_ready(struct esock_sock *s, unsigned events)
 			r |= POLLRDHUP;
 		if (s->err)
 			r |= POLLERR | POLLHUP;
-		else if (s->eof && s->shut_wr)
+		else if (s->eof && (s->shut_wr || s->tx_failed || !s->qp ||
+				    esock_qp_state(s->qp) != ESOCK_QPS_RTS))
 			r |= POLLHUP;
-		if (!s->err && !s->eof && !s->shut_wr && (!s->sbuf || s->nsfree))
+		if (!s->err && !s->tx_failed && !s->shut_wr && s->qp &&
+		    esock_qp_state(s->qp) == ESOCK_QPS_RTS && (!s->sbuf || s->nsfree))
 			r |= POLLOUT | POLLWRNORM;
 	} else if (s->st == SOCK_FAILED) {
 		r = POLLERR | POLLHUP | POLLOUT;
@@ -623,13 +626,21 @@ int sock_shutdown(struct esock_sock *s, int how)
 	if (how == SHUT_RD || how == SHUT_RDWR)
 		s->shut_rd = true;
 	if ((how == SHUT_WR || how == SHUT_RDWR) && !s->shut_wr) {
-		/*
-		 * iWARP has no half-close: the endpoint sends what is queued, then
-		 * ends the connection (the peer reads EOF after the data).
-		 */
 		s->shut_wr = true;
-		if (s->qp && esock_qp_state(s->qp) == ESOCK_QPS_RTS)
+		if (s->qp && esock_qp_state(s->qp) == ESOCK_QPS_RTS && s->peer_esock) {
+			/*
+			 * Towards an esock peer, TCP's half-close: what is queued
+			 * leaves, then our FIN; the peer reads EOF and may still send.
+			 */
+			while (s->inflight && !s->err)
+				if (wait_some(s) == -EBADF)
+					break;
+			if (s->qp && REAL(shutdown)(s->qp->fd, SHUT_WR) < 0)
+				rc = -errno;
+		} else if (s->qp && esock_qp_state(s->qp) == ESOCK_QPS_RTS) {
+			/* RDMA has no half-close: send what is queued, then end the connection. */
 			rc = esock_qp_disconnect(s->qp);
+		}
 	}
 	pthread_mutex_unlock(&s->lock);
 	return rc;

@@ -91,7 +91,8 @@ int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 				if (esock_cq_arm(ss[i]->cq, false))
 					wait = 0; /* completions came meanwhile: look again */
 				if (!ss[i]->suspended && qp->fd >= 0 &&
-				    esock_qp_state(qp) == ESOCK_QPS_RTS && !atomic_load(&qp->rx_paused))
+				    esock_qp_state(qp) == ESOCK_QPS_RTS && !atomic_load(&qp->rx_paused) &&
+				    !atomic_load(&qp->rx_eof))
 					k[n + i].fd = qp->fd;
 			}
 		rc = REAL(poll)(k, 2 * n, wait);

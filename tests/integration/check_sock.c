@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -384,11 +385,66 @@ START_TEST(eof_and_epipe)
 	read_all(fd, buf, sizeof(big));
 	ck_assert_int_eq(read(fd, buf, 10), 0);
 	ck_assert_int_eq(read(fd, buf, 10), 0);
-	ck_assert_int_eq(send(fd, "x", 1, MSG_NOSIGNAL), -1);
-	ck_assert_int_eq(errno, EPIPE);
+	/* As on TCP: writing to a closed peer fails once its reset came back. */
+	{
+		int k;
+
+		for (k = 0; k < 100 && send(fd, "x", 1, MSG_NOSIGNAL) == 1; k++)
+			usleep(10000);
+		ck_assert_int_lt(k, 100);
+		ck_assert_int_eq(errno, EPIPE);
+	}
 	close(fd);
 	peer_stop(&p);
 	free(buf);
+}
+END_TEST
+
+/* ---- half-close: shutdown(SHUT_WR) ends one direction only, as on TCP ---- */
+
+static void *halfclose_server(void *arg)
+{
+	int lfd = *(int *)arg, c = accept(lfd, NULL, NULL);
+	char buf[64];
+	size_t got = 0;
+	ssize_t n;
+
+	/* read the request until EOF, then answer with its length */
+	while ((n = read(c, buf + got, sizeof(buf) - got)) > 0)
+		got += (size_t)n;
+	/* (not dprintf: libc's stdio writes through internal calls no wrapper sees) */
+	if (n == 0) {
+		char out[16];
+		int len = snprintf(out, sizeof(out), "got %zu", got);
+
+		write(c, out, (size_t)len);
+	}
+	close(c);
+	return NULL;
+}
+
+START_TEST(half_close)
+{
+	struct sockaddr_in sa;
+	int lfd = listener(true, &sa), fd;
+	pthread_t th;
+	char buf[32] = { 0 };
+	struct pollfd pf;
+
+	pthread_create(&th, NULL, halfclose_server, &lfd);
+	fd = ddp_connect(&sa);
+	write_all(fd, "request", 7);
+	ck_assert_int_eq(shutdown(fd, SHUT_WR), 0);
+	ck_assert_int_eq(send(fd, "x", 1, MSG_NOSIGNAL), -1);
+	ck_assert_int_eq(errno, EPIPE);
+	pf = (struct pollfd){ .fd = fd, .events = POLLIN };
+	ck_assert_int_eq(poll(&pf, 1, 5000), 1);
+	ck_assert_int_eq(recv(fd, buf, sizeof(buf), MSG_WAITALL), 5);
+	ck_assert_str_eq(buf, "got 7");
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 0);
+	close(fd);
+	pthread_join(th, NULL);
+	close(lfd);
 }
 END_TEST
 
@@ -879,6 +935,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, waitall_and_select);
 	tcase_add_test(tc, message_mode);
 	tcase_add_test(tc, eof_and_epipe);
+	tcase_add_test(tc, half_close);
 	tcase_add_test(tc, dup_keeps_connection);
 	tcase_add_test(tc, close_during_blocked_read);
 	tcase_add_test(tc, eintr);
