@@ -364,7 +364,7 @@ API int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 		*len = sizeof(a);
 		return 0;
 	}
-	if (!(s = sock_get(fd))) {
+	if (!(s = level == SOL_ESOCK ? sock_get_any(fd) : sock_get(fd))) {
 		if (level != SOL_ESOCK)
 			return REAL(getsockopt)(fd, level, name, val, len);
 		if (name == ESOCK_DDPMODE && val && len && *len >= (socklen_t)sizeof(int)) {

@@ -65,7 +65,22 @@ struct esock_sock *sock_get(int fd)
 	if (!s)
 		return NULL;
 	atomic_fetch_add(&s->refs, 1);
-	if (esock_fdtab_get(fd) != s) { /* closed meanwhile (the sock may be recycled) */
+	/* closed meanwhile (the sock may be recycled), or fell back to plain TCP */
+	if (esock_fdtab_get(fd) != s || s->st == SOCK_PLAIN) {
+		atomic_fetch_sub(&s->refs, 1);
+		return NULL;
+	}
+	return s;
+}
+
+struct esock_sock *sock_get_any(int fd)
+{
+	struct esock_sock *s = esock_fdtab_get(fd);
+
+	if (!s)
+		return NULL;
+	atomic_fetch_add(&s->refs, 1);
+	if (esock_fdtab_get(fd) != s) {
 		atomic_fetch_sub(&s->refs, 1);
 		return NULL;
 	}

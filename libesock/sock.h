@@ -121,6 +121,7 @@ struct esock_sock {
 
 /* sock.c: lifetime and the table */
 struct esock_sock *sock_get(int fd);        /* a reference, or NULL (pass-through) */
+struct esock_sock *sock_get_any(int fd);    /* the same, fallen-back sockets included */
 void sock_put(struct esock_sock *s);
 struct esock_sock *sock_new(int fd);         /* installed in the table, nfds 1 */
 int sock_close_fd(int fd);                   /* the close wrapper's work */

@@ -153,6 +153,37 @@ static void connected(struct esock_sock *s, bool initiator)
 		 s->peer_esock ? "esock" : "plain RDMA", s->peer_msg_max, info.crc ? "on" : "off");
 }
 
+/* $ESOCK_FALLBACK=tcp: a client whose peer does not speak MPA goes on in plain TCP. */
+static bool fallback_tcp(void)
+{
+	const char *e = getenv("ESOCK_FALLBACK"); /* read when needed: a rare path */
+
+	return e && strcmp(e, "tcp") == 0;
+}
+
+/*
+ * The MPA octets already went over this connection, so the fallback is a
+ * new plain TCP connection to the same peer, put under the application's
+ * descriptor number (dup3 replaces the old socket, flags as they were).
+ */
+static int reconnect_plain(struct esock_sock *s)
+{
+	struct sockaddr_storage peer;
+	socklen_t len = sizeof(peer);
+	int nfd, fdflags = REAL(fcntl)(s->fd, F_GETFD), rc = 0;
+
+	if (REAL(getpeername)(s->fd, (struct sockaddr *)&peer, &len) < 0)
+		return -errno;
+	if ((nfd = REAL(socket)(peer.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return -errno;
+	if (REAL(connect)(nfd, (struct sockaddr *)&peer, len) < 0 ||
+	    (s->nonblock && REAL(fcntl)(nfd, F_SETFL, O_NONBLOCK) < 0) ||
+	    REAL(dup3)(nfd, s->fd, fdflags > 0 && (fdflags & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)
+		rc = -errno;
+	REAL(close)(nfd);
+	return rc;
+}
+
 /* The MPA exchange of the active side, over the TCP connection just made. */
 int sock_finish_connect(struct esock_sock *s)
 {
@@ -175,6 +206,14 @@ int sock_finish_connect(struct esock_sock *s)
 		log_warn("fd %d: MPA exchange failed: %s", s->fd, strerror(-rc));
 		REAL(close)(hidden);
 		ended_setup(s, rc);
+		if (fallback_tcp() && (rc == -ETIMEDOUT || rc == -EPROTO || rc == -ECONNRESET) &&
+		    reconnect_plain(s) == 0) {
+			s->stats.fallbacks++;
+			s->st = SOCK_PLAIN;
+			s->err = 0;
+			log_warn("fd %d: the peer does not speak MPA: plain TCP (ESOCK_FALLBACK=tcp)", s->fd);
+			return 0;
+		}
 		/* The stream carried MPA octets: no plain TCP on it any more. */
 		REAL(shutdown)(s->fd, SHUT_RDWR);
 		return rc;

@@ -791,6 +791,64 @@ START_TEST(accept_both)
 }
 END_TEST
 
+/* ---- a DDPMODE client towards a plain TCP server: clear error, or fallback ---- */
+
+static void *plain_echo(void *arg)
+{
+	int lfd = *(int *)arg;
+
+	for (int i = 0; i < 3; i++) {
+		int c = accept(lfd, NULL, NULL);
+		char buf[256];
+		ssize_t n;
+
+		if (c < 0)
+			return NULL;
+		while ((n = read(c, buf, sizeof(buf))) > 0)
+			if (write(c, buf, (size_t)n) != n)
+				break;
+		close(c);
+	}
+	return NULL;
+}
+
+START_TEST(plain_peer)
+{
+	struct sockaddr_in sa;
+	struct esock_sock_stats st;
+	socklen_t sl = sizeof(st);
+	int lfd = listener(false, &sa), fd, v = 1;
+	socklen_t vl = sizeof(v);
+	pthread_t th;
+	char buf[8];
+
+	pthread_create(&th, NULL, plain_echo, &lfd);
+	/* default: the echoed MPA Request is no Reply: a clear error */
+	fd = ddp_socket();
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), -1);
+	ck_assert_int_eq(errno, EPROTO);
+	close(fd);
+	/* ESOCK_FALLBACK=tcp: the socket goes on in plain TCP, counted */
+	setenv("ESOCK_FALLBACK", "tcp", 1);
+	fd = ddp_socket();
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	write_all(fd, "plain", 5);
+	read_all(fd, buf, 5);
+	ck_assert_int_eq(memcmp(buf, "plain", 5), 0);
+	ck_assert_int_eq(getsockopt(fd, SOL_ESOCK, ESOCK_DDPMODE, &v, &vl), 0);
+	ck_assert_int_eq(v, 0);
+	ck_assert_int_eq(getsockopt(fd, SOL_ESOCK, ESOCK_STATS, &st, &sl), 0);
+	ck_assert_uint_eq(st.fallbacks, 1);
+	close(fd);
+	/* the third connection ends the server thread */
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(fd);
+	pthread_join(th, NULL);
+	close(lfd);
+}
+END_TEST
+
 /* ---- pass-through ---- */
 
 START_TEST(passthrough)
@@ -944,6 +1002,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, api_rdma);
 	tcase_add_test(tc, accept_both);
 	tcase_add_test(tc, passthrough);
+	tcase_add_test(tc, plain_peer);
 	tcase_add_test(tc, epoll_level);
 	tcase_add_test(tc, epoll_edge_mixed_oneshot);
 	tcase_add_test(tc, epoll_nonblocking_connect);
