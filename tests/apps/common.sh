@@ -114,20 +114,6 @@ random_file() {
 	head -c "$(($2 * 1024))" /dev/urandom >"$1" || exit 99
 }
 
-# ddp_known_failure: skip a DDPMODE test when the library cannot interpose at
-# all.  Wrappers exported under a version node (connect@@ESOCK_0) do not
-# satisfy a program's versioned reference (connect@GLIBC_2.2.5): the dynamic
-# loader binds it to libc and the preload sees nothing.
-ddp_known_failure() {
-	command -v readelf >/dev/null 2>&1 || return 0
-	if readelf --dyn-syms -W "$esock_lib" | grep -q ' connect@@'; then
-		echo "SKIP: known failure: libesock.so exports connect, read, ... with a symbol version" \
-			"(connect@@ESOCK_0, libesock/libesock.map); programs bind connect@GLIBC_2.2.5 to libc," \
-			"so nothing is interposed and no socket can switch to DDPMODE"
-		exit 77
-	fi
-}
-
 # ddp_engaged LOG...: each esock log (--log=info,FILE) shows a DDPMODE
 # connection, so the test did not pass over plain TCP.
 ddp_engaged() {
@@ -152,4 +138,23 @@ wait_exit() {
 # sum FILE: its sha256, for comparing what arrived with what was sent.
 sum() {
 	sha256sum <"$1" | cut -d' ' -f1
+}
+
+# wrappers MODE PORT NAME: sets srv and cli, what runs the server and the
+# client: plain (nothing), pass (esock-run) or ddp (esock-run --ddp=PORT,
+# logging to $tmp/NAME-{server,client}.esock, listed in $logs for ddp_engaged).
+# shellcheck disable=SC2034 # srv, cli and logs are for the calling script
+wrappers() {
+	srv=
+	cli=
+	logs=
+	case $1 in
+	pass)
+		srv=$esock_run
+		cli=$esock_run ;;
+	ddp)
+		srv="$esock_run --ddp=$2 --log=info,$tmp/$3-server.esock"
+		cli="$esock_run --ddp=$2 --log=info,$tmp/$3-client.esock"
+		logs="$tmp/$3-server.esock $tmp/$3-client.esock" ;;
+	esac
 }

@@ -1,8 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Pass-through: nginx serves files on 127.0.0.1 and curl fetches them, once
-# plainly and once with both under esock-run (no --ddp: nginx waits with epoll,
-# which esock does not interpose yet).  Every copy must equal the original.
+# nginx serves files on 127.0.0.1 and curl fetches them: plainly, with both
+# under esock-run (pass-through), and with both in DDPMODE (nginx waits with
+# epoll, curl with poll).  Every copy must equal the original.
 . "$(dirname "$0")/common.sh"
 need nginx curl
 
@@ -13,10 +13,11 @@ echo "esock app test" >"$tmp/www/small.txt"
 chmod 755 "$tmp" "$tmp/www"
 chmod 644 "$tmp/www"/*
 
-# run MODE: one server and its fetches, plain (MODE "") or under esock-run.
+# run MODE: one server and its fetches (MODE: see wrappers).
 run() {
-	wrap=$1
+	mode=$1
 	port=$(free_port)
+	wrappers "$mode" "$port" "$mode"
 	cat >"$tmp/nginx.conf" <<EOF
 daemon off;
 pid $tmp/nginx.pid;
@@ -38,17 +39,20 @@ http {
 EOF
 	# -e: the error log before the configuration is read (not /var/log).
 	# shellcheck disable=SC2086
-	start nginx $wrap nginx -e "$tmp/nginx.err" -p "$tmp" -c "$tmp/nginx.conf"
+	start "$mode-nginx" $srv nginx -e "$tmp/nginx.err" -p "$tmp" -c "$tmp/nginx.conf"
 	wait_listen "$port" "$srv_pid"
 	for f in blob small.txt; do
 		# shellcheck disable=SC2086
-		$limit $wrap curl -sS --noproxy '*' -o "$tmp/got" "http://127.0.0.1:$port/$f" \
-			2>"$tmp/curl.err" || fail "${wrap:-plain} curl $f"
-		cmp -s "$tmp/www/$f" "$tmp/got" || fail "${wrap:-plain}: $f differs"
+		$limit $cli curl -sS --noproxy '*' -o "$tmp/got" "http://127.0.0.1:$port/$f" \
+			2>"$tmp/curl.err" || fail "$mode: curl $f"
+		cmp -s "$tmp/www/$f" "$tmp/got" || fail "$mode: $f differs"
 	done
 	stop "$srv_pid"
+	# shellcheck disable=SC2086
+	[ -z "$logs" ] || ddp_engaged $logs
 }
 
-run ""
-run "$esock_run"
-echo "curl-nginx: 3 MiB and a small file, plain and under esock-run: identical"
+run plain
+run pass
+run ddp
+echo "curl-nginx: 3 MiB and a small file, plain, pass-through and DDPMODE: identical"

@@ -22,17 +22,12 @@ json_bytes() {
 	sed -n "/\"$1\":/,/\"bytes\"/s/^[[:space:]]*\"bytes\":[[:space:]]*\([0-9]*\).*/\1/p" "$2" | head -n 1
 }
 
-# run NAME DDP CLIENT-ARGS...: one server, one client; DDP is "" or "ddp".
+# run NAME MODE CLIENT-ARGS...: one server, one client (MODE: see wrappers).
 run() {
-	name=$1 ddp=$2
-	shift 2
+	name=$1
 	port=$(free_port)
-	srv=
-	cli=
-	if [ -n "$ddp" ]; then
-		srv="$esock_run --ddp=$port --log=info,$tmp/$name-server.esock"
-		cli="$esock_run --ddp=$port --log=info,$tmp/$name-client.esock"
-	fi
+	wrappers "$2" "$port" "$name"
+	shift 2
 	# shellcheck disable=SC2086
 	start "$name-server" $srv iperf3 -s -B 127.0.0.1 -p "$port" --one-off
 	wait_listen "$port" "$srv_pid"
@@ -41,12 +36,12 @@ run() {
 		{ tail -n 40 "$tmp/$name.json"; fail "$name: iperf3 client"; }
 	bytes_ok "$tmp/$name.json" || { tail -n 40 "$tmp/$name.json"; fail "$name: byte counts"; }
 	wait_exit "$srv_pid" 10 || fail "$name: iperf3 server"
-	[ -z "$ddp" ] || ddp_engaged "$tmp/$name-server.esock" "$tmp/$name-client.esock"
+	# shellcheck disable=SC2086
+	[ -z "$logs" ] || ddp_engaged $logs
 	echo "$name: sent $(cat "$tmp/sent"), received $(cat "$tmp/received")"
 }
 
-run plain ""
-ddp_known_failure
+run plain plain
 run ddp ddp
 run ddp-reverse ddp -R
 echo "iperf3: 8 MiB each way in DDPMODE (client and server under esock-run): ok"

@@ -8,7 +8,6 @@
 #      does not half-close (shut-none; see socat-halfclose-ddp.sh for that)
 . "$(dirname "$0")/common.sh"
 need socat sha256sum
-ddp_known_failure
 
 random_file "$tmp/in" 5120
 want=$(sum "$tmp/in")
