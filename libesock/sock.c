@@ -177,6 +177,7 @@ struct esock_sock *sock_new(int fd)
 		return NULL;
 	}
 	live_add(s);
+	sock_stat_attach(s);
 	return s;
 }
 
@@ -220,6 +221,7 @@ int sock_release_fd(int fd)
 	free(s->repost);
 	free(s->sbuf);
 	free(s->sfree);
+	sock_stat_detach(s);
 	s->rbuf = s->sbuf = NULL;
 	s->rdone = s->rlen = s->sfree = s->repost = NULL;
 	pthread_mutex_unlock(&s->lock);
@@ -298,6 +300,7 @@ void sock_fork_child(void)
 		}
 	}
 	suspend_all();
+	sock_stat_fork_child(live, nlive);
 	pthread_mutex_unlock(&live_lock);
 }
 

@@ -51,6 +51,7 @@ struct sock_opts {
 
 /* An event queue of the extended API (sock_api.c). */
 struct sock_eq;
+struct esock_stat_slot;
 struct user_op;
 
 struct esock_sock {
@@ -96,7 +97,9 @@ struct esock_sock {
 	int err;                    /* sticky errno once the connection failed */
 	int waiters;                /* threads in esock_cq_wait on cq */
 	struct esock_sock_error last_error;
-	struct esock_sock_stats stats;
+	struct esock_sock_stats *stats; /* in the shared-memory slot, or stats_local */
+	struct esock_sock_stats stats_local;
+	struct esock_stat_slot *slot;   /* sock_stat.c; NULL without shared memory */
 
 	/* Extended API (sock_api.c). */
 	struct sock_eq *eq[5];      /* bound event queue, by enum esock_op */
@@ -164,6 +167,12 @@ int sock_epoll_wait(int epfd, struct epoll_event *out, int max, int timeout_ms,
 		    const sigset_t *mask);
 void sock_epoll_fresh(int epfd);
 void sock_epoll_forget(struct esock_sock *s);
+
+/* sock_stat.c: counters in shared memory for esock-stat */
+void sock_stat_attach(struct esock_sock *s);
+void sock_stat_detach(struct esock_sock *s);
+void sock_stat_describe(struct esock_sock *s);   /* after a state change */
+void sock_stat_fork_child(struct esock_sock **live, size_t n);
 
 /* sock_api.c */
 const struct esock_api *sock_api(void);

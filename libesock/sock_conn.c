@@ -117,6 +117,7 @@ static int make_qp(struct esock_sock *s)
 static void ended_setup(struct esock_sock *s, int err)
 {
 	s->st = SOCK_FAILED;
+	sock_stat_describe(s);
 	s->err = -err;
 	s->last_error.err = -err;
 	if (s->qp) {
@@ -149,6 +150,7 @@ static void connected(struct esock_sock *s, bool initiator)
 	}
 	/* DDP state does not survive exec: the image after it would see MPA octets. */
 	REAL(fcntl)(s->fd, F_SETFD, REAL(fcntl)(s->fd, F_GETFD) | FD_CLOEXEC);
+	sock_stat_describe(s);
 	log_info("fd %d: DDPMODE connected (peer %s, messages up to %u octets, CRC %s)", s->fd,
 		 s->peer_esock ? "esock" : "plain RDMA", s->peer_msg_max, info.crc ? "on" : "off");
 }
@@ -208,9 +210,10 @@ int sock_finish_connect(struct esock_sock *s)
 		ended_setup(s, rc);
 		if (fallback_tcp() && (rc == -ETIMEDOUT || rc == -EPROTO || rc == -ECONNRESET) &&
 		    reconnect_plain(s) == 0) {
-			s->stats.fallbacks++;
+			s->stats->fallbacks++;
 			s->st = SOCK_PLAIN;
 			s->err = 0;
+			sock_stat_describe(s);
 			log_warn("fd %d: the peer does not speak MPA: plain TCP (ESOCK_FALLBACK=tcp)", s->fd);
 			return 0;
 		}
@@ -248,6 +251,7 @@ int sock_listen(struct esock_sock *s, int backlog)
 	if (REAL(listen)(s->fd, backlog) < 0)
 		return -errno;
 	s->st = SOCK_LISTENING;
+	sock_stat_describe(s);
 	return 0;
 }
 
@@ -330,7 +334,7 @@ int sock_accept(struct esock_sock *ls, struct sockaddr *addr, socklen_t *alen, i
 		if (fd < 0)
 			return -errno;
 		if (accept_mode_both() && !looks_like_mpa(fd)) {
-			ls->stats.fallbacks++;
+			ls->stats->fallbacks++;
 			log_info("fd %d: accepted as plain TCP (no MPA Request; ESOCK_ACCEPT=both)", fd);
 			return fd;
 		}

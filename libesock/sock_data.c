@@ -20,6 +20,7 @@
 #include "libesock/ep.h"
 #include "libesock/real.h"
 #include "libesock/sock.h"
+#include "libesock/sock_stat.h"
 #include "util/log.h"
 
 #define WAIT_SLICE_MS 100
@@ -144,7 +145,10 @@ static void ended(struct esock_sock *s, const struct esock_wc *wc)
 		}
 		snprintf(le->reason, sizeof(le->reason), "%s: %s (%s)", esock_term_layer_name(e.term.layer),
 			 esock_term_etype_name(e.term.layer, e.term.etype), e.sent ? "sent" : "received");
-		s->stats.terminates += e.term.valid;
+		s->stats->terminates += e.term.valid;
+		if (s->slot && e.term.valid && e.term.layer == ESOCK_TERM_LAYER_LLP &&
+		    e.term.ecode == ESOCK_TERM_LLP_CRC)
+			s->slot->crc_errors++;
 	} else if (wc->status == ESOCK_WC_WR_FLUSH_ERR) {
 		s->eof = true; /* our own disconnect */
 		return;
@@ -175,8 +179,8 @@ static void handle_wc(struct esock_sock *s, const struct esock_wc *wc)
 		s->rlen[idx] = wc->byte_len;
 		s->rcount++;
 		s->rready += wc->byte_len;
-		s->stats.rx_msgs++;
-		s->stats.rx_bytes += wc->byte_len;
+		s->stats->rx_msgs++;
+		s->stats->rx_bytes += wc->byte_len;
 		break;
 	case SOCK_WR_SLOT:
 	case SOCK_WR_DIRECT:
@@ -466,7 +470,7 @@ static ssize_t send_direct(struct esock_sock *s, const struct iovec *iov, int io
 		return rc;
 	if (s->tx_failed) /* some of it was flushed: the connection is gone */
 		return -EPIPE;
-	s->stats.tx_bytes += posted;
+	s->stats->tx_bytes += posted;
 	return (ssize_t)posted;
 }
 
@@ -534,9 +538,9 @@ static ssize_t send_slots(struct esock_sock *s, const struct iovec *iov, int iov
 			break;
 		}
 		sent += len;
-		s->stats.tx_msgs++;
+		s->stats->tx_msgs++;
 	}
-	s->stats.tx_bytes += sent;
+	s->stats->tx_bytes += sent;
 	if (sent)
 		return (ssize_t)sent;
 	if (s->err || s->tx_failed)
@@ -574,7 +578,7 @@ ssize_t sock_send(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 	else
 		rc = send_slots(s, iov, iovcnt, total, chunk, block);
 	if (block && !s->o.msgmode && rc > 0)
-		s->stats.tx_msgs += (total + chunk - 1) / chunk;
+		s->stats->tx_msgs += (total + chunk - 1) / chunk;
 out:
 	pthread_mutex_unlock(&s->lock);
 	if (rc == -EPIPE && !(flags & MSG_NOSIGNAL))

@@ -136,7 +136,7 @@ static struct ep_entry *find(struct epset *st, int fd)
 /* The rx generation: changes with every message, EOF or error. */
 static uint64_t rx_gen(struct esock_sock *s)
 {
-	return s->stats.rx_msgs + (s->eof ? 1u << 30 : 0) + (s->err ? 1u << 31 : 0);
+	return s->stats->rx_msgs + (s->eof ? 1u << 30 : 0) + (s->err ? 1u << 31 : 0);
 }
 
 int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_event *ev)

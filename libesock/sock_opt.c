@@ -294,9 +294,9 @@ int sock_getopt(struct esock_sock *s, int level, int name, void *val, socklen_t 
 	case ESOCK_LAST_ERROR:
 		return put(val, len, &s->last_error, sizeof(s->last_error));
 	case ESOCK_STATS:
-		s->stats.peer_msg_max = s->peer_msg_max;
-		s->stats.peer_is_esock = s->peer_esock;
-		return put(val, len, &s->stats, sizeof(s->stats));
+		s->stats->peer_msg_max = s->peer_msg_max;
+		s->stats->peer_is_esock = s->peer_esock;
+		return put(val, len, s->stats, sizeof(*s->stats));
 	case ESOCK_QP:
 		return put(val, len, &s->qp, sizeof(s->qp));
 	default:

@@ -54,3 +54,9 @@ tools_esock_sockbench_SOURCES = tools/bench/sockbench.c
 dist_bin_SCRIPTS = tools/sockbench.sh
 TESTS += tools/sockbench-test.sh
 EXTRA_DIST += tools/sockbench-test.sh
+
+# esock-stat: the DDPMODE sockets of running processes (shared-memory counters).
+bin_PROGRAMS += tools/esock-stat
+tools_esock_stat_SOURCES = tools/esock-stat.c libesock/sock_stat.h
+TESTS += tools/esock-stat-test.sh
+EXTRA_DIST += tools/esock-stat-test.sh

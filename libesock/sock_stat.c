@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: MIT */
+/* Per-socket counters in shared memory (see sock_stat.h). */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "libesock/real.h"
+#include "libesock/sock.h"
+#include "libesock/sock_stat.h"
+#include "util/log.h"
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct esock_stat_file *map;
+static pid_t map_pid;
+static bool tried;
+
+static void path_of(pid_t pid, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%s%d", ESOCK_STAT_DIR, ESOCK_STAT_PREFIX, (int)pid);
+}
+
+static void remove_file(void)
+{
+	char p[64];
+
+	if (map && map_pid == getpid()) {
+		path_of(map_pid, p, sizeof(p));
+		unlink(p);
+	}
+}
+
+/* Removes the files of processes that ended without removing theirs (_exit, a crash). */
+static void sweep(void)
+{
+	DIR *d = opendir(ESOCK_STAT_DIR);
+	struct dirent *e;
+	size_t pl = strlen(ESOCK_STAT_PREFIX);
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char *end;
+		long pid;
+
+		if (strncmp(e->d_name, ESOCK_STAT_PREFIX, pl) != 0)
+			continue;
+		pid = strtol(e->d_name + pl, &end, 10);
+		if (*end || pid <= 0 || pid == getpid())
+			continue;
+		if (kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
+			char p[64];
+
+			path_of((pid_t)pid, p, sizeof(p));
+			unlink(p);
+		}
+	}
+	closedir(d);
+}
+
+/* Creates this process's file; NULL (counters stay private) when it cannot. */
+static struct esock_stat_file *create(void)
+{
+	struct esock_stat_file *m;
+	char p[64];
+	int fd;
+
+	sweep();
+	path_of(getpid(), p, sizeof(p));
+	fd = open(p, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		log_debug("no counters in shared memory: %s: %s", p, strerror(errno));
+		return NULL;
+	}
+	if (ftruncate(fd, sizeof(*m)) < 0 ||
+	    (m = mmap(NULL, sizeof(*m), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+		log_debug("no counters in shared memory: %s", strerror(errno));
+		REAL(close)(fd);
+		unlink(p);
+		return NULL;
+	}
+	REAL(close)(fd);
+	m->version = ESOCK_STAT_VERSION;
+	m->nslots = ESOCK_STAT_SLOTS;
+	m->pid = (int32_t)getpid();
+	{
+		FILE *f = fopen("/proc/self/comm", "re");
+
+		if (f) {
+			if (fgets(m->cmd, sizeof(m->cmd), f))
+				m->cmd[strcspn(m->cmd, "\n")] = 0;
+			fclose(f);
+		}
+	}
+	memcpy(m->magic, ESOCK_STAT_MAGIC, sizeof(m->magic)); /* last: the file is complete */
+	return m;
+}
+
+void sock_stat_attach(struct esock_sock *s)
+{
+	s->stats = &s->stats_local;
+	s->slot = NULL;
+	pthread_mutex_lock(&lock);
+	if (!tried) {
+		tried = true;
+		if ((map = create())) {
+			map_pid = getpid();
+			atexit(remove_file);
+		}
+	}
+	if (map)
+		for (uint32_t i = 0; i < map->nslots; i++)
+			if (!map->slot[i].used) {
+				struct esock_stat_slot *sl = &map->slot[i];
+
+				memset(sl, 0, sizeof(*sl));
+				sl->fd = s->fd;
+				snprintf(sl->mode, sizeof(sl->mode), "marked");
+				__atomic_store_n(&sl->used, 1, __ATOMIC_RELEASE);
+				s->slot = sl;
+				s->stats = &sl->c;
+				break;
+			}
+	pthread_mutex_unlock(&lock);
+}
+
+void sock_stat_detach(struct esock_sock *s)
+{
+	if (s->slot)
+		__atomic_store_n(&s->slot->used, 0, __ATOMIC_RELEASE);
+	s->slot = NULL;
+	s->stats = &s->stats_local;
+}
+
+static void addr_str(const struct sockaddr_storage *ss, char *out, size_t len)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	unsigned port = 0;
+
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+
+		inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+		port = ntohs(a->sin_port);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+
+		inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+		port = ntohs(a->sin6_port);
+	}
+	snprintf(out, len, ss->ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", host, port);
+}
+
+void sock_stat_describe(struct esock_sock *s)
+{
+	struct esock_stat_slot *sl = s->slot;
+	struct sockaddr_storage ss;
+	socklen_t len;
+	static const char *const modes[] = {
+		[SOCK_MARKED] = "marked", [SOCK_LISTENING] = "listen", [SOCK_TCP_CONNECTING] = "connect",
+		[SOCK_CONNECTED] = "ddp", [SOCK_PLAIN] = "plain", [SOCK_FAILED] = "failed",
+	};
+
+	if (!sl)
+		return;
+	snprintf(sl->mode, sizeof(sl->mode), "%s", modes[s->st]);
+	snprintf(sl->peer, sizeof(sl->peer), "%s",
+		 s->st != SOCK_CONNECTED ? "-" : s->peer_esock ? "esock" : s->o.peer[0] ? s->o.peer : "rdma");
+	len = sizeof(ss);
+	if (REAL(getsockname)(s->fd, (struct sockaddr *)&ss, &len) == 0)
+		addr_str(&ss, sl->local, sizeof(sl->local));
+	len = sizeof(ss);
+	if (REAL(getpeername)(s->fd, (struct sockaddr *)&ss, &len) == 0)
+		addr_str(&ss, sl->remote, sizeof(sl->remote));
+	sl->c.peer_msg_max = s->peer_msg_max;
+	sl->c.peer_is_esock = s->peer_esock;
+}
+
+/*
+ * A forked child must not count into its parent's file: it gets its own,
+ * a copy of the parent's, and its sockets point into the copy.
+ */
+void sock_stat_fork_child(struct esock_sock **live, size_t n)
+{
+	struct esock_stat_file *old = map, *m;
+
+	if (!old)
+		return;
+	map = NULL;
+	tried = true;
+	if (!(m = create())) {
+		for (size_t i = 0; i < n; i++)
+			if (live[i]->slot) {
+				live[i]->stats_local = live[i]->slot->c;
+				live[i]->slot = NULL;
+				live[i]->stats = &live[i]->stats_local;
+			}
+		munmap(old, sizeof(*old));
+		return;
+	}
+	memcpy(m->slot, old->slot, sizeof(m->slot));
+	for (size_t i = 0; i < n; i++)
+		if (live[i]->slot) {
+			live[i]->slot = m->slot + (live[i]->slot - old->slot);
+			live[i]->stats = &live[i]->slot->c;
+		}
+	munmap(old, sizeof(*old));
+	map = m;
+	map_pid = getpid(); /* the parent's atexit handler removes this file */
+}
