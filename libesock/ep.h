@@ -75,6 +75,7 @@ struct esock_cq {
 };
 
 void ep_cq_push(struct esock_cq *cq, const struct esock_wc *wc, bool solicited);
+void ep_cq_kick(struct esock_cq *cq);
 int ep_cq_bind(struct esock_cq *cq, struct esock_qp *qp);
 void ep_cq_unbind(struct esock_cq *cq, struct esock_qp *qp);
 

@@ -124,6 +124,21 @@ void ep_cq_push(struct esock_cq *cq, const struct esock_wc *wc, bool solicited)
 		kick_fd(cq->efd);
 }
 
+/*
+ * A QP changed state without a completion to show for it (it failed or was
+ * half-closed with no receive posted): wake whoever waits on the CQ anyway,
+ * so that they look at the QP.
+ */
+void ep_cq_kick(struct esock_cq *cq)
+{
+	int armed = atomic_load(&cq->armed);
+
+	atomic_thread_fence(memory_order_seq_cst);
+	if ((armed && atomic_compare_exchange_strong(&cq->armed, &armed, 0)) ||
+	    atomic_load(&cq->sleepers))
+		kick_fd(cq->efd);
+}
+
 ESOCK_EXPORT int esock_cq_poll(struct esock_cq *cq, int n, struct esock_wc *wc)
 {
 	uint32_t pos;

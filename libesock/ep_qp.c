@@ -241,6 +241,9 @@ void ep_qp_fail(struct esock_qp *qp, const struct esock_term *t, bool send_term,
 		REAL(shutdown)(qp->fd, SHUT_RDWR);
 	ep_engine_del(qp);
 	ep_qp_flush(qp);
+	ep_cq_kick(qp->rcq);
+	if (qp->scq != qp->rcq)
+		ep_cq_kick(qp->scq);
 }
 
 /* ---- posting ---- */

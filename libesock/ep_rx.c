@@ -572,6 +572,7 @@ void ep_rx_progress(struct esock_qp *qp, bool drain)
 			log_debug("[qp %u fd %d] the peer half-closed", qp->num, qp->fd);
 			atomic_store(&qp->rx_eof, true);
 			ep_qp_flush_rq(qp);
+			ep_cq_kick(qp->rcq);
 			return;
 		}
 		if (n <= 0) {

@@ -209,6 +209,20 @@ void sock_drain(struct esock_sock *s)
 	while ((n = esock_cq_poll(s->cq, 32, wc)) > 0)
 		for (int i = 0; i < n; i++)
 			handle_wc(s, &wc[i]);
+	/*
+	 * The QP may end with no receive posted (all consumed, waiting to be
+	 * reposted): no flush completion then tells us.  Its data completions
+	 * all came before the state changed, so the end can be taken now.
+	 */
+	if (!s->eof && !s->err && s->qp &&
+	    (esock_qp_state(s->qp) == ESOCK_QPS_ERROR || atomic_load(&s->qp->rx_eof))) {
+		struct esock_wc end = { .status = ESOCK_WC_WR_FLUSH_ERR };
+
+		while ((n = esock_cq_poll(s->cq, 32, wc)) > 0) /* what came before the change */
+			for (int i = 0; i < n; i++)
+				handle_wc(s, &wc[i]);
+		ended(s, &end);
+	}
 	if (n == -EOVERFLOW && !s->err) {
 		s->err = EIO;
 		log_error("fd %d: completion queue overflow", s->fd);
