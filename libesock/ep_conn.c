@@ -144,7 +144,12 @@ static int make_policy(const struct esock_conn_param *p, const struct ep_profile
 	pol->crc = p->crc ? p->crc > 0 : prof->crc;
 	pol->markers_rx = p->markers;
 	pol->markers_tx = true; /* we always accept (and so send) markers */
-	pol->p2p = p->p2p ? p->p2p > 0 : prof->p2p;
+	/*
+	 * A profile's p2p says whether we ask for an RTR; as the responder we
+	 * accept one by default (RFC 6581: A is echoed; siw does the same), and
+	 * refuse only when told to (p2p = -1).
+	 */
+	pol->p2p = p->p2p ? p->p2p > 0 : initiator ? prof->p2p : prof->rtr_accept != 0;
 	pol->rtr = initiator ? prof->rtr_offer : prof->rtr_accept;
 	pol->ird = p->ird ? p->ird : EP_IRD_DEFAULT;
 	pol->ord = p->ord ? p->ord : EP_ORD_DEFAULT;

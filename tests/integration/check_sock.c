@@ -1015,6 +1015,13 @@ int main(void)
 	SRunner *sr = srunner_create(suite());
 	int failed;
 
+	/*
+	 * Each test in its own process, whatever CK_FORK says: the library reads
+	 * some settings once per process (ESOCK_ACCEPT), tests set environment
+	 * variables and signal handlers, and the fork tests need a clean start.
+	 */
+	srunner_set_fork_status(sr, CK_FORK);
+	signal(SIGPIPE, SIG_IGN); /* writes to a closed peer must report EPIPE, not kill */
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -11,3 +11,11 @@ check-interop: all tests/ddpdump/check_ddpdump$(EXEEXT)
 	if test $$rc -eq 0; then echo "check-interop: PASS"; else echo "check-interop: FAIL"; fi; \
 	exit $$rc
 .PHONY: check-interop
+
+# sock-rping: rping's client through DDPMODE sockets and the extended calls (run
+# against rping -s on siw by run-interop.sh, against iwping -s by sock-rping-test.sh).
+noinst_PROGRAMS += tests/interop/sock-rping
+tests_interop_sock_rping_SOURCES = tests/interop/sock_rping.c
+tests_interop_sock_rping_LDADD = libesock.la
+TESTS += tests/interop/sock-rping-test.sh
+EXTRA_DIST += tests/interop/sock-rping-test.sh

@@ -1,0 +1,34 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# A DDPMODE socket towards a plain RDMA peer, on loopback: sock-rping (rping's
+# client through sockets and the extended calls) against iwping -s (the
+# endpoint API, no socket layer), sizes 23 to 65535 (rping's range), CRC on and off, every
+# ping validated on both sides.  The same client meets rping -s on kernel siw
+# in the interop stage.
+set -u
+b=${top_builddir:-.}
+cli=$b/tests/interop/sock-rping srv=$b/tools/iwping/iwping
+log=$(mktemp) || exit 1
+pid=
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -f "$log" "$log.srv"' EXIT
+pass=0 fail=0
+port=$((20000 + $$ % 20000))
+for crc in --crc --no-crc; do
+	for size in 23 64 4096 65535; do
+		port=$((port + 1))
+		timeout 60 "$srv" -s -a 127.0.0.1 -p "$port" -S "$size" -V -v >"$log.srv" 2>&1 &
+		pid=$!
+		sleep 0.3
+		if timeout 60 "$cli" -c -a 127.0.0.1 -p "$port" -S "$size" -C 5 -V -v "$crc" >"$log" 2>&1 &&
+		   [ "$(grep -c '^ping data' "$log")" -eq 5 ] && wait "$pid" &&
+		   [ "$(grep -c '^server ping data' "$log.srv")" -eq 5 ]; then
+			pass=$((pass + 1))
+		else
+			fail=$((fail + 1))
+			echo "FAIL: sock-rping $crc -S $size against iwping -s"; cat "$log" "$log.srv"
+		fi
+		kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
+	done
+done
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
