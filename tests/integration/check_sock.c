@@ -25,6 +25,7 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/select.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -981,6 +982,153 @@ START_TEST(epoll_nonblocking_connect)
 }
 END_TEST
 
+/* ---- the rest of the call family on a DDPMODE socket ---- */
+
+ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen);
+ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags);
+
+START_TEST(call_family)
+{
+	struct sockaddr_in sa, from;
+	socklen_t fl = sizeof(from);
+	struct echo e;
+	char buf[64], tmpl[] = "/tmp/esock-sendfile-XXXXXX";
+	struct iovec v[2] = { { buf, 3 }, { buf + 3, 5 } };
+	struct msghdr m = { .msg_iov = v, .msg_iovlen = 2 };
+	int fd, d, nb = 1, tf = mkstemp(tmpl), avail;
+	off_t off = 2;
+	struct pollfd pf;
+	struct timespec ts = { 5, 0 };
+	fd_set r;
+
+	ck_assert_int_ge(tf, 0);
+	ck_assert_int_eq(write(tf, "0123456789", 10), 10);
+	echo_start(&e, &sa);
+	fd = ddp_connect(&sa);
+	/* sendto/recvfrom: the address is ignored / the peer's */
+	ck_assert_int_eq(sendto(fd, "hello", 5, 0, (struct sockaddr *)&sa, sizeof(sa)), 5);
+	ck_assert_int_eq(recvfrom(fd, buf, 5, MSG_WAITALL, (struct sockaddr *)&from, &fl), 5);
+	ck_assert_int_eq(memcmp(buf, "hello", 5), 0);
+	ck_assert_uint_eq(from.sin_port, sa.sin_port);
+	/* sendmsg/recvmsg with two pieces; readv */
+	ck_assert_int_eq(sendmsg(fd, &(struct msghdr){ .msg_iov = (struct iovec[]){ { "abc", 3 }, { "defgh", 5 } },
+						 .msg_iovlen = 2 }, 0), 8);
+	ck_assert_int_eq(recvmsg(fd, &m, MSG_WAITALL), 8);
+	ck_assert_int_eq(memcmp(buf, "abcdefgh", 8), 0);
+	write_all(fd, "xyz", 3);
+	ck_assert_int_eq(readv(fd, (struct iovec[]){ { buf, 1 }, { buf + 1, 2 } }, 2), 3);
+	ck_assert_int_eq(memcmp(buf, "xyz", 3), 0);
+	/* sendfile from an offset */
+	ck_assert_int_eq(sendfile(fd, tf, &off, 6), 6);
+	ck_assert_int_eq(off, 8);
+	read_all(fd, buf, 6);
+	ck_assert_int_eq(memcmp(buf, "234567", 6), 0);
+	/* ioctl FIONBIO, then EAGAIN; FIONREAD */
+	ck_assert_int_eq(ioctl(fd, FIONBIO, &nb), 0);
+	ck_assert_int_eq(recv(fd, buf, 1, 0), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	write_all(fd, "q", 1);
+	pf = (struct pollfd){ .fd = fd, .events = POLLIN };
+	ck_assert_int_eq(ppoll(&pf, 1, &ts, NULL), 1);
+	ck_assert_int_eq(ioctl(fd, FIONREAD, &avail), 0);
+	ck_assert_int_eq(avail, 1);
+	ck_assert_int_eq(__read_chk(fd, buf, 1, sizeof(buf)), 1);
+	nb = 0;
+	ck_assert_int_eq(ioctl(fd, FIONBIO, &nb), 0);
+	/* dup2 and dup3 onto other numbers: the copies are the same connection */
+	d = dup2(fd, 77);
+	ck_assert_int_eq(d, 77);
+	write_all(d, "r", 1);
+	ck_assert_int_eq(__recv_chk(fd, buf, 1, sizeof(buf), 0), 1);
+	ck_assert_int_eq(dup3(fd, 78, O_CLOEXEC), 78);
+	close(77);
+	write_all(78, "s", 1);
+	FD_ZERO(&r);
+	FD_SET(fd, &r);
+	ck_assert_int_eq(pselect(fd + 1, &r, NULL, NULL, &ts, NULL), 1);
+	ck_assert_int_eq(read(78, buf, 1), 1);
+	ck_assert_int_eq(buf[0], 's');
+	/* dup2 over a DDPMODE number closes that socket first */
+	ck_assert_int_eq(dup2(tf, 78), 78);
+	ck_assert_int_eq(lseek(78, 0, SEEK_SET), 0);
+	ck_assert_int_eq(read(78, buf, 2), 2); /* a plain file again, through libc */
+	ck_assert_int_eq(memcmp(buf, "01", 2), 0);
+	close(78);
+	close(fd);
+	echo_stop(&e);
+	close(tf);
+	unlink(tmpl);
+}
+END_TEST
+
+/* ---- threads, each on its own connection ---- */
+
+static void *own_connection(void *arg)
+{
+	const struct sockaddr_in *sa = arg;
+	char out[4096], in[4096];
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	intptr_t bad = 1;
+
+	if (setsockopt(fd, SOL_ESOCK, ESOCK_DDPMODE, &one, sizeof(one)) < 0 ||
+	    connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0)
+		return (void *)bad;
+	memset(out, (int)(uintptr_t)pthread_self() & 0x7f, sizeof(out));
+	for (int i = 0; i < 200; i++) {
+		size_t got = 0;
+
+		if (write(fd, out, sizeof(out)) != (ssize_t)sizeof(out))
+			return (void *)bad;
+		while (got < sizeof(in)) {
+			ssize_t n = read(fd, in + got, sizeof(in) - got);
+
+			if (n <= 0)
+				return (void *)bad;
+			got += (size_t)n;
+		}
+		if (memcmp(in, out, sizeof(in)) != 0)
+			return (void *)bad;
+	}
+	close(fd);
+	return NULL;
+}
+
+static void *echo_many(void *arg)
+{
+	int lfd = *(int *)arg;
+	pthread_t th[4];
+	struct echo e[4];
+
+	for (int i = 0; i < 4; i++) {
+		memset(&e[i], 0, sizeof(e[i]));
+		e[i].lfd = lfd;
+		pthread_create(&th[i], NULL, echo_main, &e[i]); /* each accepts one and echoes it */
+	}
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	return NULL;
+}
+
+START_TEST(threads_own_fds)
+{
+	struct sockaddr_in sa;
+	int lfd = listener(true, &sa);
+	pthread_t srv, th[4];
+
+	pthread_create(&srv, NULL, echo_many, &lfd);
+	for (int i = 0; i < 4; i++)
+		pthread_create(&th[i], NULL, own_connection, &sa);
+	for (int i = 0; i < 4; i++) {
+		void *rc;
+
+		pthread_join(th[i], &rc);
+		ck_assert_ptr_null(rc);
+	}
+	pthread_join(srv, NULL);
+	close(lfd);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sock");
@@ -1003,6 +1151,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, accept_both);
 	tcase_add_test(tc, passthrough);
 	tcase_add_test(tc, plain_peer);
+	tcase_add_test(tc, call_family);
+	tcase_add_test(tc, threads_own_fds);
 	tcase_add_test(tc, epoll_level);
 	tcase_add_test(tc, epoll_edge_mixed_oneshot);
 	tcase_add_test(tc, epoll_nonblocking_connect);

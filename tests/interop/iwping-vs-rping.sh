@@ -18,7 +18,8 @@
 # with tshark on every FPDU of the captures (tests/ddpdump/check_ddpdump).
 #   iwping-vs-rping.sh BUILD_DIR [OUTDIR]
 # IWPING (default BUILD_DIR/tools/iwping/iwping) picks another binary; IWPING_SIZES and
-# IWPING_COUNT change the sizes (default 23 64 1500 4096 65535) and pings (5).  Exits 77 (skip)
+# IWPING_COUNT change the sizes (default 23 64 1500 4096 65535) and pings (5);
+# IWPING_ROLES="s" keeps only the cases where the guest serves (our binary is the client).  Exits 77 (skip)
 # with a reason when it cannot run here (no iwping, not root, no tun device, no netns,
 # rig not prepared); 1 when a case fails.
 set -uo pipefail
@@ -40,7 +41,9 @@ skip() { say "SKIP: iwping vs rping: $*"; exit 77; }
 # NAME GUEST_ROLE SIW SIZE COUNT PORT | IWPING_CRC_OPTION REQ_C REP_C FPDU_CRC
 cases=()
 port=7200
+ROLES=${IWPING_ROLES:-s c}
 add() { # name guest-role siw size crc-option req-c rep-c fpdu-crc
+	case " $ROLES " in *" $2 "*) ;; *) return ;; esac
 	cases+=("$1 $2 $3 $4 $COUNT $port $5 $6 $7 $8")
 	port=$((port + 1))
 }

@@ -46,9 +46,15 @@ ESOCK_CAPTURES="${captures# }" ESOCK_REQUIRE_TSHARK=1 srcdir="$top" top_builddir
 )
 failed=$?
 echo "interop: rping and perftest captures: $((SECONDS - t0)) s, $([ $failed -eq 0 ] && echo ok || echo FAILED)"
-for part in iwping-vs-rping perftest-anchor; do
+for part in iwping-vs-rping sock-vs-rping perftest-anchor; do
 	t0=$SECONDS
-	bash "$top/tests/interop/$part.sh" "$build"
+	if [ "$part" = sock-vs-rping ]; then
+		# A DDPMODE socket (libesock's socket layer and extended calls) as rping's client.
+		IWPING=$build/tests/interop/sock-rping IWPING_ROLES=s IWPING_SIZES="23 4096 65535" \
+			bash "$top/tests/interop/iwping-vs-rping.sh" "$build" "$out/sock"
+	else
+		bash "$top/tests/interop/$part.sh" "$build"
+	fi
 	rc=$?
 	case $rc in
 	0) echo "interop: $part: $((SECONDS - t0)) s, ok" ;;
