@@ -1129,6 +1129,87 @@ START_TEST(threads_own_fds)
 }
 END_TEST
 
+/* Every wrapper on sockets not in DDPMODE: libc's behaviour, errno included. */
+START_TEST(passthrough_family)
+{
+	struct sockaddr_in sa, peer;
+	socklen_t pl = sizeof(peer);
+	int lfd = listener(false, &sa), c, s, u1, u2, d, ep, avail = 0, fl;
+	char buf[32];
+	struct pollfd pf;
+	struct timespec ts = { 1, 0 };
+	struct timeval tv = { 1, 0 };
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 5 }, out[2];
+	fd_set r;
+
+	c = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_eq(connect(c, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	s = accept4(lfd, (struct sockaddr *)&peer, &pl, SOCK_CLOEXEC);
+	ck_assert_int_ge(s, 0);
+	ck_assert_int_eq(writev(c, (struct iovec[]){ { "ab", 2 }, { "cd", 2 } }, 2), 4);
+	ck_assert_int_eq(readv(s, (struct iovec[]){ { buf, 4 } }, 1), 4);
+	ck_assert_int_eq(send(c, "e", 1, 0), 1);
+	ck_assert_int_eq(recv(s, buf, 1, MSG_PEEK), 1);
+	ck_assert_int_eq(ioctl(s, FIONREAD, &avail), 0);
+	ck_assert_int_eq(avail, 1);
+	ck_assert_int_eq(recv(s, buf, 1, 0), 1);
+	/* descriptor control */
+	fl = fcntl(s, F_GETFL);
+	ck_assert_int_eq(fcntl(s, F_SETFL, fl | O_NONBLOCK), 0);
+	ck_assert_int_eq(read(s, buf, 1), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	d = dup(s);
+	ck_assert_int_eq(dup2(d, 90), 90);
+	ck_assert_int_eq(dup3(d, 91, O_CLOEXEC), 91);
+	/* readiness: poll, ppoll, select, pselect, epoll */
+	ck_assert_int_eq(write(c, "f", 1), 1);
+	pf = (struct pollfd){ .fd = 90, .events = POLLIN };
+	ck_assert_int_eq(poll(&pf, 1, 1000), 1);
+	ck_assert_int_eq(ppoll(&pf, 1, &ts, NULL), 1);
+	FD_ZERO(&r);
+	FD_SET(91, &r);
+	ck_assert_int_eq(select(92, &r, NULL, NULL, &tv), 1);
+	ck_assert_int_eq(pselect(92, &r, NULL, NULL, &ts, NULL), 1);
+	ep = epoll_create1(0);
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev), 0);
+	ck_assert_int_eq(epoll_wait(ep, out, 2, 1000), 1);
+	ck_assert_uint_eq(out[0].data.u32, 5);
+	ck_assert_int_eq(epoll_pwait(ep, out, 2, 1000, NULL), 1);
+	ck_assert_int_eq(read(91, buf, 1), 1);
+	close(ep);
+	close(d);
+	close(90);
+	close(91);
+	/* datagrams: sendto/recvfrom, sendmsg/recvmsg */
+	u1 = socket(AF_INET, SOCK_DGRAM, 0);
+	u2 = socket(AF_INET, SOCK_DGRAM, 0);
+	ck_assert_int_eq(bind(u2, (struct sockaddr *)&(struct sockaddr_in){ .sin_family = AF_INET,
+			 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) }, sizeof(sa)), 0);
+	pl = sizeof(peer);
+	ck_assert_int_eq(getsockname(u2, (struct sockaddr *)&peer, &pl), 0);
+	ck_assert_int_eq(sendto(u1, "dgram", 5, 0, (struct sockaddr *)&peer, pl), 5);
+	ck_assert_int_eq(recvfrom(u2, buf, sizeof(buf), 0, NULL, NULL), 5);
+	ck_assert_int_eq(sendmsg(u1, &(struct msghdr){ .msg_name = &peer, .msg_namelen = pl,
+			 .msg_iov = (struct iovec[]){ { "xy", 2 } }, .msg_iovlen = 1 }, 0), 2);
+	ck_assert_int_eq(recvmsg(u2, &(struct msghdr){ .msg_iov = (struct iovec[]){ { buf, 8 } },
+			 .msg_iovlen = 1 }, 0), 2);
+	close(u1);
+	close(u2);
+	/* shutdown and EOF; errors keep their errno */
+	ck_assert_int_eq(shutdown(c, SHUT_WR), 0);
+	ck_assert_int_eq(fcntl(s, F_SETFL, fl), 0);
+	ck_assert_int_eq(read(s, buf, 1), 0);
+	ck_assert_int_eq(shutdown(-1, SHUT_RD), -1);
+	ck_assert_int_eq(errno, EBADF);
+	ck_assert_int_eq(setsockopt(s, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)), 0);
+	ck_assert_int_eq(close(c), 0);
+	ck_assert_int_eq(close(s), 0);
+	ck_assert_int_eq(close(s), -1);
+	ck_assert_int_eq(errno, EBADF);
+	close(lfd);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sock");
@@ -1150,6 +1231,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, api_rdma);
 	tcase_add_test(tc, accept_both);
 	tcase_add_test(tc, passthrough);
+	tcase_add_test(tc, passthrough_family);
 	tcase_add_test(tc, plain_peer);
 	tcase_add_test(tc, call_family);
 	tcase_add_test(tc, threads_own_fds);
