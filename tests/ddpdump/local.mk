@@ -14,4 +14,9 @@ tests_ddpdump_live_peer_SOURCES = tests/ddpdump/live_peer.c
 tests_ddpdump_live_peer_LDADD = libesock_core.la
 TESTS += tests/ddpdump/live.sh
 EXTRA_DIST += tests/ddpdump/live.sh
-EXTRA_DIST += tests/interop
+# The interop harness, file by file: a directory entry would be copied from the
+# build tree once objects are built there (tests/interop/sock-rping), sources missing.
+EXTRA_DIST += tests/interop/guest-init.sh tests/interop/guest-lib.sh \
+	tests/interop/iwping-vs-rping.sh tests/interop/perftest-anchor.sh \
+	tests/interop/refresh-data.sh tests/interop/run-interop.sh tests/interop/siw-rig.sh \
+	tests/interop/local.mk tests/interop/jobs
