@@ -60,8 +60,8 @@ done
 describe() { # one case line -> words for the report
 	local name role siw size count port opt
 	read -r name role siw size count port opt _ <<<"$1"
-	if [ "$role" = s ]; then echo "iwping -c $opt -> rping -s (siw $siw), $size octets x $count"
-	else echo "rping -c (siw $siw) -> iwping -s $opt, $size octets x $count"; fi
+	if [ "$role" = s ]; then echo "$(basename "$IWPING") -c $opt -> rping -s (siw $siw), $size octets x $count"
+	else echo "rping -c (siw $siw) -> $(basename "$IWPING") -s $opt, $size octets x $count"; fi
 }
 
 # ---- preconditions ----------------------------------------------------------------
