@@ -35,7 +35,7 @@ run() {
 	$limit $cli iperf3 -c 127.0.0.1 -p "$port" -n 8M -J "$@" >"$tmp/$name.json" 2>"$tmp/$name.err" ||
 		{ tail -n 40 "$tmp/$name.json"; fail "$name: iperf3 client"; }
 	bytes_ok "$tmp/$name.json" || { tail -n 40 "$tmp/$name.json"; fail "$name: byte counts"; }
-	wait_exit "$srv_pid" 10 || fail "$name: iperf3 server"
+	wait_exit "$srv_pid" 30 || fail "$name: iperf3 server"
 	# shellcheck disable=SC2086
 	[ -z "$logs" ] || ddp_engaged $logs
 	echo "$name: sent $(cat "$tmp/sent"), received $(cat "$tmp/received")"

@@ -19,7 +19,7 @@ start sink "$esock_run" --ddp="$port" --log=info,"$tmp/sink.esock" \
 wait_listen "$port" "$srv_pid"
 $limit "$esock_run" --ddp="$port" --log=info,"$tmp/send.esock" \
 	socat -u OPEN:"$tmp/in" TCP:127.0.0.1:"$port" 2>"$tmp/send.err" || fail "sending socat"
-wait_exit "$srv_pid" 20 || fail "receiving socat"
+wait_exit "$srv_pid" 40 || fail "receiving socat"
 ddp_engaged "$tmp/sink.esock" "$tmp/send.esock"
 [ "$(sum "$tmp/out")" = "$want" ] || fail "one way: sha256 differs ($(wc -c <"$tmp/out") octets arrived)"
 
@@ -31,7 +31,7 @@ wait_listen "$port" "$srv_pid"
 ESOCK_MPA_TIMEOUT_MS=2000 $limit "$esock_run" --ddp="$port" \
 	socat -u OPEN:"$tmp/in" TCP:127.0.0.1:"$port" 2>"$tmp/mpa-client.err" &&
 	fail "a DDPMODE client connected to a plain listener"
-wait_exit "$srv_pid" 20
+wait_exit "$srv_pid" 40 || fail "wire check server"
 [ "$(head -c 16 "$tmp/raw")" = "MPA ID Req Frame" ] ||
 	fail "a DDPMODE client sent no MPA Request ($(head -c 16 "$tmp/raw" | od -An -c))"
 
@@ -44,7 +44,7 @@ wait_listen "$port" "$srv_pid"
 $limit "$esock_run" --ddp="$port" --log=info,"$tmp/echo-client.esock" \
 	socat -t 2 - TCP:127.0.0.1:"$port",shut-none <"$tmp/in" >"$tmp/echo" 2>"$tmp/echo-client.err" ||
 	fail "echo client"
-wait_exit "$srv_pid" 20 || fail "echo server"
+wait_exit "$srv_pid" 40 || fail "echo server"
 ddp_engaged "$tmp/echo-server.esock" "$tmp/echo-client.esock"
 [ "$(sum "$tmp/echo")" = "$want" ] || fail "echo: sha256 differs ($(wc -c <"$tmp/echo") octets came back)"
 echo "socat: 5 MiB one way and echoed in DDPMODE, MPA Request on the wire: ok"
