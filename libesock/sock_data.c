@@ -476,7 +476,11 @@ static ssize_t send_direct(struct esock_sock *s, const struct iovec *iov, int io
 		last = s->direct_seq;
 		posted += glen;
 	}
-	/* Sends flushed by an error complete too: wait for every one of them. */
+	/*
+	 * Sends flushed by an error complete too: wait for every one of them.
+	 * Usually the poster's inline send completed them already: look first.
+	 */
+	sock_drain(s);
 	while (s->direct_done < last)
 		if (wait_some(s) == -EBADF)
 			return -EBADF;
