@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -657,6 +658,31 @@ API int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout, cons
 	if (!atomic_load_explicit(&sock_epoll_regs, memory_order_relaxed))
 		return REAL(epoll_pwait)(epfd, ev, max, timeout, mask);
 	return sock_epoll_wait(epfd, ev, max, timeout, mask);
+}
+
+/*
+ * epoll_pwait2 (glibc 2.35, nanosecond timeout): resolved on first use, since
+ * an older C library has none (then ENOSYS, as such a libc would say).
+ */
+typedef int (*pwait2_fn)(int, struct epoll_event *, int, const struct timespec *, const sigset_t *);
+
+API int epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct timespec *ts,
+		     const sigset_t *mask)
+{
+	static _Atomic(pwait2_fn) real_pwait2;
+	pwait2_fn f = atomic_load_explicit(&real_pwait2, memory_order_relaxed);
+
+	if (atomic_load_explicit(&sock_epoll_regs, memory_order_relaxed))
+		return sock_epoll_wait(epfd, ev, max, ts_ms(ts), mask);
+	if (!f) {
+		*(void **)&f = dlsym(RTLD_NEXT, "epoll_pwait2");
+		if (!f) {
+			errno = ENOSYS;
+			return -1;
+		}
+		atomic_store_explicit(&real_pwait2, f, memory_order_relaxed);
+	}
+	return f(epfd, ev, max, ts, mask);
 }
 
 /* ---- glibc's fortified entry points (-D_FORTIFY_SOURCE binaries call these) ---- */

@@ -893,6 +893,8 @@ START_TEST(epoll_level)
 	ck_assert_int_eq(epoll_wait(ep, out, 4, 5000), 1);
 	ck_assert_uint_eq(out[0].data.u64, 0xfeedbeefu);
 	ck_assert(out[0].events & EPOLLIN);
+	ck_assert_int_eq(epoll_pwait2(ep, out, 4, &(struct timespec){ 1, 0 }, NULL), 1);
+	ck_assert_uint_eq(out[0].data.u64, 0xfeedbeefu);
 	ck_assert_int_eq(read(fd, buf, 3), 3);
 	/* level-triggered: the rest of the message keeps it readable */
 	ck_assert_int_eq(epoll_wait(ep, out, 4, 0), 1);
@@ -900,6 +902,7 @@ START_TEST(epoll_level)
 	ck_assert_int_eq(epoll_wait(ep, out, 4, 5000), 1); /* the second message */
 	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 8);
 	ck_assert_int_eq(epoll_wait(ep, out, 4, 30), 0);
+	ck_assert_int_eq(epoll_pwait2(ep, out, 4, &(struct timespec){ 0, 20000000 }, NULL), 0);
 	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL), 0);
 	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL), -1);
 	ck_assert_int_eq(errno, ENOENT);
@@ -1175,6 +1178,7 @@ START_TEST(passthrough_family)
 	ck_assert_int_eq(epoll_wait(ep, out, 2, 1000), 1);
 	ck_assert_uint_eq(out[0].data.u32, 5);
 	ck_assert_int_eq(epoll_pwait(ep, out, 2, 1000, NULL), 1);
+	ck_assert_int_eq(epoll_pwait2(ep, out, 2, &ts, NULL), 1);
 	ck_assert_int_eq(read(91, buf, 1), 1);
 	close(ep);
 	close(d);
