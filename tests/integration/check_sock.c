@@ -1178,7 +1178,13 @@ START_TEST(passthrough_family)
 	ck_assert_int_eq(epoll_wait(ep, out, 2, 1000), 1);
 	ck_assert_uint_eq(out[0].data.u32, 5);
 	ck_assert_int_eq(epoll_pwait(ep, out, 2, 1000, NULL), 1);
-	ck_assert_int_eq(epoll_pwait2(ep, out, 2, &ts, NULL), 1);
+	/* passed through: libc's answer, ENOSYS where the kernel (or valgrind 3.19) lacks it */
+	{
+		int rc = epoll_pwait2(ep, out, 2, &ts, NULL);
+
+		ck_assert_msg(rc == 1 || (rc == -1 && errno == ENOSYS), "epoll_pwait2: %d (%s)", rc,
+			      strerror(errno));
+	}
 	ck_assert_int_eq(read(91, buf, 1), 1);
 	close(ep);
 	close(d);
