@@ -420,19 +420,8 @@ API int fcntl(int fd, int cmd, ...)
 	return ddp_fcntl(s, fd, cmd, arg);
 }
 
-API int fcntl64(int fd, int cmd, ...)
-{
-	struct esock_sock *s = sock_get(fd);
-	va_list ap;
-	long arg;
-
-	va_start(ap, cmd);
-	arg = va_arg(ap, long);
-	va_end(ap);
-	if (!s)
-		return REAL(fcntl)(fd, cmd, arg);
-	return ddp_fcntl(s, fd, cmd, arg);
-}
+/* glibc 2.28's fcntl64: the same call (off_t is 64-bit here). */
+API int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
 
 API int ioctl(int fd, unsigned long req, ...)
 {

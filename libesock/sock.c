@@ -167,8 +167,6 @@ struct esock_sock *sock_new(int fd)
 	s->fd = fd;
 	atomic_store(&s->nfds, 1);
 	sock_defaults(&s->o);
-	for (int i = 0; i < 5; i++)
-		s->eq[i] = NULL;
 	if (esock_fdtab_set(fd, s) < 0) {
 		pthread_mutex_lock(&free_lock);
 		s->next_free = free_list;

@@ -43,18 +43,13 @@ static void sweep(void)
 {
 	DIR *d = opendir(ESOCK_STAT_DIR);
 	struct dirent *e;
-	size_t pl = strlen(ESOCK_STAT_PREFIX);
 
 	if (!d)
 		return;
 	while ((e = readdir(d))) {
-		char *end;
-		long pid;
+		long pid = esock_stat_pid_of(e->d_name);
 
-		if (strncmp(e->d_name, ESOCK_STAT_PREFIX, pl) != 0)
-			continue;
-		pid = strtol(e->d_name + pl, &end, 10);
-		if (*end || pid <= 0 || pid == getpid())
+		if (!pid || pid == getpid())
 			continue;
 		if (kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
 			char p[64];

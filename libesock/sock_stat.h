@@ -11,6 +11,8 @@
 #define ESOCK_LIBESOCK_SOCK_STAT_H
 
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <esock/esock.h>
 
@@ -38,5 +40,18 @@ struct esock_stat_file {
 	char cmd[64];
 	struct esock_stat_slot slot[ESOCK_STAT_SLOTS];
 };
+
+/* The process id in a counters file's name ("esock.<pid>"), or 0 for any other name. */
+static inline long esock_stat_pid_of(const char *name)
+{
+	size_t pl = strlen(ESOCK_STAT_PREFIX);
+	char *end;
+	long pid;
+
+	if (strncmp(name, ESOCK_STAT_PREFIX, pl) != 0)
+		return 0;
+	pid = strtol(name + pl, &end, 10);
+	return *end || pid <= 0 ? 0 : pid;
+}
 
 #endif /* ESOCK_LIBESOCK_SOCK_STAT_H */

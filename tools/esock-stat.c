@@ -116,20 +116,15 @@ int main(int argc, char **argv)
 	{
 		DIR *d = opendir(ESOCK_STAT_DIR);
 		struct dirent *e;
-		size_t pl = strlen(ESOCK_STAT_PREFIX);
 
 		if (!d) {
 			fprintf(stderr, "esock-stat: %s: %s\n", ESOCK_STAT_DIR, strerror(errno));
 			return 1;
 		}
 		while ((e = readdir(d))) {
-			char *end;
-			long pid;
+			long pid = esock_stat_pid_of(e->d_name);
 
-			if (strncmp(e->d_name, ESOCK_STAT_PREFIX, pl) != 0)
-				continue;
-			pid = strtol(e->d_name + pl, &end, 10);
-			if (!*end && pid > 0)
+			if (pid)
 				show((pid_t)pid, all, &header);
 		}
 		closedir(d);
