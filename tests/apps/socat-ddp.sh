@@ -39,7 +39,7 @@ wait_exit "$srv_pid" 40 || fail "wire check server"
 # The client stops 2 s after its input ended and the echo stopped (-t 2).
 port=$(free_port)
 start echo "$esock_run" --ddp="$port" --log=info,"$tmp/echo-server.esock" \
-	socat -t 60 TCP-LISTEN:"$port",bind=127.0.0.1,reuseaddr PIPE
+	socat -t 10 TCP-LISTEN:"$port",bind=127.0.0.1,reuseaddr PIPE
 wait_listen "$port" "$srv_pid"
 $limit "$esock_run" --ddp="$port" --log=info,"$tmp/echo-client.esock" \
 	socat -t 2 - TCP:127.0.0.1:"$port",shut-none <"$tmp/in" >"$tmp/echo" 2>"$tmp/echo-client.err" ||
