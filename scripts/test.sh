@@ -37,8 +37,9 @@ count() { # $1 = test-suite log: add its automake counts
 		if [ "$k" = PASS ]; then passed=$((passed + ${n:-0})); else failed=$((failed + ${n:-0})); fi
 	done
 }
-show_failures() { # $1 = build dir
-	find "$1/tests" "$1/tools" -name '*.log' -exec grep -l -s -E '^(FAIL|ERROR)' {} + 2>/dev/null | head -n 5 |
+show_failures() { # $1 = build dir (distcheck's own tree included)
+	find "$1/tests" "$1/tools" "$1"/esock-*/_build/sub/tests "$1"/esock-*/_build/sub/tools \
+		-name '*.log' -exec grep -l -s -E '^(FAIL|ERROR)' {} + 2>/dev/null | head -n 5 |
 		while read -r l; do echo "--- $l"; tail -n 40 "$l"; done
 }
 # stage NAME DIR TARGET [configure options]: configure (once), build, make TARGET.

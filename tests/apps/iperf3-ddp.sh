@@ -7,14 +7,18 @@
 . "$(dirname "$0")/common.sh"
 need iperf3
 
-# bytes_ok FILE: iperf3's JSON says 8 MiB sent, and some of it received.
-# Not all of it: with -n the test ends once the sender has written its
-# bytes, and the receiver reports what it had read by then (plain TCP too).
+# bytes_ok FILE: iperf3's JSON says at least 8 MiB sent, and some of it
+# received.  -n is a lower bound for iperf3: it may write a block or a few
+# of 128 KiB more (seen once on a loaded machine: 8 MiB + 128 KiB; its
+# issue tracker reports the same).  Not all of it received: the
+# test ends once the sender has written its bytes, and the receiver reports
+# what it had read by then (plain TCP too).
 bytes_ok() {
 	json_bytes sum_sent "$1" >"$tmp/sent"
 	json_bytes sum_received "$1" >"$tmp/received"
-	[ "$(cat "$tmp/sent")" = 8388608 ] &&
-		[ "$(cat "$tmp/received")" -gt 0 ] && [ "$(cat "$tmp/received")" -le 8388608 ]
+	sent=$(cat "$tmp/sent") received=$(cat "$tmp/received")
+	[ "$sent" -ge 8388608 ] && [ "$sent" -le $((8388608 + 10 * 131072)) ] &&
+		[ "$received" -gt 0 ] && [ "$received" -le "$sent" ]
 }
 
 # json_bytes KEY FILE: the "bytes" of iperf3's "KEY": { ... } block.
