@@ -231,6 +231,7 @@ struct esock_qp {
 	uint32_t irq_head, irq_n;
 	uint16_t mulpdu;
 	uint8_t mss_checks;         /* MSS re-reads left while the window opens */
+	uint8_t mss_skip;           /* then one re-read per 32 long messages */
 	bool tx_hold;               /* p2p responder: wait for the initiator's RTR */
 	bool rtr_pending;           /* initiator: RTR to send first */
 	bool rtr_read_out;          /* our zero-length Read RTR awaits its response */

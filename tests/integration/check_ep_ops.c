@@ -7,9 +7,15 @@
 #include "config.h"
 
 #include <check.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
+#include <esock/mpa.h>
+
+#include "libesock/ep.h"
 #include "tests/integration/ep_pair.h"
 #include "tests/unit/testutil.h"
 
@@ -132,6 +138,45 @@ START_TEST(read_sizes)
 }
 END_TEST
 
+/*
+ * FPDUs follow the MSS as the TCP window opens, also after the first burst:
+ * on loopback the MSS grows (32 KiB, 46 KiB, 64 KiB) over some MiB, and a
+ * stream left at a smaller MULPDU pays more FPDUs (receive calls) per
+ * message.  The sender re-reads the MSS at every 32nd long message.  (How
+ * late the MSS grows depends on the traffic: the benchmark's stream saw it
+ * after the first 16 checks, this test's bursts usually before.)
+ */
+START_TEST(mulpdu_follows_mss)
+{
+	struct ops o;
+	struct esock_conn_info ci;
+	bool follows = false;
+
+	ops_open(&o, 128 * 1024, 1, true, 0, 16, ESOCK_ACCESS_LOCAL_WRITE);
+	for (int i = 0; i < 100 && !follows; i++) {
+		int mss = 0;
+		socklen_t l = sizeof(mss);
+
+		/* In bursts, as a stream: the window opens wider than for one at a time. */
+		for (int k = 0; k < 8; k++)
+			ep_post_recv1(&o.p.b, 1, o.dst, (uint32_t)o.len, esock_mr_stag(o.md));
+		for (int k = 0; k < 8; k++)
+			ck_assert_int_eq(ep_post_send1(&o.p.a, 2, ESOCK_WR_SEND, o.src, (uint32_t)o.len,
+						       esock_mr_stag(o.ms), 0, 0), 0);
+		for (int k = 0; k < 8; k++) {
+			expect_wc(o.p.b.rcq, 1, ESOCK_WC_RECV);
+			expect_wc(o.p.a.scq, 2, ESOCK_WC_SEND);
+		}
+		ck_assert_int_eq(esock_qp_conn_info(o.p.a.qp, &ci), 0);
+		ck_assert_int_eq(getsockopt(o.p.a.qp->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &l), 0);
+		/* Past the first checks, the MULPDU is the one of the MSS now. */
+		follows = i > 8 && ci.mulpdu == esock_mpa_mulpdu((uint32_t)mss, false);
+	}
+	ck_assert_msg(follows, "MULPDU %u stayed behind the MSS", ci.mulpdu);
+	ops_close(&o);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("endpoint operations");
@@ -141,6 +186,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, send_recv_sizes, 0, NSIZES);
 	tcase_add_loop_test(tc, write_sizes, 0, NSIZES);
 	tcase_add_loop_test(tc, read_sizes, 0, NSIZES);
+	tcase_add_test(tc, mulpdu_follows_mss);
 	suite_add_tcase(s, tc);
 	return s;
 }
