@@ -84,10 +84,19 @@ API int listen(int fd, int backlog)
 	return (int)ret(rc);
 }
 
+/* accept/accept4 on a DDPMODE socket (its reference is dropped here). */
+static int accept_ddp(struct esock_sock *s, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	/* The listener's lock is not held: accepting threads work in parallel. */
+	long rc = s->st == SOCK_LISTENING ? sock_accept(s, addr, len, flags) : -EINVAL;
+
+	sock_put(s);
+	return (int)ret(rc);
+}
+
 API int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
 	struct esock_sock *s = sock_get(fd);
-	long rc;
 
 	if (!s) {
 		int nfd = REAL(accept4)(fd, addr, len, flags);
@@ -95,21 +104,20 @@ API int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		fresh(nfd);
 		return nfd;
 	}
-	/* The listener's lock is not held: accepting threads work in parallel. */
-	rc = s->st == SOCK_LISTENING ? sock_accept(s, addr, len, flags) : -EINVAL;
-	sock_put(s);
-	return (int)ret(rc);
+	return accept_ddp(s, addr, len, flags);
 }
 
 API int accept(int fd, struct sockaddr *addr, socklen_t *len)
 {
-	if (!esock_fdtab_get(fd)) {
+	struct esock_sock *s = sock_get(fd);
+
+	if (!s) {
 		int nfd = REAL(accept)(fd, addr, len);
 
 		fresh(nfd);
 		return nfd;
 	}
-	return accept4(fd, addr, len, 0);
+	return accept_ddp(s, addr, len, 0);
 }
 
 API int close(int fd)
