@@ -270,6 +270,8 @@ void ep_tx_terminate(struct esock_qp *qp, const struct esock_term *t, const uint
 
 /* ep_engine.c */
 int ep_engine_add(struct esock_qp *qp);
+/* Test seam: when set, called inside ep_engine_add after the epoll ADD (tests widen that window). */
+extern void (*ep_engine_add_gap)(struct esock_qp *qp);
 void ep_engine_del(struct esock_qp *qp);
 void ep_engine_want_out(struct esock_qp *qp, bool on);
 /* Stops the engine watching |qp|'s input while a waiter does (no-op when done). */

@@ -232,17 +232,34 @@ static uint32_t events_of(const struct esock_qp *qp)
 	       (qp->pollout ? EPOLLOUT | EPOLLET : 0);
 }
 
+void (*ep_engine_add_gap)(struct esock_qp *qp);
+
+/*
+ * Under eng_lock, so that nobody changes the interest set between the ADD and
+ * in_engine: once added, the engine may already read the QP (data waiting
+ * behind the start frame), send, find the socket full and ask for EPOLLOUT;
+ * that wish must wait for the ADD to be known, or it is dropped and the QP
+ * never sends again (seen: a Read responder stalled for good).
+ */
 int ep_engine_add(struct esock_qp *qp)
 {
-	struct epoll_event ev = { .events = events_of(qp), .data.u32 = qp->num };
+	struct epoll_event ev = { .data.u32 = qp->num };
+	int rc = 0;
 
 	pthread_once(&started, engine_start);
 	if (epfd < 0)
 		return -ENOSYS;
-	if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, qp->fd, &ev) < 0)
-		return -errno;
-	atomic_store(&qp->in_engine, true);
-	return 0;
+	pthread_mutex_lock(&qp->eng_lock);
+	ev.events = events_of(qp);
+	if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, qp->fd, &ev) < 0) {
+		rc = -errno;
+	} else {
+		if (ep_engine_add_gap)
+			ep_engine_add_gap(qp);
+		atomic_store(&qp->in_engine, true);
+	}
+	pthread_mutex_unlock(&qp->eng_lock);
+	return rc;
 }
 
 void ep_engine_del(struct esock_qp *qp)
@@ -260,8 +277,8 @@ static void modify(struct esock_qp *qp)
 {
 	struct epoll_event ev = { .events = events_of(qp), .data.u32 = qp->num };
 
-	if (atomic_load(&qp->in_engine))
-		REAL(epoll_ctl)(epfd, EPOLL_CTL_MOD, qp->fd, &ev);
+	if (atomic_load(&qp->in_engine) && REAL(epoll_ctl)(epfd, EPOLL_CTL_MOD, qp->fd, &ev) < 0)
+		log_error("[qp %u fd %d] engine: epoll_ctl MOD: %s", qp->num, qp->fd, strerror(errno));
 }
 
 void ep_engine_want_out(struct esock_qp *qp, bool on)

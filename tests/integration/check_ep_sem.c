@@ -187,6 +187,69 @@ START_TEST(many_reads_ord)
 }
 END_TEST
 
+/*
+ * Read Requests that wait in the responder's socket when it joins the engine:
+ * the engine answers them at once, fills the socket and asks for EPOLLOUT
+ * while the QP is still being added.  That wish used to be dropped and the
+ * responder never sent again.  The seam holds the window open while the
+ * client posts its Reads.
+ */
+#define RACE_READS 8
+#define RACE_LEN (1u << 20)
+
+static struct ep_pair race;
+static uint8_t *race_src, *race_dst;
+static struct esock_mr *race_ms, *race_md;
+static int race_posted;
+
+static void race_gap(struct esock_qp *qp)
+{
+	int64_t end = now_ms() + 2000;
+
+	if (qp != race.b.qp)
+		return;
+	while (esock_qp_state(race.a.qp) != ESOCK_QPS_RTS && now_ms() < end)
+		usleep(1000);
+	for (uint32_t i = 0; i < RACE_READS; i++)
+		race_posted += ep_post_send1(&race.a, i, ESOCK_WR_RDMA_READ, race_dst + (size_t)i * RACE_LEN,
+					     RACE_LEN, esock_mr_stag(race_md),
+					     U64(race_src + (size_t)i * RACE_LEN), esock_mr_stag(race_ms)) == 0;
+	usleep(200 * 1000); /* the engine answers meanwhile and finds the socket full */
+}
+
+START_TEST(engine_add_race)
+{
+	struct esock_wc wc;
+	size_t len = (size_t)RACE_READS * RACE_LEN;
+
+	race_src = malloc(len);
+	race_dst = calloc(1, len);
+	ck_assert_ptr_nonnull(race_src);
+	ck_assert_ptr_nonnull(race_dst);
+	fill(race_src, len, 5);
+	memset(&race, 0, sizeof(race));
+	ep_side_init(&race.a);
+	ep_side_init(&race.b);
+	race_ms = ep_reg(&race.b, race_src, len, ESOCK_ACCESS_REMOTE_READ);
+	race_md = ep_reg(&race.a, race_dst, len, ESOCK_ACCESS_LOCAL_WRITE);
+	ep_engine_add_gap = race_gap;
+	ck_assert_int_eq(ep_pair_open_sides(&race, NULL, NULL), 0);
+	ep_engine_add_gap = NULL;
+	ck_assert_int_eq(race.accept_rc, 0);
+	ck_assert_int_eq(race_posted, RACE_READS);
+	for (int i = 0; i < RACE_READS; i++) {
+		ck_assert_int_eq(ep_wait1(race.a.scq, &wc), 1);
+		ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+	}
+	ck_assert_int_eq(memcmp(race_src, race_dst, len), 0);
+	esock_mr_dereg(race_ms);
+	esock_mr_dereg(race_md);
+	ep_pair_close(&race);
+	free(race_src);
+	free(race_dst);
+}
+END_TEST
+
 #define NQP 16
 
 /* Many connections at once, traffic interleaved. */
@@ -613,6 +676,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, solicited_and_invalidate);
 	tcase_add_test(tc, unsignaled_order);
 	tcase_add_test(tc, many_reads_ord);
+	tcase_add_test(tc, engine_add_race);
 	tcase_add_test(tc, many_qps);
 	tcase_add_loop_test(tc, mpa_variants, 0, (int)(sizeof(variants) / sizeof(variants[0])));
 	tcase_add_test(tc, disconnect_flush);

@@ -64,14 +64,20 @@ static void *server(void *arg)
 int ep_pair_open(struct ep_pair *p, const struct esock_conn_param *ca,
 		 const struct esock_conn_param *cb)
 {
+	memset(p, 0, sizeof(*p));
+	ep_side_init(&p->a);
+	ep_side_init(&p->b);
+	return ep_pair_open_sides(p, ca, cb);
+}
+
+int ep_pair_open_sides(struct ep_pair *p, const struct esock_conn_param *ca,
+		       const struct esock_conn_param *cb)
+{
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	struct srv_args sa = { p, cb };
 	pthread_t th;
 	int rc;
 
-	memset(p, 0, sizeof(*p));
-	ep_side_init(&p->a);
-	ep_side_init(&p->b);
 	sin.sin_port = htons((uint16_t)ep_listen_any(&p->l));
 	ck_assert_int_eq(pthread_create(&th, NULL, server, &sa), 0);
 	rc = esock_qp_connect(p->a.qp, (struct sockaddr *)&sin, sizeof(sin), ca);

@@ -34,6 +34,9 @@ int ep_listen_any(struct esock_listener **l);
  * (the server's is in accept_rc). */
 int ep_pair_open(struct ep_pair *p, const struct esock_conn_param *ca,
 		 const struct esock_conn_param *cb);
+/* The same with sides the caller made with ep_side_init (to register memory first). */
+int ep_pair_open_sides(struct ep_pair *p, const struct esock_conn_param *ca,
+		       const struct esock_conn_param *cb);
 void ep_pair_close(struct ep_pair *p);
 
 /* Registers |len| octets at |buf| with |access| (ck_assert on failure). */
