@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 
 #include <esock/iwarp.h>
@@ -39,6 +40,8 @@
 #define EP_DIRECT_MIN 2048     /* payload left worth a recv straight into place */
 #define EP_TIMEOUT_DEFAULT_MS 10000
 #define EP_REATTACH_MS 2          /* engine takes a detached QP back after this */
+#define EP_LOCAL_LOWAT_DEFAULT (64 * 1024)     /* same-host connections (ep_sockbuf.c) */
+#define EP_LOCAL_RCVBUF_DEFAULT (1024 * 1024)
 
 struct esock_pd {
 	uint32_t id;
@@ -267,6 +270,11 @@ void ep_rx_progress(struct esock_qp *qp, bool drain);
 /* Queues a Terminate about segment |seg| for reason |t|; the QP then fails. */
 void ep_tx_terminate(struct esock_qp *qp, const struct esock_term *t, const uint8_t *seg,
 		     size_t len);
+
+/* ep_sockbuf.c: bounds the socket buffers of a same-host connection. */
+bool ep_sockbuf_same_host(const struct sockaddr_storage *local,
+			  const struct sockaddr_storage *remote);
+void ep_sockbuf_tune(struct esock_qp *qp);
 
 /* ep_engine.c */
 int ep_engine_add(struct esock_qp *qp);

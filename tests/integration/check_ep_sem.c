@@ -12,9 +12,11 @@
 #include <errno.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <pthread.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -247,6 +249,100 @@ START_TEST(engine_add_race)
 	ep_pair_close(&race);
 	free(race_src);
 	free(race_dst);
+}
+END_TEST
+
+static struct sockaddr_storage ss4(const char *a)
+{
+	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_in *s = (struct sockaddr_in *)&ss;
+
+	s->sin_family = AF_INET;
+	ck_assert_int_eq(inet_pton(AF_INET, a, &s->sin_addr), 1);
+	return ss;
+}
+
+static struct sockaddr_storage ss6(const char *a)
+{
+	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_in6 *s = (struct sockaddr_in6 *)&ss;
+
+	s->sin6_family = AF_INET6;
+	ck_assert_int_eq(inet_pton(AF_INET6, a, &s->sin6_addr), 1);
+	return ss;
+}
+
+static int sockopt_int(int fd, int level, int name)
+{
+	int v = -1;
+	socklen_t l = sizeof(v);
+
+	ck_assert_int_eq(getsockopt(fd, level, name, &v, &l), 0);
+	return v;
+}
+
+/* Ends on one CPU bound their socket buffers (ep_sockbuf.c); others keep autotuning. */
+START_TEST(same_host_buffers)
+{
+	struct sockaddr_storage a = ss4("10.1.2.3"), b = ss4("10.1.2.4"), lo = ss4("127.0.0.2");
+	struct sockaddr_storage a6 = ss6("fe80::1"), b6 = ss6("fe80::2"), lo6 = ss6("::1");
+	struct sockaddr_storage m6 = ss6("::ffff:127.0.0.1"), n6 = ss6("::ffff:10.1.2.4");
+	struct ep_pair p;
+	int lowat0;
+
+	ck_assert(ep_sockbuf_same_host(&a, &lo));
+	ck_assert(ep_sockbuf_same_host(&a, &a));
+	ck_assert(!ep_sockbuf_same_host(&a, &b));
+	ck_assert(ep_sockbuf_same_host(&a6, &lo6));
+	ck_assert(ep_sockbuf_same_host(&a6, &a6));
+	ck_assert(ep_sockbuf_same_host(&a6, &m6));
+	ck_assert(!ep_sockbuf_same_host(&a6, &b6));
+	ck_assert(!ep_sockbuf_same_host(&a6, &n6));
+
+	/* Both ends on this thread's CPU, as ep_sockbuf.c wants before it bounds anything. */
+	cpu_set_t old, one;
+	int cpu = sched_getcpu();
+
+	ck_assert_int_ge(cpu, 0);
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(old), &old), 0);
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+	unsetenv("ESOCK_LOCAL_LOWAT");
+	unsetenv("ESOCK_LOCAL_RCVBUF");
+	unsetenv("ESOCK_LOCAL_BUFS");
+	ck_assert_int_eq(ep_pair_open(&p, NULL, NULL), 0);
+	for (int i = 0; i < 2; i++) {
+		int fd = (i ? p.b.qp : p.a.qp)->fd;
+
+		ck_assert_int_eq(sockopt_int(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT), EP_LOCAL_LOWAT_DEFAULT);
+		/* Linux doubles SO_RCVBUF for its bookkeeping. */
+		ck_assert_int_eq(sockopt_int(fd, SOL_SOCKET, SO_RCVBUF), 2 * EP_LOCAL_RCVBUF_DEFAULT);
+	}
+	ep_pair_close(&p);
+
+	setenv("ESOCK_LOCAL_LOWAT", "0", 1);
+	setenv("ESOCK_LOCAL_RCVBUF", "0", 1);
+	ck_assert_int_eq(ep_pair_open(&p, NULL, NULL), 0);
+	lowat0 = sockopt_int(p.a.qp->fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT);
+	ck_assert_int_ne(lowat0, EP_LOCAL_LOWAT_DEFAULT); /* the kernel's default */
+	ck_assert_int_ne(sockopt_int(p.a.qp->fd, SOL_SOCKET, SO_RCVBUF), 2 * EP_LOCAL_RCVBUF_DEFAULT);
+	ep_pair_close(&p);
+
+	setenv("ESOCK_LOCAL_LOWAT", "0x30000", 1);
+	ck_assert_int_eq(ep_pair_open(&p, NULL, NULL), 0);
+	ck_assert_int_eq(sockopt_int(p.b.qp->fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT), 0x30000);
+	ep_pair_close(&p);
+	unsetenv("ESOCK_LOCAL_LOWAT");
+	unsetenv("ESOCK_LOCAL_RCVBUF");
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(old), &old), 0);
+
+	/* "always": any same-host peer, wherever it runs. */
+	setenv("ESOCK_LOCAL_BUFS", "always", 1);
+	ck_assert_int_eq(ep_pair_open(&p, NULL, NULL), 0);
+	ck_assert_int_eq(sockopt_int(p.a.qp->fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT), EP_LOCAL_LOWAT_DEFAULT);
+	ep_pair_close(&p);
+	unsetenv("ESOCK_LOCAL_BUFS");
 }
 END_TEST
 
@@ -677,6 +773,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, unsignaled_order);
 	tcase_add_test(tc, many_reads_ord);
 	tcase_add_test(tc, engine_add_race);
+	tcase_add_test(tc, same_host_buffers);
 	tcase_add_test(tc, many_qps);
 	tcase_add_loop_test(tc, mpa_variants, 0, (int)(sizeof(variants) / sizeof(variants[0])));
 	tcase_add_test(tc, disconnect_flush);

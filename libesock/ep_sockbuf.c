@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How much a QP lets kernel TCP hold when both ends share this CPU.
+ *
+ * Then the "network" is two memory copies on one core and the
+ * bandwidth-delay product is about zero: octets queued in the socket buffers
+ * buy nothing, and they go cold there.  With CRC on, the receiver is the
+ * slower side, so left alone the kernel grows the buffers to megabytes:
+ * measured on loopback with both ends on one CPU, 1-5 MiB sat in the two
+ * socket buffers and the kernel's copies out of them ran at memory speed
+ * (about 8 GB/s, against 18-23 GB/s for plain TCP in the same run, whose
+ * queues stay short), so the receiver fell further behind.  Bounding the
+ * unsent octets (TCP_NOTSENT_LOWAT: the congestion window is not limited)
+ * and the receive window (SO_RCVBUF) keeps the data in cache.
+ *
+ * Only then: the sender is woken each time half the unsent bound has left,
+ * which costs ends on different CPUs a cross-CPU wake-up per 32 KiB (1 MiB
+ * streams lost a fifth on loopback across CPUs), and other hosts need
+ * buffers that cover a real bandwidth-delay product.  "Shares this CPU" is
+ * judged once the MPA exchange is done: the peer is this host (loopback or
+ * our own address) and its last segment was processed on the CPU we run on
+ * (SO_INCOMING_CPU: loopback handles a segment on the sender's CPU), which
+ * holds for ends pinned to one core; ends the scheduler may move keep the
+ * kernel's autotuning.
+ *
+ *   ESOCK_LOCAL_LOWAT=octets    unsent octets (0: leave the kernel's)
+ *   ESOCK_LOCAL_RCVBUF=octets   SO_RCVBUF (0: autotuning)
+ *   ESOCK_LOCAL_BUFS=always     also when the peer's CPU differs (any same-host peer)
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "libesock/ep.h"
+#include "libesock/real.h"
+#include "util/log.h"
+
+/* An octet count from the environment (read per connection: not a fast path). */
+static int env_octets(const char *name, int dflt)
+{
+	const char *e = getenv(name);
+	long l = e && *e ? strtol(e, NULL, 0) : dflt;
+
+	return l < 0 ? 0 : l > (1L << 30) ? 1 << 30 : (int)l;
+}
+
+/* The peer is this host: a loopback address, or our own address. */
+bool ep_sockbuf_same_host(const struct sockaddr_storage *local,
+			  const struct sockaddr_storage *remote)
+{
+	if (remote->ss_family == AF_INET) {
+		const struct sockaddr_in *r = (const void *)remote, *l = (const void *)local;
+
+		return (ntohl(r->sin_addr.s_addr) >> 24) == 127 ||
+		       (local->ss_family == AF_INET && l->sin_addr.s_addr == r->sin_addr.s_addr);
+	}
+	if (remote->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *r = (const void *)remote, *l = (const void *)local;
+
+		if (IN6_IS_ADDR_LOOPBACK(&r->sin6_addr) ||
+		    (IN6_IS_ADDR_V4MAPPED(&r->sin6_addr) && r->sin6_addr.s6_addr[12] == 127))
+			return true;
+		return local->ss_family == AF_INET6 &&
+		       memcmp(&l->sin6_addr, &r->sin6_addr, sizeof(r->sin6_addr)) == 0;
+	}
+	return false;
+}
+
+void ep_sockbuf_tune(struct esock_qp *qp)
+{
+	int lowat, rcvbuf;
+
+	const char *when = getenv("ESOCK_LOCAL_BUFS");
+	int cpu = -1, mine = sched_getcpu();
+	socklen_t cl = sizeof(cpu);
+
+	if (!ep_sockbuf_same_host(&qp->info.local, &qp->info.remote))
+		return;
+	if (!(when && strcmp(when, "always") == 0) &&
+	    (REAL(getsockopt)(qp->fd, SOL_SOCKET, SO_INCOMING_CPU, &cpu, &cl) < 0 || cpu != mine))
+		return;
+	lowat = env_octets("ESOCK_LOCAL_LOWAT", EP_LOCAL_LOWAT_DEFAULT);
+	rcvbuf = env_octets("ESOCK_LOCAL_RCVBUF", EP_LOCAL_RCVBUF_DEFAULT);
+	if (lowat > 0 &&
+	    REAL(setsockopt)(qp->fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat)) < 0)
+		log_debug("[fd %d] TCP_NOTSENT_LOWAT refused", qp->fd);
+	if (rcvbuf > 0 &&
+	    REAL(setsockopt)(qp->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)) < 0)
+		log_debug("[fd %d] SO_RCVBUF refused", qp->fd);
+	log_debug("[fd %d] peer on this CPU: unsent bound %d, receive buffer %d", qp->fd, lowat,
+		  rcvbuf);
+}
