@@ -243,7 +243,8 @@ int ep_qp_start(struct esock_qp *qp, int fd, bool initiator)
 	 */
 	qp->tx_hold = !initiator;
 	sockaddrs(fd, &qp->info);
-	ep_sockbuf_tune(qp);
+	if (initiator) /* the last segment in is the peer's Reply: its CPU (a responder looks later) */
+		ep_sockbuf_tune(qp);
 	atomic_store(&qp->state, ESOCK_QPS_RTS);
 	if ((rc = ep_engine_add(qp)) < 0)
 		return rc;

@@ -16,12 +16,14 @@
  * Only then: the sender is woken each time half the unsent bound has left,
  * which costs ends on different CPUs a cross-CPU wake-up per 32 KiB (1 MiB
  * streams lost a fifth on loopback across CPUs), and other hosts need
- * buffers that cover a real bandwidth-delay product.  "Shares this CPU" is
- * judged once the MPA exchange is done: the peer is this host (loopback or
- * our own address) and its last segment was processed on the CPU we run on
- * (SO_INCOMING_CPU: loopback handles a segment on the sender's CPU), which
- * holds for ends pinned to one core; ends the scheduler may move keep the
- * kernel's autotuning.
+ * buffers that cover a real bandwidth-delay product.  "Shares this CPU":
+ * the peer is this host (loopback or our own address) and its last segment
+ * was processed on the CPU we run on (SO_INCOMING_CPU: loopback handles a
+ * segment on the sender's CPU).  The initiator looks right after the Reply,
+ * the responder at the initiator's first FPDU (earlier, the last segment in
+ * is the ACK of its own Reply, which loopback makes on the responder's
+ * CPU).  That holds for ends pinned to one core; ends the scheduler may move
+ * keep the kernel's autotuning.
  *
  *   ESOCK_LOCAL_LOWAT=octets    unsent octets (0: leave the kernel's)
  *   ESOCK_LOCAL_RCVBUF=octets   SO_RCVBUF (0: autotuning)
