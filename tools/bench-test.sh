@@ -29,7 +29,14 @@ place=same
 timeout 60 "$bench" --lat --ops send --sizes 64 --iters 10 --cpus "$place" --csv >/dev/null ||
 	fail "esock-bench --cpus $place"
 
+# bench-median.sh: medians over repeated runs, one row per cell.
+med=$(ESOCK_BENCH=$bench sh "${srcdir:-.}/tools/bench-median.sh" 3 --lat --ops send,read --sizes 64 \
+	--iters 10) || fail "bench-median.sh exited $?"
+echo "$med" | awk '$1 ~ /^lat_p(50|99)$/ { n++; if ($7 != 3 || !($8 > 0) || $9 > $8 || $8 > $10) bad = 1 }
+	END { exit (n != 4 || bad) }' || fail "bench-median.sh rows: $med"
+sh "${srcdir:-.}/tools/bench-median.sh" 0 >/dev/null 2>&1 && fail "bench-median.sh accepted 0 runs"
+
 "$bench" --codec --seconds 0.001 --csv | grep -q '^65000,1,' || fail "esock-bench --codec"
 "$bench" --lat --window 0 >/dev/null 2>&1 && fail "--window 0 accepted"
 "$bench" >/dev/null 2>&1 && fail "no mode accepted"
-echo "esock-bench: 108 endpoint rows, placements, codec: ok"
+echo "esock-bench: 108 endpoint rows, placements, medians, codec: ok"

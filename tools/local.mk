@@ -51,7 +51,7 @@ dist_man_MANS = tools/ddpdump/ddpdump.1
 # runs it plain, preloaded (pass-through) and preloaded in DDPMODE.
 bin_PROGRAMS += tools/esock-sockbench
 tools_esock_sockbench_SOURCES = tools/bench/sockbench.c
-dist_bin_SCRIPTS = tools/sockbench.sh
+dist_bin_SCRIPTS = tools/sockbench.sh tools/bench-median.sh
 TESTS += tools/sockbench-test.sh
 EXTRA_DIST += tools/sockbench-test.sh
 
