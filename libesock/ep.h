@@ -40,7 +40,7 @@
 #define EP_DIRECT_MIN 2048     /* payload left worth a recv straight into place */
 #define EP_TIMEOUT_DEFAULT_MS 10000
 #define EP_REATTACH_MS 2          /* engine takes a detached QP back after this */
-#define EP_LOCAL_LOWAT_DEFAULT (64 * 1024)     /* same-host connections (ep_sockbuf.c) */
+#define EP_LOCAL_LOWAT_DEFAULT (64 * 1024)     /* peer on our CPU (ep_sockbuf.c) */
 #define EP_LOCAL_RCVBUF_DEFAULT (1024 * 1024)
 
 struct esock_pd {
@@ -271,7 +271,7 @@ void ep_rx_progress(struct esock_qp *qp, bool drain);
 void ep_tx_terminate(struct esock_qp *qp, const struct esock_term *t, const uint8_t *seg,
 		     size_t len);
 
-/* ep_sockbuf.c: bounds the socket buffers of a same-host connection. */
+/* ep_sockbuf.c: bounds the socket buffers when the peer shares our CPU (on_end, ep_qp_start). */
 bool ep_sockbuf_same_host(const struct sockaddr_storage *local,
 			  const struct sockaddr_storage *remote);
 void ep_sockbuf_tune(struct esock_qp *qp);

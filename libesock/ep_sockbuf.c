@@ -74,18 +74,23 @@ bool ep_sockbuf_same_host(const struct sockaddr_storage *local,
 	return false;
 }
 
+/* The peer's last segment was processed on the CPU this thread runs on. */
+static bool peer_on_this_cpu(int fd)
+{
+	int cpu = -1;
+	socklen_t l = sizeof(cpu);
+
+	return REAL(getsockopt)(fd, SOL_SOCKET, SO_INCOMING_CPU, &cpu, &l) == 0 &&
+	       cpu == sched_getcpu();
+}
+
 void ep_sockbuf_tune(struct esock_qp *qp)
 {
+	const char *when = getenv("ESOCK_LOCAL_BUFS");
 	int lowat, rcvbuf;
 
-	const char *when = getenv("ESOCK_LOCAL_BUFS");
-	int cpu = -1, mine = sched_getcpu();
-	socklen_t cl = sizeof(cpu);
-
-	if (!ep_sockbuf_same_host(&qp->info.local, &qp->info.remote))
-		return;
-	if (!(when && strcmp(when, "always") == 0) &&
-	    (REAL(getsockopt)(qp->fd, SOL_SOCKET, SO_INCOMING_CPU, &cpu, &cl) < 0 || cpu != mine))
+	if (!ep_sockbuf_same_host(&qp->info.local, &qp->info.remote) ||
+	    (!(when && strcmp(when, "always") == 0) && !peer_on_this_cpu(qp->fd)))
 		return;
 	lowat = env_octets("ESOCK_LOCAL_LOWAT", EP_LOCAL_LOWAT_DEFAULT);
 	rcvbuf = env_octets("ESOCK_LOCAL_RCVBUF", EP_LOCAL_RCVBUF_DEFAULT);
