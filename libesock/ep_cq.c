@@ -292,18 +292,21 @@ static int progress_pinned(struct esock_cq *cq, struct esock_qp **qps, int *m, i
  */
 ESOCK_EXPORT int esock_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_ms)
 {
-	int64_t end = timeout_ms >= 0 ? ep_now_ms() + timeout_ms : 0;
-	int64_t spin_end = now_us() + spin_us();
 	struct esock_qp *qps[WAIT_FDS];
+	int64_t t, end, spin_end;
 	int m, got, rc;
 
 	if ((got = esock_cq_poll(cq, n, wc)))
 		return got;
+	/* One clock read per round: a 64-octet round trip is only ~15 µs. */
+	t = now_us();
+	end = timeout_ms >= 0 ? t + (int64_t)timeout_ms * 1000 : INT64_MAX;
+	spin_end = t + spin_us();
 	m = pin_bound(cq, qps);
 	for (int i = 0; i < m; i++)
 		ep_engine_detach(qps[i]);
 	/* Yield first: on one CPU the peer runs and answers before we look. */
-	while (now_us() < spin_end && (timeout_ms < 0 || ep_now_ms() < end)) {
+	for (; t < spin_end && t < end; t = now_us()) {
 		sched_yield();
 		if ((got = progress_pinned(cq, qps, &m, n, wc)))
 			goto out;
@@ -311,8 +314,10 @@ ESOCK_EXPORT int esock_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, 
 	for (;;) {
 		int left = -1;
 
-		if (timeout_ms >= 0 && (left = (int)(end - ep_now_ms())) < 0)
-			left = 0;
+		if (timeout_ms >= 0) {
+			t = now_us();
+			left = t >= end ? 0 : (int)((end - t + 999) / 1000);
+		}
 		atomic_fetch_add(&cq->sleepers, 1);
 		if ((got = esock_cq_poll(cq, n, wc))) {
 			atomic_fetch_sub(&cq->sleepers, 1);
@@ -326,7 +331,7 @@ ESOCK_EXPORT int esock_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, 
 			got = -EINTR;
 			break;
 		}
-		if (rc == 0 && timeout_ms >= 0 && ep_now_ms() >= end)
+		if (rc == 0 && timeout_ms >= 0 && now_us() >= end)
 			break;
 	}
 out:
