@@ -7,18 +7,19 @@
 #   4. the portable CRC32C build (--without-isal)
 #   5. every libFuzzer target for FUZZ_SECONDS (default 60) each
 #   6. make distcheck
-#   7. interop (make check-interop): kernel siw in a qemu guest (rping, CRC
+#   7. demo: README command 1 (scripts/demo.sh) must run through and exit 0
+#   8. interop (make check-interop): kernel siw in a qemu guest (rping, CRC
 #      on/off); ddpdump must decode the captures as tshark does; our iwping
 #      against rping both ways; the perftest anchor next to esock-bench
 #      (skipped, with a reason, where the guest cannot be prepared or run)
-# Stages can be picked: test.sh unit san valgrind portable fuzz distcheck interop
+# Stages can be picked: test.sh unit san valgrind portable fuzz distcheck demo interop
 # Ends with one line "N passed, N failed" counting test programs over all stages.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 out=${BUILD_ROOT:-$top/build-test}
 jobs=$(nproc)
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(unit san valgrind portable fuzz distcheck interop)
+[ ${#stages[@]} -eq 0 ] && stages=(unit san valgrind portable fuzz distcheck demo interop)
 
 bash "$top/scripts/deps.sh" test || { echo "dependency installation failed"; exit 1; }
 cd "$top" && { [ -x configure ] || autoreconf -fi >/dev/null; } || exit 1
@@ -75,6 +76,16 @@ for s in "${stages[@]}"; do
 	portable) stage portable-crc "$out/portable" check --without-isal ;;
 	fuzz) FUZZ_SECONDS=${FUZZ_SECONDS:-60} stage fuzz "$out/default" fuzz-run ;;
 	distcheck) stage distcheck "$out/default" distcheck ;;
+	demo)
+		echo "=== stage demo"
+		BUILD="$out/demo" bash "$top/scripts/demo.sh" >"$out/stage-demo.out" 2>&1
+		rc=$?
+		grep -E "^iwping:|^DDPMODE:" "$out/stage-demo.out"
+		if [ $rc -eq 0 ] && grep -q "pings validated" "$out/stage-demo.out" &&
+		   grep -q "DDPMODE connected" "$out/stage-demo.out"; then
+			echo "=== stage demo: ok"; passed=$((passed + 1))
+		else tail -n 30 "$out/stage-demo.out"; echo "=== stage demo: FAILED (exit $rc)"
+			failed_stages+=(demo); failed=$((failed + 1)); fi ;;
 	interop)
 		echo "=== stage interop"
 		mkdir -p "$out/default"
