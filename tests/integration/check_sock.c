@@ -403,6 +403,10 @@ END_TEST
 
 /* ---- half-close: shutdown(SHUT_WR) ends one direction only, as on TCP ---- */
 
+/* What the half-close server saw: its last read, its write, errno after each. */
+static ssize_t hc_read = -2, hc_write = -2;
+static int hc_read_errno, hc_write_errno;
+
 static void *halfclose_server(void *arg)
 {
 	int lfd = *(int *)arg, c = accept(lfd, NULL, NULL);
@@ -413,12 +417,15 @@ static void *halfclose_server(void *arg)
 	/* read the request until EOF, then answer with its length */
 	while ((n = read(c, buf + got, sizeof(buf) - got)) > 0)
 		got += (size_t)n;
+	hc_read = n;
+	hc_read_errno = errno;
 	/* (not dprintf: libc's stdio writes through internal calls no wrapper sees) */
 	if (n == 0) {
 		char out[16];
 		int len = snprintf(out, sizeof(out), "got %zu", got);
 
-		write(c, out, (size_t)len);
+		hc_write = write(c, out, (size_t)len);
+		hc_write_errno = errno;
 	}
 	close(c);
 	return NULL;
@@ -431,6 +438,7 @@ START_TEST(half_close)
 	pthread_t th;
 	char buf[32] = { 0 };
 	struct pollfd pf;
+	ssize_t n;
 
 	pthread_create(&th, NULL, halfclose_server, &lfd);
 	fd = ddp_connect(&sa);
@@ -440,11 +448,15 @@ START_TEST(half_close)
 	ck_assert_int_eq(errno, EPIPE);
 	pf = (struct pollfd){ .fd = fd, .events = POLLIN };
 	ck_assert_int_eq(poll(&pf, 1, 5000), 1);
-	ck_assert_int_eq(recv(fd, buf, sizeof(buf), MSG_WAITALL), 5);
+	n = recv(fd, buf, sizeof(buf), MSG_WAITALL);
+	pthread_join(th, NULL);
+	/* The server's side first: a failure there explains a short answer here. */
+	ck_assert_msg(hc_read == 0, "server read ended with %zd (%s)", hc_read, strerror(hc_read_errno));
+	ck_assert_msg(hc_write == 5, "server write returned %zd (%s)", hc_write, strerror(hc_write_errno));
+	ck_assert_int_eq(n, 5);
 	ck_assert_str_eq(buf, "got 7");
 	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 0);
 	close(fd);
-	pthread_join(th, NULL);
 	close(lfd);
 }
 END_TEST
