@@ -252,23 +252,14 @@ START_TEST(engine_add_race)
 }
 END_TEST
 
-static struct sockaddr_storage ss4(const char *a)
+/* An address of |family| from its text form. */
+static struct sockaddr_storage ss_of(int family, const char *a)
 {
-	struct sockaddr_storage ss = { 0 };
-	struct sockaddr_in *s = (struct sockaddr_in *)&ss;
+	struct sockaddr_storage ss = { .ss_family = (sa_family_t)family };
+	void *addr = family == AF_INET ? (void *)&((struct sockaddr_in *)&ss)->sin_addr
+				       : (void *)&((struct sockaddr_in6 *)&ss)->sin6_addr;
 
-	s->sin_family = AF_INET;
-	ck_assert_int_eq(inet_pton(AF_INET, a, &s->sin_addr), 1);
-	return ss;
-}
-
-static struct sockaddr_storage ss6(const char *a)
-{
-	struct sockaddr_storage ss = { 0 };
-	struct sockaddr_in6 *s = (struct sockaddr_in6 *)&ss;
-
-	s->sin6_family = AF_INET6;
-	ck_assert_int_eq(inet_pton(AF_INET6, a, &s->sin6_addr), 1);
+	ck_assert_int_eq(inet_pton(family, a, addr), 1);
 	return ss;
 }
 
@@ -300,9 +291,11 @@ static void one_send(struct ep_pair *p)
 /* Ends on one CPU bound their socket buffers (ep_sockbuf.c); others keep autotuning. */
 START_TEST(same_host_buffers)
 {
-	struct sockaddr_storage a = ss4("10.1.2.3"), b = ss4("10.1.2.4"), lo = ss4("127.0.0.2");
-	struct sockaddr_storage a6 = ss6("fe80::1"), b6 = ss6("fe80::2"), lo6 = ss6("::1");
-	struct sockaddr_storage m6 = ss6("::ffff:127.0.0.1"), n6 = ss6("::ffff:10.1.2.4");
+	struct sockaddr_storage a = ss_of(AF_INET, "10.1.2.3"), b = ss_of(AF_INET, "10.1.2.4");
+	struct sockaddr_storage lo = ss_of(AF_INET, "127.0.0.2"), lo6 = ss_of(AF_INET6, "::1");
+	struct sockaddr_storage a6 = ss_of(AF_INET6, "fe80::1"), b6 = ss_of(AF_INET6, "fe80::2");
+	struct sockaddr_storage m6 = ss_of(AF_INET6, "::ffff:127.0.0.1");
+	struct sockaddr_storage n6 = ss_of(AF_INET6, "::ffff:10.1.2.4");
 	struct ep_pair p;
 	int lowat0;
 
