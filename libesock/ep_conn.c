@@ -199,6 +199,23 @@ static void set_info(struct esock_qp *qp, const struct esock_mpa_params *mp,
 	qp->info_valid = true;
 }
 
+/* What the caller asked of the peer's FIN and of Sends without a receive. */
+static void take_param(struct esock_qp *qp, const struct esock_conn_param *param)
+{
+	qp->rx_wait = param && param->wait_for_recv;
+	qp->half_close = param && param->half_close;
+}
+
+/* The caller's verdict on the peer's MPA frame, before the QP receives anything. */
+static void ask_caller(struct esock_qp *qp, int fd, const struct esock_conn_param *param)
+{
+	if (!param || !param->peer_agrees)
+		return;
+	sockaddrs(fd, &qp->info);
+	if (!param->peer_agrees(param->peer_agrees_arg, &qp->info))
+		qp->rx_wait = qp->half_close = false;
+}
+
 /*
  * MULPDU from the current MSS (RFC 5044 §4.5, one FPDU per TCP segment),
  * capped by the profile.  Right after the handshake Linux bounds the MSS by
@@ -302,7 +319,7 @@ static void refuse(int fd, const struct esock_term *t, bool crc)
 }
 
 static int connect_on(struct esock_qp *qp, int fd, const struct esock_mpa_policy *pol,
-		      int64_t deadline);
+		      const struct esock_conn_param *param, int64_t deadline);
 
 static int mpa_initiate(struct esock_qp *qp, int fd, const struct esock_mpa_policy *pol,
 			int64_t deadline)
@@ -341,14 +358,14 @@ ESOCK_EXPORT int esock_qp_connect(struct esock_qp *qp, const struct sockaddr *ad
 	if (!qp || !addr || !(qp->prof = ep_profile_pick(param ? param->peer : NULL)) ||
 	    make_policy(param, qp->prof, &pol, true) < 0)
 		return -EINVAL;
-	qp->rx_wait = param && param->wait_for_recv;
+	take_param(qp, param);
 	if (!atomic_compare_exchange_strong(&qp->state, &expect, ESOCK_QPS_CONNECTING))
 		return -EINVAL;
 	if ((fd = tcp_connect(addr, addrlen, deadline)) < 0) {
 		atomic_store(&qp->state, ESOCK_QPS_IDLE);
 		return fd;
 	}
-	if ((rc = connect_on(qp, fd, &pol, deadline)) < 0)
+	if ((rc = connect_on(qp, fd, &pol, param, deadline)) < 0)
 		REAL(close)(fd);
 	return rc;
 }
@@ -362,21 +379,23 @@ ESOCK_EXPORT int esock_qp_connect_fd(struct esock_qp *qp, int fd, const struct e
 	if (!qp || fd < 0 || !(qp->prof = ep_profile_pick(param ? param->peer : NULL)) ||
 	    make_policy(param, qp->prof, &pol, true) < 0)
 		return -EINVAL;
-	qp->rx_wait = param && param->wait_for_recv;
+	take_param(qp, param);
 	if (!atomic_compare_exchange_strong(&qp->state, &expect, ESOCK_QPS_CONNECTING))
 		return -EINVAL;
 	tune_socket(fd);
-	return connect_on(qp, fd, &pol, deadline);
+	return connect_on(qp, fd, &pol, param, deadline);
 }
 
 /* The MPA exchange as initiator on the connected |fd|; takes it on success. */
 static int connect_on(struct esock_qp *qp, int fd, const struct esock_mpa_policy *pol,
-		      int64_t deadline)
+		      const struct esock_conn_param *param, int64_t deadline)
 {
 	int rc = mpa_initiate(qp, fd, pol, deadline);
 
-	if (rc == 0)
+	if (rc == 0) {
+		ask_caller(qp, fd, param);
 		rc = ep_qp_start(qp, fd, true);
+	}
 	if (rc < 0) {
 		if (atomic_load(&qp->state) == ESOCK_QPS_RTS)
 			ep_engine_del(qp);
@@ -531,7 +550,7 @@ ESOCK_EXPORT int esock_accept(struct esock_conn_req *r, struct esock_qp *qp,
 	if (!r || !qp || !(qp->prof = ep_profile_pick(param ? param->peer : NULL)) ||
 	    make_policy(param, qp->prof, &pol, false) < 0)
 		return -EINVAL;
-	qp->rx_wait = param && param->wait_for_recv;
+	take_param(qp, param);
 	if (!atomic_compare_exchange_strong(&qp->state, &expect, ESOCK_QPS_CONNECTING))
 		return -EINVAL;
 	rc = esock_mpa_reply_build(&pol, &r->req, &rep, &mp, &t);
@@ -542,6 +561,7 @@ ESOCK_EXPORT int esock_accept(struct esock_conn_req *r, struct esock_qp *qp,
 	}
 	if (rc == 0) {
 		set_info(qp, &mp, &r->req, qp->prof);
+		ask_caller(qp, r->fd, param);
 		rc = ep_qp_start(qp, r->fd, false);
 	}
 	if (rc < 0) {

@@ -65,6 +65,20 @@ static void heard(struct esock_sock *s, const uint8_t *pd, uint16_t len)
 	}
 }
 
+/*
+ * The endpoint asks before the QP receives anything: an esock peer takes
+ * FPDUs packed in segments, waits for receives and half-closes as TCP does;
+ * a plain RDMA peer gets RDMA rules.
+ */
+static bool peer_agrees(void *arg, const struct esock_conn_info *info)
+{
+	struct esock_sock *s = arg;
+
+	heard(s, info->private_data, info->private_data_len);
+	s->qp->batch.pack = s->peer_esock;
+	return s->peer_esock;
+}
+
 static void conn_param(struct esock_sock *s, struct esock_conn_param *p, uint8_t *pd)
 {
 	memset(p, 0, sizeof(*p));
@@ -80,6 +94,9 @@ static void conn_param(struct esock_sock *s, struct esock_conn_param *p, uint8_t
 	p->timeout_ms = s->o.timeout_ms;
 	p->peer = s->o.peer[0] ? s->o.peer : NULL;
 	p->wait_for_recv = s->o.rdepth > 0;
+	p->half_close = true;
+	p->peer_agrees = peer_agrees;
+	p->peer_agrees_arg = s;
 	/*
 	 * A responder may not send before the initiator's first FPDU (RFC 5044);
 	 * servers that speak first (SMTP, SSH, a greeting) need that FPDU at
@@ -130,14 +147,7 @@ static void connected(struct esock_sock *s, bool initiator)
 {
 	struct esock_conn_info info = { 0 };
 
-	if (esock_qp_conn_info(s->qp, &info) == 0)
-		heard(s, info.private_data, info.private_data_len);
-	if (!s->peer_esock)
-		s->qp->rx_wait = false; /* RDMA rules towards a plain peer */
-	else {
-		s->qp->batch.pack = true;  /* it takes FPDUs packed in segments */
-		s->qp->half_close = true;  /* and shutdown(SHUT_WR) as TCP does */
-	}
+	esock_qp_conn_info(s->qp, &info);
 	s->st = SOCK_CONNECTED;
 	if (initiator && !info.p2p && s->peer_esock) {
 		/* No RTR negotiated (MPA revision 1): an empty Send unblocks the responder. */
@@ -301,7 +311,6 @@ static bool looks_like_mpa(int fd)
 static int accept_mpa(struct esock_sock *ls, struct esock_sock *s)
 {
 	struct esock_conn_req *req;
-	struct esock_conn_info info;
 	struct esock_conn_param p;
 	uint8_t pd[256 + ESOCK_ANNOUNCE_LEN];
 	int hidden, rc;
@@ -315,10 +324,7 @@ static int accept_mpa(struct esock_sock *ls, struct esock_sock *s)
 		REAL(close)(hidden);
 		return rc;
 	}
-	esock_conn_req_info(req, &info);
-	heard(s, info.private_data, info.private_data_len);
 	conn_param(s, &p, pd);
-	p.wait_for_recv = s->peer_esock && s->o.rdepth > 0;
 	if ((rc = esock_accept(req, s->qp, &p)) < 0)
 		return rc;
 	connected(s, false);

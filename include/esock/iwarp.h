@@ -190,6 +190,8 @@ ESOCK_EXPORT enum esock_qp_state esock_qp_state(const struct esock_qp *qp);
 ESOCK_EXPORT uint32_t esock_qp_num(const struct esock_qp *qp);
 
 /* Connection parameters, for both sides.  Zeroed means the defaults. */
+struct esock_conn_info;
+
 struct esock_conn_param {
 	const void *private_data;  /* borrowed during the call */
 	uint16_t private_data_len; /* at most 512 - 4 (256 - 4 towards siw) */
@@ -207,6 +209,23 @@ struct esock_conn_param {
 	 * Only towards peers that agreed to it (esock's socket layer).
 	 */
 	bool wait_for_recv;
+	/*
+	 * The peer's FIN between FPDUs ends receiving only (receives flush, the
+	 * QP still sends), as after TCP's shutdown(SHUT_WR), instead of ending
+	 * the connection.  Only towards peers that agreed to it (esock's socket
+	 * layer).
+	 */
+	bool half_close;
+	/*
+	 * Called once the peer's MPA frame is known (info->private_data) and
+	 * before the QP receives anything, from inside esock_qp_connect,
+	 * esock_qp_connect_fd or esock_accept: false withdraws wait_for_recv and
+	 * half_close for this connection.  An initiator learns only from the
+	 * Reply whether its peer agrees; deciding later would race with the
+	 * peer's first FPDUs (and FIN), which may be processed at once.
+	 */
+	bool (*peer_agrees)(void *arg, const struct esock_conn_info *info);
+	void *peer_agrees_arg;
 };
 
 /* What was negotiated, and what the peer sent. */

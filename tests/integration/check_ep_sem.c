@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <esock/mpa.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -603,6 +604,23 @@ START_TEST(destroy_while_waiting)
 }
 END_TEST
 
+/* A listener on loopback in *lfd, |fn| accepting in a thread, a client connected to it. */
+static int connect_through(int *lfd, void *(*fn)(void *), void *arg, pthread_t *th)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sin);
+	int fd;
+
+	*lfd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_eq(bind(*lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	ck_assert_int_eq(listen(*lfd, 1), 0);
+	ck_assert_int_eq(getsockname(*lfd, (struct sockaddr *)&sin, &sl), 0);
+	ck_assert_int_eq(pthread_create(th, NULL, fn, arg), 0);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	return fd;
+}
+
 struct adopt_srv {
 	int lfd;
 	struct ep_side *s;
@@ -628,8 +646,6 @@ static void *adopt_accept(void *arg)
  */
 START_TEST(adopted_fds)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t sl = sizeof(sin);
 	static uint8_t src[300000], dst[300000];
 	struct ep_side a, b;
 	struct adopt_srv srv = { .s = &b };
@@ -640,13 +656,7 @@ START_TEST(adopted_fds)
 
 	ep_side_init(&a);
 	ep_side_init(&b);
-	srv.lfd = socket(AF_INET, SOCK_STREAM, 0);
-	ck_assert_int_eq(bind(srv.lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	ck_assert_int_eq(listen(srv.lfd, 1), 0);
-	ck_assert_int_eq(getsockname(srv.lfd, (struct sockaddr *)&sin, &sl), 0);
-	ck_assert_int_eq(pthread_create(&th, NULL, adopt_accept, &srv), 0);
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	fd = connect_through(&srv.lfd, adopt_accept, &srv, &th);
 	ck_assert_int_eq(esock_qp_connect_fd(a.qp, fd, NULL), 0);
 	pthread_join(th, NULL);
 	ck_assert_int_eq(srv.rc, 0);
@@ -677,6 +687,107 @@ START_TEST(adopted_fds)
 	esock_mr_dereg(ms);
 	esock_mr_dereg(md);
 	close(srv.lfd);
+	ep_side_fini(&a);
+	ep_side_fini(&b);
+	esock_pd_free(a.pd);
+	esock_pd_free(b.pd);
+}
+END_TEST
+
+struct early_fin {
+	int lfd, fd;
+	struct ep_side *s;
+	atomic_bool shut;  /* the client has sent its Send and its FIN */
+	bool asked, fin_in;
+	int rc;
+};
+
+/* Holds the server's accept until the client's Send and FIN wait in its socket. */
+static bool fin_first(void *arg, const struct esock_conn_info *info)
+{
+	struct early_fin *e = arg;
+	struct pollfd pf = { .fd = e->fd, .events = POLLRDHUP };
+	int64_t end = now_ms() + 5000;
+
+	(void)info;
+	while (!atomic_load(&e->shut) && now_ms() < end)
+		usleep(1000);
+	e->fin_in = poll(&pf, 1, 5000) == 1 && (pf.revents & POLLRDHUP);
+	e->asked = true;
+	return true;
+}
+
+static void *early_fin_accept(void *arg)
+{
+	struct early_fin *e = arg;
+	struct esock_conn_param cp = { .half_close = true, .peer_agrees = fin_first,
+				       .peer_agrees_arg = e };
+	struct esock_conn_req *req;
+
+	e->fd = accept(e->lfd, NULL, NULL);
+	e->rc = e->fd < 0 ? -errno : esock_request_from_fd(e->fd, &req);
+	if (e->rc == 0)
+		e->rc = esock_accept(req, e->s->qp, &cp);
+	return NULL;
+}
+
+/*
+ * The peer's Send and FIN are already in when the QP starts: with half_close
+ * asked for, the FIN ends receiving only, however early it comes.  (The
+ * socket layer once decided half_close after the start, so a fast client's
+ * shutdown(SHUT_WR) could end the whole connection.)
+ */
+START_TEST(half_close_before_start)
+{
+	uint8_t req[7] = "request", dst[2][16], ans[16] = { 0 }, back[16] = { 0 };
+	struct early_fin e = { 0 };
+	struct esock_mr *mq, *md, *ma, *mb;
+	struct ep_side a, b;
+	struct esock_wc wc;
+	pthread_t th;
+	int fd, raw;
+
+	ep_side_init(&a);
+	ep_side_init(&b);
+	e.s = &b;
+	mq = ep_reg(&a, req, sizeof(req), 0);
+	mb = ep_reg(&a, back, sizeof(back), ESOCK_ACCESS_LOCAL_WRITE);
+	md = ep_reg(&b, dst, sizeof(dst), ESOCK_ACCESS_LOCAL_WRITE);
+	ma = ep_reg(&b, ans, sizeof(ans), 0);
+	ep_post_recv1(&b, 1, dst[0], 16, esock_mr_stag(md));
+	ep_post_recv1(&b, 2, dst[1], 16, esock_mr_stag(md));
+	ep_post_recv1(&a, 3, back, 16, esock_mr_stag(mb));
+	fd = connect_through(&e.lfd, early_fin_accept, &e, &th);
+	raw = dup(fd);
+	ck_assert_int_eq(esock_qp_connect_fd(a.qp, fd, NULL), 0);
+	ck_assert_int_eq(ep_post_send1(&a, 4, ESOCK_WR_SEND, req, 7, esock_mr_stag(mq), 0, 0), 0);
+	ck_assert_int_eq(ep_wait1(a.scq, &wc), 1);
+	ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+	ck_assert_int_eq(shutdown(raw, SHUT_WR), 0);
+	atomic_store(&e.shut, true);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(e.rc, 0);
+	ck_assert_msg(e.asked && e.fin_in, "the hook ran (%d) with the FIN in (%d)", e.asked, e.fin_in);
+	/* The Send is placed, the next receive flushes, the QP still sends. */
+	ck_assert_int_eq(ep_wait1(b.rcq, &wc), 1);
+	ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+	ck_assert_uint_eq(wc.byte_len, 7);
+	ck_assert_int_eq(memcmp(dst[0], "request", 7), 0);
+	ck_assert_int_eq(ep_wait1(b.rcq, &wc), 1);
+	ck_assert_int_eq(wc.status, ESOCK_WC_WR_FLUSH_ERR);
+	ck_assert_uint_eq(wc.wr_id, 2);
+	ck_assert_int_eq(esock_qp_state(b.qp), ESOCK_QPS_RTS);
+	memcpy(ans, "got 7", 5);
+	ck_assert_int_eq(ep_post_send1(&b, 5, ESOCK_WR_SEND, ans, 5, esock_mr_stag(ma), 0, 0), 0);
+	ck_assert_int_eq(ep_wait1(a.rcq, &wc), 1);
+	ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+	ck_assert_int_eq(memcmp(back, "got 7", 5), 0);
+	close(raw);
+	esock_mr_dereg(mq);
+	esock_mr_dereg(mb);
+	esock_mr_dereg(md);
+	esock_mr_dereg(ma);
+	close(e.lfd);
 	ep_side_fini(&a);
 	ep_side_fini(&b);
 	esock_pd_free(a.pd);
@@ -799,6 +910,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, cq_overflow);
 	tcase_add_test(tc, destroy_while_waiting);
 	tcase_add_test(tc, adopted_fds);
+	tcase_add_test(tc, half_close_before_start);
 	tcase_add_loop_test(tc, wait_for_recv, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
