@@ -172,6 +172,11 @@ void ep_batch_reset(struct ep_batch *b);
 bool ep_batch_room(const struct ep_batch *b);
 /* Appends the MPA plan of |tx| (copying pieces in [lo, lo + span)) and marks it written. */
 void ep_batch_add(struct ep_batch *b, struct esock_mpa_tx *tx, const void *lo, size_t span);
+/*
+ * Appends a small FPDU written whole into the scratch (esock_mpa_tx_frame),
+ * one iovec entry shared with the small FPDU before it.  0 or a negative code.
+ */
+int ep_batch_frame(struct ep_batch *b, struct esock_mpa_tx *tx, const struct iovec *ulpdu, int cnt);
 /* Writes what is left: 1 all out, 0 the socket is full, or -errno. */
 int ep_batch_write(struct ep_batch *b, int fd);
 

@@ -474,8 +474,9 @@ static ssize_t read_some(struct esock_qp *qp, size_t *direct, size_t *asked)
 	/* MSG_DONTWAIT: the socket may be a blocking one adopted from the application. */
 	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)cnt };
 
-	do
-		n = REAL(recvmsg)(qp->fd, &mh, MSG_DONTWAIT);
+	do /* one piece: recv() spares recvmsg's msghdr and iovec copies (see ep_txbatch.c) */
+		n = cnt == 1 ? REAL(recv)(qp->fd, iov[0].iov_base, iov[0].iov_len, MSG_DONTWAIT)
+			     : REAL(recvmsg)(qp->fd, &mh, MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
 	return n < 0 ? -errno : n;
 }

@@ -4,7 +4,8 @@
  * DDP/RDMAP header is encoded into a few octets of QP scratch, the payload
  * pieces point at the application's registered memory, and the MPA plan
  * (length, pad, markers, CRC) goes out with one sendmsg, without staging
- * copies; a short write resumes where it stopped when the socket drains.
+ * copies (a small FPDU is copied whole instead: one piece, one CRC call); a
+ * short write resumes where it stopped when the socket drains.
  * Between messages the next one is picked: a pending Terminate first, the
  * RFC 6581 RTR, Read Responses (RFC 5040 §4.5), then the send queue, whose
  * RDMA Reads respect the ORD and the fence flag.
@@ -241,7 +242,22 @@ static int payload_iov(const struct ep_tx_cur *c, size_t off, size_t len, struct
 	return n;
 }
 
-/* Plans the next FPDU of the current message.  Returns 0 or a negative code. */
+/*
+ * Into the batch: a small FPDU copied whole into its scratch (one iovec entry
+ * and one CRC call, the kernel takes one piece cheaper than several), else a
+ * plan over the payload where it lies.
+ */
+static int batch_fpdu(struct esock_qp *qp, const struct iovec *iov, int n, size_t ulen)
+{
+	if (!qp->tx.markers && ulen + ESOCK_MPA_LEN_LEN + 3 + ESOCK_MPA_CRC_LEN <= EP_BATCH_FPDU_SCRATCH)
+		return ep_batch_frame(&qp->batch, &qp->tx, iov, n) < 0 ? -EPROTO : 0;
+	if (esock_mpa_tx_build(&qp->tx, iov, n) < 0)
+		return -EPROTO;
+	ep_batch_add(&qp->batch, &qp->tx, qp, sizeof(*qp));
+	return 0;
+}
+
+/* Adds the next FPDU of the current message to the batch.  Returns 0 or a negative code. */
 static int build_fpdu(struct esock_qp *qp)
 {
 	struct ep_tx_cur *c = &qp->txc;
@@ -254,7 +270,7 @@ static int build_fpdu(struct esock_qp *qp)
 		iov[0].iov_base = qp->termbuf;
 		iov[0].iov_len = qp->term_len;
 		c->last_fpdu_built = true;
-		return (int)esock_mpa_tx_build(&qp->tx, iov, 1) < 0 ? -EPROTO : 0;
+		return batch_fpdu(qp, iov, 1, qp->term_len);
 	}
 	memset(&m, 0, sizeof(m));
 	if (!esock_ddp_seg_next(&c->seg, &m.ddp, &off, &len))
@@ -271,7 +287,7 @@ static int build_fpdu(struct esock_qp *qp)
 	int n = 1 + payload_iov(c, off, len, iov + 1);
 
 	c->last_fpdu_built = m.ddp.last;
-	return esock_mpa_tx_build(&qp->tx, iov, n) < 0 ? -EPROTO : 0;
+	return batch_fpdu(qp, iov, n, (size_t)hl + len);
 }
 
 /* Plans FPDUs of the current message into the batch.  Returns 0 or a negative code. */
@@ -282,7 +298,6 @@ static int fill_batch(struct esock_qp *qp)
 
 		if (rc < 0)
 			return rc;
-		ep_batch_add(&qp->batch, &qp->tx, qp, sizeof(*qp));
 		if (qp->txc.last_fpdu_built) {
 			qp->batch.ends_msg = true;
 			break;

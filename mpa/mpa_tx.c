@@ -205,6 +205,36 @@ ESOCK_EXPORT ssize_t esock_mpa_tx_build(struct esock_mpa_tx *tx, const struct io
 	return (ssize_t)tx->left;
 }
 
+ESOCK_EXPORT ssize_t esock_mpa_tx_frame(struct esock_mpa_tx *tx, const struct iovec *ulpdu, int cnt,
+				       uint8_t *out, size_t cap)
+{
+	size_t ulen = 0, pad, k = ESOCK_MPA_LEN_LEN;
+
+	if (tx->left)
+		return -EBUSY;
+	if (tx->markers || cnt < 0 || cnt > ESOCK_MPA_TX_PIECES_MAX)
+		return -EINVAL;
+	for (int i = 0; i < cnt; i++)
+		ulen += ulpdu[i].iov_len;
+	if (ulen > ESOCK_MPA_ULPDU_MAX)
+		return -EMSGSIZE;
+	pad = esock_mpa_pad_len(ulen);
+	if (cap < ESOCK_MPA_LEN_LEN + ulen + pad + ESOCK_MPA_CRC_LEN)
+		return -ENOBUFS;
+	esock_put_be16(out, (uint16_t)ulen);
+	for (int i = 0; i < cnt; i++) {
+		memcpy(out + k, ulpdu[i].iov_base, ulpdu[i].iov_len);
+		k += ulpdu[i].iov_len;
+	}
+	memset(out + k, 0, pad);
+	k += pad;
+	/* One CRC call over the contiguous frame: the plan's pieces cost one each. */
+	esock_put_le32(out + k, tx->crc ? esock_crc32c(0, out, k) : 0);
+	k += ESOCK_MPA_CRC_LEN;
+	tx->pos += (uint32_t)k;
+	return (ssize_t)k;
+}
+
 ESOCK_EXPORT const struct iovec *esock_mpa_tx_iov(const struct esock_mpa_tx *tx, int *cnt)
 {
 	*cnt = tx->left ? tx->iovcnt - tx->iov_next : 0;

@@ -247,6 +247,17 @@ ESOCK_EXPORT void esock_mpa_tx_init(struct esock_mpa_tx *tx, bool crc, bool mark
 ESOCK_EXPORT ssize_t esock_mpa_tx_build(struct esock_mpa_tx *tx, const struct iovec *ulpdu,
 					int cnt);
 
+/*
+ * esock_mpa_tx_frame writes the whole FPDU for |ulpdu| into |out| (|cap|
+ * octets), contiguous: the copying alternative to esock_mpa_tx_build for
+ * small ULPDUs, whose pieces then cost neither an iovec entry each nor a
+ * CRC call each.  Markers off only.  Same octets on the wire as a plan.
+ * Returns the FPDU's length, or -EBUSY (a plan is not fully written),
+ * -EINVAL (markers on, bad |cnt|), -EMSGSIZE, -ENOBUFS (|cap| too small).
+ */
+ESOCK_EXPORT ssize_t esock_mpa_tx_frame(struct esock_mpa_tx *tx, const struct iovec *ulpdu,
+					int cnt, uint8_t *out, size_t cap);
+
 /* The unwritten rest of the current plan (|*cnt| entries; NULL when done). */
 ESOCK_EXPORT const struct iovec *esock_mpa_tx_iov(const struct esock_mpa_tx *tx, int *cnt);
 

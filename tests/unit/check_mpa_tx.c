@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * MPA transmit plan: byte-exact FPDUs, MULPDU, PAD, marker placement and
- * FPDUPTR values, the zero-copy property, and partial-write resumption.
+ * FPDUPTR values, the zero-copy property, partial-write resumption, and the
+ * copying frame for small ULPDUs (the same octets as a plan).
  */
 #include "config.h"
 
@@ -224,6 +225,50 @@ START_TEST(test_build_errors)
 }
 END_TEST
 
+/* The copying frame gives the plan's octets, for every pad and both CRC settings. */
+START_TEST(test_frame_same_octets)
+{
+	uint8_t ulpdu[80], plan[128], frame[128];
+	struct esock_mpa_tx a, b;
+
+	for (size_t i = 0; i < sizeof(ulpdu); i++)
+		ulpdu[i] = (uint8_t)(i * 37 + 5);
+	for (int crc = 0; crc < 2; crc++) {
+		for (size_t len = 0; len <= sizeof(ulpdu); len++) {
+			size_t cut = len / 3;
+			struct iovec v[2] = { { ulpdu, cut }, { ulpdu + cut, len - cut } };
+			ssize_t n;
+
+			esock_mpa_tx_init(&a, crc, false, 100);
+			esock_mpa_tx_init(&b, crc, false, 100);
+			n = esock_mpa_tx_build(&a, v, 2);
+			ck_assert_int_eq(esock_mpa_tx_flatten(&a, plan, sizeof(plan)), n);
+			ck_assert_int_eq(esock_mpa_tx_frame(&b, v, 2, frame, sizeof(frame)), n);
+			tu_assert_mem(frame, plan, (size_t)n);
+			ck_assert_uint_eq(b.pos, a.pos);
+			ck_assert_uint_eq(b.left, 0); /* nothing left to write from the state */
+		}
+	}
+}
+END_TEST
+
+START_TEST(test_frame_errors)
+{
+	uint8_t out[64], data[42] = { 0 };
+	struct iovec v = { data, sizeof(data) };
+	struct esock_mpa_tx tx;
+
+	esock_mpa_tx_init(&tx, true, false, 0);
+	ck_assert_int_eq(esock_mpa_tx_frame(&tx, &v, 1, out, 2 + 42 + 4 - 1), -ENOBUFS);
+	ck_assert_int_eq(esock_mpa_tx_frame(&tx, &v, 1, out, sizeof(out)), 2 + 42 + 4);
+	ck_assert_int_eq(esock_mpa_tx_frame(&tx, &v, -1, out, sizeof(out)), -EINVAL);
+	ck_assert_int_eq(esock_mpa_tx_build(&tx, &v, 1), 2 + 42 + 4);
+	ck_assert_int_eq(esock_mpa_tx_frame(&tx, &v, 1, out, sizeof(out)), -EBUSY);
+	esock_mpa_tx_init(&tx, true, true, 0); /* markers: only the plan places them */
+	ck_assert_int_eq(esock_mpa_tx_frame(&tx, &v, 1, out, sizeof(out)), -EINVAL);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("mpa_tx");
@@ -236,6 +281,8 @@ int main(void)
 	tcase_add_test(tc, test_markers_layout);
 	tcase_add_test(tc, test_partial_writes);
 	tcase_add_test(tc, test_build_errors);
+	tcase_add_test(tc, test_frame_same_octets);
+	tcase_add_test(tc, test_frame_errors);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
