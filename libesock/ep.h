@@ -149,6 +149,7 @@ struct ep_tx_cur {
 /* FPDUs gathered for one sendmsg (ep_txbatch.c). */
 #define EP_BATCH_IOV 1024            /* IOV_MAX */
 #define EP_BATCH_FPDU_SCRATCH 768    /* copied octets of one FPDU at most (markers included) */
+#define EP_FRAME_MAX 256             /* ULPDUs framed whole by copying (ep_tx.c batch_fpdu) */
 #define EP_BATCH_BYTES (1u << 20)
 
 struct ep_batch {

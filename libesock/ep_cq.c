@@ -221,12 +221,12 @@ static int pin_bound(struct esock_cq *cq, struct esock_qp **qps)
 	return m;
 }
 
-static void unpin(struct esock_qp **qps, int m)
+/* |now_ms|: the waiter's last clock reading (it reads one per round anyway). */
+static void unpin(struct esock_qp **qps, int m, int64_t now_ms)
 {
-	int64_t now = ep_now_ms();
-
 	for (int i = 0; i < m; i++) {
-		atomic_store(&qps[i]->left_ms, now);
+		/* Ordered before the attended count drops by that locked decrement. */
+		atomic_store_explicit(&qps[i]->left_ms, now_ms, memory_order_release);
 		atomic_fetch_sub(&qps[i]->attended, 1);
 		atomic_fetch_sub(&qps[i]->refs, 1);
 	}
@@ -275,7 +275,7 @@ static int progress_pinned(struct esock_cq *cq, struct esock_qp **qps, int *m, i
 		ep_qp_progress(qps[i], EP_WANT_RX | EP_WANT_TX);
 		st = atomic_load(&qps[i]->state);
 		if (st != ESOCK_QPS_RTS && st != ESOCK_QPS_CLOSING) {
-			unpin(qps + i, 1);
+			unpin(qps + i, 1, ep_now_ms());
 			qps[i--] = qps[--*m];
 		}
 	}
@@ -325,16 +325,17 @@ ESOCK_EXPORT int esock_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, 
 		}
 		rc = sleep_on(cq, qps, m, left);
 		atomic_fetch_sub(&cq->sleepers, 1);
+		t = now_us();
 		if ((got = progress_pinned(cq, qps, &m, n, wc)))
 			break;
 		if (rc == -EINTR) {
 			got = -EINTR;
 			break;
 		}
-		if (rc == 0 && timeout_ms >= 0 && now_us() >= end)
+		if (rc == 0 && timeout_ms >= 0 && t >= end)
 			break;
 	}
 out:
-	unpin(qps, m);
+	unpin(qps, m, t / 1000);
 	return got;
 }

@@ -245,11 +245,15 @@ static int payload_iov(const struct ep_tx_cur *c, size_t off, size_t len, struct
 /*
  * Into the batch: a small FPDU copied whole into its scratch (one iovec entry
  * and one CRC call, the kernel takes one piece cheaper than several), else a
- * plan over the payload where it lies.
+ * plan over the payload where it lies.  Only ULPDUs up to EP_FRAME_MAX: the
+ * payload of anything larger is never copied.
  */
+_Static_assert(EP_FRAME_MAX + ESOCK_MPA_LEN_LEN + 3 + ESOCK_MPA_CRC_LEN <= EP_BATCH_FPDU_SCRATCH,
+	       "a framed FPDU fits the room ep_batch_room keeps");
+
 static int batch_fpdu(struct esock_qp *qp, const struct iovec *iov, int n, size_t ulen)
 {
-	if (!qp->tx.markers && ulen + ESOCK_MPA_LEN_LEN + 3 + ESOCK_MPA_CRC_LEN <= EP_BATCH_FPDU_SCRATCH)
+	if (!qp->tx.markers && ulen <= EP_FRAME_MAX)
 		return ep_batch_frame(&qp->batch, &qp->tx, iov, n) < 0 ? -EPROTO : 0;
 	if (esock_mpa_tx_build(&qp->tx, iov, n) < 0)
 		return -EPROTO;
