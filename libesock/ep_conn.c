@@ -20,6 +20,7 @@
 
 #include "libesock/ep.h"
 #include "libesock/real.h"
+#include "util/env.h"
 #include "util/log.h"
 
 struct esock_listener {
@@ -35,18 +36,20 @@ struct esock_conn_req {
 
 int ep_rx_init(struct esock_qp *qp);
 
-/* The MPA timeout when the caller gives none: $ESOCK_MPA_TIMEOUT_MS or 10 s. */
+/* $ESOCK_MPA_TIMEOUT_MS (-1: none), else 10 s. */
 static int mpa_timeout_ms(void)
 {
-	const char *e = getenv("ESOCK_MPA_TIMEOUT_MS");
-	int v = e ? atoi(e) : 0;
+	int v = esock_env_int("ESOCK_MPA_TIMEOUT_MS", EP_TIMEOUT_DEFAULT_MS, -1, 3600000);
 
-	return v > 0 ? v : EP_TIMEOUT_DEFAULT_MS;
+	return v ? v : EP_TIMEOUT_DEFAULT_MS;
 }
 
+/* The MPA deadline; a caller's 0 means the environment's (or the default) timeout. */
 static int64_t deadline_of(int timeout_ms)
 {
-	return timeout_ms < 0 ? -1 : ep_now_ms() + (timeout_ms ? timeout_ms : mpa_timeout_ms());
+	if (timeout_ms == 0)
+		timeout_ms = mpa_timeout_ms();
+	return timeout_ms < 0 ? -1 : ep_now_ms() + timeout_ms;
 }
 
 /* Waits for |ev| on |fd| until |deadline| (-1: none).  0, -ETIMEDOUT or -errno. */
@@ -486,6 +489,7 @@ ESOCK_EXPORT int esock_request_from_fd(int fd, struct esock_conn_req **out)
 {
 	struct esock_conn_req *r;
 	struct esock_term t = { 0 };
+	int guard_ms;
 	ssize_t n;
 
 	if (fd < 0 || !out)
@@ -494,8 +498,10 @@ ESOCK_EXPORT int esock_request_from_fd(int fd, struct esock_conn_req **out)
 	if (!(r = calloc(1, sizeof(*r))))
 		return -ENOMEM;
 	r->fd = fd;
-	/* The MPA timeout guards the Request, whatever the caller's wait. */
-	n = read_frame(fd, r->frame, ep_now_ms() + mpa_timeout_ms());
+	/* A timeout guards the Request, whatever the caller's wait (and even with "none"). */
+	if ((guard_ms = mpa_timeout_ms()) < 0)
+		guard_ms = EP_TIMEOUT_DEFAULT_MS;
+	n = read_frame(fd, r->frame, ep_now_ms() + guard_ms);
 	if (n < 0 || esock_mpa_frame_decode(&r->req, false, r->frame, (size_t)n, 0, &t) < 0) {
 		log_info("listener: connection without a valid MPA Request (%s)",
 			 n < 0 ? strerror((int)-n) : "bad frame");

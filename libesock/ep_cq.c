@@ -19,6 +19,7 @@
 
 #include "libesock/ep.h"
 #include "libesock/real.h"
+#include "util/env.h"
 #include "util/log.h"
 
 #define WAIT_FDS 32 /* QPs a waiter drives and watches at once */
@@ -43,10 +44,7 @@ static int spin_us(void)
 	int s = atomic_load_explicit(&v, memory_order_relaxed);
 
 	if (s < 0) {
-		const char *e = getenv("ESOCK_SPIN_US");
-
-		s = e && *e ? atoi(e) : 50;
-		s = s < 0 ? 0 : s > 1000000 ? 1000000 : s;
+		s = esock_env_int("ESOCK_SPIN_US", 50, 0, 1000000);
 		atomic_store(&v, s);
 	}
 	return s;

@@ -41,16 +41,8 @@
 
 #include "libesock/ep.h"
 #include "libesock/real.h"
+#include "util/env.h"
 #include "util/log.h"
-
-/* An octet count from the environment (read per connection: not a fast path). */
-static int env_octets(const char *name, int dflt)
-{
-	const char *e = getenv(name);
-	long l = e && *e ? strtol(e, NULL, 0) : dflt;
-
-	return l < 0 ? 0 : l > (1L << 30) ? 1 << 30 : (int)l;
-}
 
 /* The peer is this host: a loopback address, or our own address. */
 bool ep_sockbuf_same_host(const struct sockaddr_storage *local,
@@ -92,8 +84,8 @@ void ep_sockbuf_tune(struct esock_qp *qp)
 	if (!ep_sockbuf_same_host(&qp->info.local, &qp->info.remote) ||
 	    (!(when && strcmp(when, "always") == 0) && !peer_on_this_cpu(qp->fd)))
 		return;
-	lowat = env_octets("ESOCK_LOCAL_LOWAT", EP_LOCAL_LOWAT_DEFAULT);
-	rcvbuf = env_octets("ESOCK_LOCAL_RCVBUF", EP_LOCAL_RCVBUF_DEFAULT);
+	lowat = esock_env_int("ESOCK_LOCAL_LOWAT", EP_LOCAL_LOWAT_DEFAULT, 0, 1 << 30);
+	rcvbuf = esock_env_int("ESOCK_LOCAL_RCVBUF", EP_LOCAL_RCVBUF_DEFAULT, 0, 1 << 30);
 	if (lowat > 0 &&
 	    REAL(setsockopt)(qp->fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat)) < 0)
 		log_debug("[fd %d] TCP_NOTSENT_LOWAT refused", qp->fd);

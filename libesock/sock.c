@@ -16,6 +16,7 @@
 #include "libesock/fdtab.h"
 #include "libesock/real.h"
 #include "libesock/sock.h"
+#include "util/env.h"
 #include "util/log.h"
 
 static pthread_mutex_t free_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -92,22 +93,6 @@ void sock_put(struct esock_sock *s)
 	atomic_fetch_sub(&s->refs, 1);
 }
 
-/* A default from the environment, within [lo, hi]: unmodified programs cannot setsockopt. */
-static int env_int(const char *name, int def, int lo, int hi)
-{
-	const char *e = getenv(name);
-	char *end;
-	long v;
-
-	if (!e || !*e)
-		return def;
-	v = strtol(e, &end, 0);
-	if (*end || v < lo || v > hi) {
-		log_error("%s=%s out of range [%d, %d]; using %d", name, e, lo, hi, def);
-		return def;
-	}
-	return (int)v;
-}
 
 static struct sock_opts defaults;
 
@@ -115,13 +100,13 @@ static void sock_defaults_env(void)
 {
 	struct sock_opts *o = &defaults;
 
-	o->mpa_rev = env_int("ESOCK_MPA_REV", 2, 1, 2);
-	o->crc = env_int("ESOCK_CRC", 1, 0, 1);
-	o->markers = env_int("ESOCK_MARKERS", 0, 0, 1);
-	o->rdepth = env_int("ESOCK_RCVDEPTH", 64, 0, 4096);
-	o->rsize = env_int("ESOCK_RCVSIZE", 65536, 64, 16 << 20);
-	o->msgmode = env_int("ESOCK_MSGMODE", 0, 0, 1);
-	o->timeout_ms = env_int("ESOCK_MPA_TIMEOUT_MS", 10000, -1, 3600000);
+	o->mpa_rev = esock_env_int("ESOCK_MPA_REV", 2, 1, 2);
+	o->crc = esock_env_int("ESOCK_CRC", 1, 0, 1);
+	o->markers = esock_env_int("ESOCK_MARKERS", 0, 0, 1);
+	o->rdepth = esock_env_int("ESOCK_RCVDEPTH", 64, 0, 4096);
+	o->rsize = esock_env_int("ESOCK_RCVSIZE", 65536, 64, 16 << 20);
+	o->msgmode = esock_env_int("ESOCK_MSGMODE", 0, 0, 1);
+	o->timeout_ms = esock_env_int("ESOCK_MPA_TIMEOUT_MS", 10000, -1, 3600000);
 	if (o->mpa_rev != 2 || !o->crc || o->markers || o->rdepth != 64 || o->rsize != 65536 ||
 	    o->msgmode || o->timeout_ms != 10000)
 		log_info("socket defaults: MPA rev %d, CRC %s, markers %s, receive pool %d x %d, %s mode, "

@@ -22,6 +22,7 @@
 #include "libesock/fdtab.h"
 #include "libesock/real.h"
 #include "libesock/sock.h"
+#include "util/env.h"
 #include "util/log.h"
 
 /*
@@ -286,8 +287,7 @@ static int accept_mode_both(void)
 static bool looks_like_mpa(int fd)
 {
 	static const char key[] = "MPA ID Req Frame";
-	const char *e = getenv("ESOCK_SNIFF_MS");
-	int wait_ms = e && *e ? atoi(e) : 200;
+	int wait_ms = esock_env_int("ESOCK_SNIFF_MS", 200, 0, 60000);
 	char buf[16];
 
 	for (int waited = 0;;) {
@@ -361,9 +361,7 @@ int sock_accept(struct esock_sock *ls, struct sockaddr *addr, socklen_t *alen, i
 /* How long close waits for queued sends to leave: $ESOCK_LINGER_MS, default 5000. */
 static int linger_ms(void)
 {
-	const char *e = getenv("ESOCK_LINGER_MS");
-
-	return e && *e ? atoi(e) : 5000;
+	return esock_env_int("ESOCK_LINGER_MS", 5000, 0, 3600000);
 }
 
 void sock_teardown(struct esock_sock *s, bool graceful)

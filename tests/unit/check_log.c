@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The logging module: level parsing, silence by default, file sink. */
+/*
+ * util/: the logging module (level parsing, silence by default, file sink) and
+ * integer settings from the environment (default, range, number forms, typos).
+ */
 #include "config.h"
 
 #include <check.h>
@@ -10,6 +13,7 @@
 #include <unistd.h>
 
 #include "tests/unit/testutil.h"
+#include "util/env.h"
 #include "util/log.h"
 
 START_TEST(test_parse)
@@ -50,6 +54,29 @@ START_TEST(test_levels_and_sink)
 }
 END_TEST
 
+START_TEST(test_env_int)
+{
+	unsetenv("ESOCK_TEST_INT");
+	ck_assert_int_eq(esock_env_int("ESOCK_TEST_INT", 7, 0, 100), 7);
+	setenv("ESOCK_TEST_INT", "", 1);
+	ck_assert_int_eq(esock_env_int("ESOCK_TEST_INT", 7, 0, 100), 7);
+	setenv("ESOCK_TEST_INT", "42", 1);
+	ck_assert_int_eq(esock_env_int("ESOCK_TEST_INT", 7, 0, 100), 42);
+	setenv("ESOCK_TEST_INT", "0x30", 1);
+	ck_assert_int_eq(esock_env_int("ESOCK_TEST_INT", 7, 0, 100), 48);
+	setenv("ESOCK_TEST_INT", "-1", 1);
+	ck_assert_int_eq(esock_env_int("ESOCK_TEST_INT", 7, -1, 100), -1);
+	ck_assert_int_eq(esock_env_int("ESOCK_TEST_INT", 7, 0, 100), 7); /* below the range */
+	setenv("ESOCK_TEST_INT", "101", 1);
+	ck_assert_int_eq(esock_env_int("ESOCK_TEST_INT", 7, 0, 100), 7); /* above */
+	setenv("ESOCK_TEST_INT", "12ms", 1);
+	ck_assert_int_eq(esock_env_int("ESOCK_TEST_INT", 7, 0, 100), 7); /* trailing junk */
+	setenv("ESOCK_TEST_INT", "99999999999999999999", 1);
+	ck_assert_int_eq(esock_env_int("ESOCK_TEST_INT", 7, 0, 100), 7); /* overflow */
+	unsetenv("ESOCK_TEST_INT");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("log");
@@ -57,6 +84,7 @@ int main(void)
 
 	tcase_add_test(tc, test_parse);
 	tcase_add_test(tc, test_levels_and_sink);
+	tcase_add_test(tc, test_env_int);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }
