@@ -21,7 +21,12 @@
 #include "util/byteorder.h"
 #include "util/log.h"
 
-#define STAGE_READ 4096 /* octets read when the next FPDU's size is unknown */
+/*
+ * Octets read when the next FPDU's size is unknown: a 4 KiB message's FPDU
+ * (4122 octets) whole, so a page-sized ping-pong costs one receive call, not
+ * two; a larger payload goes mostly straight into place (EP_DIRECT_MIN).
+ */
+#define STAGE_READ (4096 + 64)
 #define STAGE_TAIL 64   /* read behind a payload: CRC, next header, a little more */
 
 static bool rx_alive(struct esock_qp *qp);
