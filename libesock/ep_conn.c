@@ -209,13 +209,11 @@ static void take_param(struct esock_qp *qp, const struct esock_conn_param *param
 	qp->half_close = param && param->half_close;
 }
 
-/* The caller's verdict on the peer's MPA frame, before the QP receives anything. */
-static void ask_caller(struct esock_qp *qp, int fd, const struct esock_conn_param *param)
+/* The peer's frame is in: the addresses, then the caller's verdict, before the QP reads. */
+static void peer_known(struct esock_qp *qp, int fd, const struct esock_conn_param *param)
 {
-	if (!param || !param->peer_agrees)
-		return;
 	sockaddrs(fd, &qp->info);
-	if (!param->peer_agrees(param->peer_agrees_arg, &qp->info))
+	if (param && param->peer_agrees && !param->peer_agrees(param->peer_agrees_arg, &qp->info))
 		qp->rx_wait = qp->half_close = false;
 }
 
@@ -242,6 +240,7 @@ void ep_qp_update_mulpdu(struct esock_qp *qp)
 	qp->info.mulpdu = qp->mulpdu;
 }
 
+/* Goes to RTS on |fd|; qp->info (addresses included: peer_known) is complete. */
 int ep_qp_start(struct esock_qp *qp, int fd, bool initiator)
 {
 	int rc;
@@ -262,7 +261,6 @@ int ep_qp_start(struct esock_qp *qp, int fd, bool initiator)
 	 * even when the initiator's application has nothing to say.
 	 */
 	qp->tx_hold = !initiator;
-	sockaddrs(fd, &qp->info);
 	if (initiator) /* the last segment in is the peer's Reply: its CPU (a responder looks later) */
 		ep_sockbuf_tune(qp);
 	atomic_store(&qp->state, ESOCK_QPS_RTS);
@@ -396,7 +394,7 @@ static int connect_on(struct esock_qp *qp, int fd, const struct esock_mpa_policy
 	int rc = mpa_initiate(qp, fd, pol, deadline);
 
 	if (rc == 0) {
-		ask_caller(qp, fd, param);
+		peer_known(qp, fd, param);
 		rc = ep_qp_start(qp, fd, true);
 	}
 	if (rc < 0) {
@@ -567,7 +565,7 @@ ESOCK_EXPORT int esock_accept(struct esock_conn_req *r, struct esock_qp *qp,
 	}
 	if (rc == 0) {
 		set_info(qp, &mp, &r->req, qp->prof);
-		ask_caller(qp, r->fd, param);
+		peer_known(qp, r->fd, param);
 		rc = ep_qp_start(qp, r->fd, false);
 	}
 	if (rc < 0) {

@@ -93,7 +93,6 @@ void sock_put(struct esock_sock *s)
 	atomic_fetch_sub(&s->refs, 1);
 }
 
-
 static struct sock_opts defaults;
 
 static void sock_defaults_env(void)
