@@ -33,10 +33,14 @@ static bool spin;
 static int doorbell = -1;       /* eventfd: wakes the engine to start its reattach timer */
 static atomic_int ndetached;    /* QPs whose input the engine does not watch */
 
+static void fork_handlers(void);
+
 int ep_qpn_alloc(struct esock_qp *qp)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	uint32_t i;
 
+	pthread_once(&once, fork_handlers);
 	pthread_mutex_lock(&tab_lock);
 	for (i = 1; i < tab_cap && tab[i]; i++)
 		;
@@ -153,6 +157,8 @@ static void *engine_main(void *arg)
  * A forked child has no engine thread: forget the parent's, so that the
  * child's first connected QP starts its own.  QPs copied from the parent
  * keep sharing the parent's sockets and are not driven in the child.
+ * Registered with the first QP (not the engine's start), so that every QP
+ * of a child is reset, whichever atfork handlers run before these.
  */
 static void atfork_prepare(void)
 {
@@ -162,6 +168,28 @@ static void atfork_prepare(void)
 static void atfork_parent(void)
 {
 	pthread_mutex_unlock(&tab_lock);
+}
+
+/*
+ * A copy of a parent's QP in the child: the parent's other threads (its
+ * engine above all) may have held eng_lock, the progress token, references
+ * or the CQ locks at the fork, and are gone; nothing of the parent's epoll
+ * set is touched (the child shares that epoll instance, and a DEL from here
+ * would remove the parent's own registration of the same socket).
+ */
+static void qp_fork_child(struct esock_qp *qp)
+{
+	pthread_mutex_init(&qp->eng_lock, NULL);
+	atomic_store(&qp->in_engine, false);
+	atomic_store(&qp->detached, false);
+	atomic_store(&qp->refs, 0);
+	atomic_store(&qp->busy, false);
+	atomic_store(&qp->attended, 0);
+	/* The bound-QP lists: waiters of the parent pinned them under these (NULL: a QP being made). */
+	if (qp->scq)
+		pthread_mutex_init(&qp->scq->lock, NULL);
+	if (qp->rcq)
+		pthread_mutex_init(&qp->rcq->lock, NULL);
 }
 
 static void atfork_child(void)
@@ -177,10 +205,14 @@ static void atfork_child(void)
 	atomic_store(&ndetached, 0);
 	memcpy(&started, &fresh, sizeof(started));
 	for (uint32_t i = 0; i < tab_cap; i++)
-		if (tab[i]) {
-			atomic_store(&tab[i]->in_engine, false);
-			atomic_store(&tab[i]->detached, false);
-		}
+		if (tab[i])
+			qp_fork_child(tab[i]);
+}
+
+static void fork_handlers(void)
+{
+	if (pthread_atfork(atfork_prepare, atfork_parent, atfork_child) != 0)
+		log_error("engine: cannot register fork handlers");
 }
 
 static void engine_start(void)
@@ -190,10 +222,6 @@ static void engine_start(void)
 	pthread_t th;
 	sigset_t all, old;
 
-	static bool atfork_set;
-
-	if (!atfork_set)
-		atfork_set = pthread_atfork(atfork_prepare, atfork_parent, atfork_child) == 0;
 	spin = poll && strcmp(poll, "spin") == 0;
 	if ((epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
 	    (doorbell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||

@@ -245,7 +245,7 @@ static void fork_prepare(void)
 	pthread_mutex_lock(&live_lock);
 }
 
-static void suspend_all(void)
+static void fork_parent(void)
 {
 	for (size_t i = 0; i < nlive; i++) {
 		struct esock_sock *s = live[i];
@@ -255,19 +255,16 @@ static void suspend_all(void)
 			ep_engine_del(s->qp);
 		}
 	}
-}
-
-static void fork_parent(void)
-{
-	suspend_all();
 	pthread_mutex_unlock(&live_lock);
 }
 
 void sock_fork_child(void)
 {
 	/*
-	 * Only the forking thread exists here: references, tokens and locks
-	 * held by the parent's other threads are meaningless; start clean.
+	 * Only the forking thread exists here: references and locks held by
+	 * the parent's other threads are meaningless; start clean.  The QPs
+	 * are reset by the endpoint's own fork handler (ep_engine.c), which
+	 * leaves the parent's epoll set alone.
 	 */
 	for (size_t i = 0; i < nlive; i++) {
 		struct esock_sock *s = live[i];
@@ -275,13 +272,9 @@ void sock_fork_child(void)
 		pthread_mutex_init(&s->lock, NULL);
 		atomic_store(&s->refs, 0);
 		s->waiters = 0;
-		if (s->qp) {
-			atomic_store(&s->qp->refs, 0);
-			atomic_store(&s->qp->busy, 0);
-			atomic_store(&s->qp->attended, 0);
-		}
+		if (s->qp)
+			s->suspended = true;
 	}
-	suspend_all();
 	sock_stat_fork_child(live, nlive);
 	pthread_mutex_unlock(&live_lock);
 }

@@ -13,6 +13,8 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "libesock/ep.h"
 #include "tests/integration/ep_pair.h"
 #include "tests/unit/testutil.h"
 
@@ -281,6 +284,85 @@ START_TEST(peer_killed)
 }
 END_TEST
 
+/*
+ * fork() while another thread of the parent (its engine, a waiter) holds a
+ * QP's eng_lock and a CQ's lock: the child inherits them locked, with no
+ * thread left to release them.  The endpoint's fork handler must reset them,
+ * so that the child can drive the copied QPs itself (as a pre-fork server's
+ * child does); it hung in the first epoll registration before.
+ */
+struct holder {
+	struct ep_pair *p;
+	sem_t held;
+};
+
+static void *hold_locks(void *arg)
+{
+	struct holder *h = arg;
+
+	pthread_mutex_lock(&h->p->a.qp->eng_lock);
+	pthread_mutex_lock(&h->p->b.rcq->lock);
+	sem_post(&h->held);
+	usleep(300 * 1000); /* the parent forks meanwhile */
+	pthread_mutex_unlock(&h->p->b.rcq->lock);
+	pthread_mutex_unlock(&h->p->a.qp->eng_lock);
+	return NULL;
+}
+
+static void child_uses_copies(struct ep_pair *p)
+{
+	static char out[] = "made in the child", in[sizeof(out)];
+	struct esock_mr *mo, *mi;
+	struct esock_wc wc;
+
+	/* A hang ends the child (not Check's own SIGALRM handler, inherited); the parent reports it. */
+	signal(SIGALRM, SIG_DFL);
+	alarm(20);
+	if (ep_engine_add(p->a.qp) < 0 || ep_engine_add(p->b.qp) < 0)
+		_exit(2);
+	if (esock_mr_reg(p->a.pd, out, sizeof(out), ESOCK_ACCESS_LOCAL_WRITE, 0, &mo) < 0 ||
+	    esock_mr_reg(p->b.pd, in, sizeof(in), ESOCK_ACCESS_LOCAL_WRITE, 0, &mi) < 0)
+		_exit(3);
+	ep_post_recv1(&p->b, 7, in, sizeof(in), esock_mr_stag(mi));
+	if (ep_post_send1(&p->a, 8, ESOCK_WR_SEND, out, sizeof(out), esock_mr_stag(mo), 0, 0) < 0)
+		_exit(4);
+	if (esock_cq_wait(p->b.rcq, 1, &wc, 10000) != 1 || wc.status != ESOCK_WC_SUCCESS ||
+	    wc.wr_id != 7 || memcmp(in, out, sizeof(out)) != 0)
+		_exit(5);
+	_exit(0);
+}
+
+START_TEST(fork_with_locks_held)
+{
+	struct ep_pair p;
+	struct holder h = { .p = &p };
+	pthread_t th;
+	pid_t pid;
+	int st;
+
+	memset(&p, 0, sizeof(p));
+	ck_assert_int_eq(ep_pair_open(&p, NULL, NULL), 0);
+	ck_assert_int_eq(p.accept_rc, 0);
+	/* The parent's engine lets go of both sockets: the child alone reads them. */
+	ep_engine_del(p.a.qp);
+	ep_engine_del(p.b.qp);
+	ck_assert_int_eq(sem_init(&h.held, 0, 0), 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, hold_locks, &h), 0);
+	ck_assert_int_eq(sem_wait(&h.held), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		child_uses_copies(&p);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		      "child: %s %d (SIGALRM: it hung on a lock copied from the parent)",
+		      WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	ep_pair_close(&p);
+	sem_destroy(&h.held);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("endpoint, two processes");
@@ -291,6 +373,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, target_sleeps);
 	tcase_add_test(tc, every_size);
 	tcase_add_loop_test(tc, peer_killed, 0, 2);
+	tcase_add_test(tc, fork_with_locks_held);
 	suite_add_tcase(s, tc);
 	return s;
 }
