@@ -23,3 +23,19 @@ use_siw() { # $1 = default|crc: reload siw as that variant unless it is loaded
 	rdma link add siw0 type siw netdev eth0 || echo "RIG: rdma link add failed"
 	echo "RIG: siw now $($B cat /sys/module/siw/version)"
 }
+
+capture_stop_settled() { # $1 = pcap file, $2 = tcpdump's pid
+	# Under TCG tcpdump lags: stop it only once its file has not grown for a
+	# second (at most 15 s), or packets still in its buffer never reach the
+	# file (a capture once held 5 of its 14 packets: no FPDU at all).
+	last=-1 n=0
+	while [ $n -lt 15 ]; do
+		size=$($B stat -c %s "$1" 2>/dev/null || echo 0)
+		[ "$size" = "$last" ] && break
+		last=$size
+		$B sleep 1
+		n=$((n + 1))
+	done
+	kill "$2" 2>/dev/null
+	wait "$2" 2>/dev/null
+}

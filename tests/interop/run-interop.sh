@@ -35,6 +35,9 @@ for v in default crc; do
 	bash "$top/tests/interop/siw-rig.sh" run "$top/tests/interop/jobs/rping-capture.sh" "$out/$v" "$v"
 	grep -c "ping data" "$out/$v/rping-client.log" | grep -qx 3 || { echo "interop: rping ($v) did not complete 3 pings"; exit 1; }
 	captures="$captures $out/$v/rping.pcap $out/$v/rping-term.pcap"
+	# That capture exists for siw's Terminate: without it, it proves nothing.
+	"$build/tools/ddpdump/ddpdump" -r "$out/$v/rping-term.pcap" | grep -q '| Terminate |' ||
+		{ echo "interop: rping-term ($v): no Terminate in the capture"; exit 1; }
 done
 bash "$top/tests/interop/siw-rig.sh" run "$top/tests/interop/jobs/perftest-capture.sh" "$out/perftest" default
 for t in send write read; do

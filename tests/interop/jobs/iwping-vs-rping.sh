@@ -25,10 +25,8 @@ capture_start() { # $1 = case name, $2 = port: tcpdump on eth0 until capture_sto
 		n=$((n + 1))
 	done
 }
-capture_stop() {
-	$B usleep 500000
-	kill "$td"
-	wait "$td"
+capture_stop() { # $1 = case name
+	capture_stop_settled "/out/$1.pcap" "$td"
 }
 
 echo "$PLAN" > /tmp/plan
@@ -47,7 +45,7 @@ while read -r name role siw size count port; do
 		$B timeout 90 rping -c -a "$HOST" -p "$port" -S "$size" -C "$count" -V -v < /dev/null > "$log" 2>&1
 		rc=$?
 	fi
-	capture_stop
+	capture_stop "$name"
 	step end "$name" "$rc"
 done < /tmp/plan
 exit 0

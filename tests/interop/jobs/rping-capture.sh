@@ -4,11 +4,12 @@
 # with offloads off so segments are wire-sized.  Writes /out/*.pcap and logs.
 # Run 1: matching buffer sizes (clean); run 2: the server's buffer is smaller
 # than the client's, so siw terminates the stream (a real siw Terminate).
-B=/bin/busybox
+# shellcheck source=/dev/null # tests/interop/guest-lib.sh, in the guest
+. /guest-lib.sh
 ip link set lo mtu 1500
 ethtool -K lo tso off gso off gro off 2>/dev/null
 capture() { # $1 = name, $2 = server size, $3 = client size
-	tcpdump -Z root -i lo -s 0 -U -w /out/$1.pcap tcp > /out/$1-tcpdump.log 2>&1 &
+	tcpdump -Z root -i lo -s 0 -U --immediate-mode -w /out/$1.pcap tcp > /out/$1-tcpdump.log 2>&1 &
 	td=$!
 	$B sleep 2
 	rping -s -a 10.0.2.15 -C 3 -S $2 -v > /out/$1-server.log 2>&1 &
@@ -18,8 +19,7 @@ capture() { # $1 = name, $2 = server size, $3 = client size
 	echo "rping client $1: exit $?"
 	$B sleep 1
 	kill $sv 2>/dev/null
-	kill $td
-	$B sleep 1
+	capture_stop_settled /out/$1.pcap $td
 }
 # siw's accept race (docs/interop.md) now and then leaves a siw rping client
 # hanging after its first Send: try the clean capture up to three times.
