@@ -6,7 +6,7 @@
  * and the same input split differently give the same ULPDUs and the same
  * final error; each ULPDU re-encoded by the transmitter (same configuration
  * and position) reproduces the input octets of its FPDU when CRC is on (PAD
- * octets are the sender's choice, covered by the CRC); an
+ * and reserved marker octets are the sender's choice, covered by the CRC); an
  * error stays terminal.
  */
 #include "config.h"
@@ -30,14 +30,14 @@ static uint8_t ulpdu_buf[65536];
 
 /*
  * Our re-encoding |wire| must equal the received FPDU |in| except where the
- * sender was free: reserved marker octets, PAD octets (any value, covered by
- * the CRC) and so the CRC when the PAD differed.
+ * sender was free: reserved marker octets and PAD octets (any value, both
+ * covered by the CRC), and so the CRC when one of those differed.
  */
 static void same_fpdu(const struct esock_mpa_rx_cfg *cfg, const uint8_t *wire, const uint8_t *in,
 		      size_t n, size_t start, size_t ulen)
 {
 	size_t body = 2 + ulen, pad_end = body + esock_mpa_pad_len(ulen), j = 0;
-	bool pad_differs = false;
+	bool free_differs = false;
 
 	for (size_t i = 0; i < n; i++) {
 		uint32_t p = cfg->pos + (uint32_t)(start + i);
@@ -45,11 +45,12 @@ static void same_fpdu(const struct esock_mpa_rx_cfg *cfg, const uint8_t *wire, c
 		if (cfg->markers && (p & 511) < 4) {
 			if ((p & 511) >= 2 && wire[i] != in[i])
 				abort(); /* FPDUPTR */
+			free_differs |= wire[i] != in[i]; /* reserved */
 			continue;
 		}
 		if (j >= body && j < pad_end)
-			pad_differs |= wire[i] != in[i];
-		else if (wire[i] != in[i] && !(j >= pad_end && pad_differs))
+			free_differs |= wire[i] != in[i];
+		else if (wire[i] != in[i] && !(j >= pad_end && free_differs))
 			abort();
 		j++;
 	}
