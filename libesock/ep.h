@@ -186,6 +186,7 @@ enum {
 	EP_WANT_TX = 0x2,
 	EP_WANT_FLUSH = 0x4,
 	EP_WANT_DRAIN = 0x8, /* with RX: read until EAGAIN (edge-triggered callers) */
+	EP_WANT_ENGINE = 0x10, /* the engine asks: void once it let go of the QP (ep_engine_del) */
 };
 
 struct esock_qp {
@@ -262,6 +263,14 @@ struct esock_qp {
 
 /* ep_qp.c */
 void ep_qp_progress(struct esock_qp *qp, unsigned want);
+/*
+ * fork(): takes the QP's progress token (waits for its holder, whose work
+ * never blocks), so that the child's copy is not caught half-way through a
+ * receive or send; released in both processes after the fork.  Wishes left
+ * meanwhile stay for the next progress call.
+ */
+void ep_qp_quiesce(struct esock_qp *qp);
+void ep_qp_unquiesce(struct esock_qp *qp);
 void ep_qp_fail(struct esock_qp *qp, const struct esock_term *t, bool send_term, int err,
 		enum esock_wc_status first_status);
 void ep_qp_complete_sq(struct esock_qp *qp);

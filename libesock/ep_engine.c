@@ -113,7 +113,7 @@ static void reattach_idle(void)
 				atomic_fetch_sub(&ndetached, 1);
 			}
 			pthread_mutex_unlock(&qp->eng_lock);
-			ep_qp_progress(qp, EP_WANT_RX | EP_WANT_DRAIN | EP_WANT_TX);
+			ep_qp_progress(qp, EP_WANT_RX | EP_WANT_DRAIN | EP_WANT_TX | EP_WANT_ENGINE);
 		}
 		atomic_fetch_sub(&qp->refs, 1);
 	}
@@ -130,7 +130,7 @@ static void *engine_main(void *arg)
 
 		for (int i = 0; i < n; i++) {
 			struct esock_qp *qp;
-			unsigned w = 0;
+			unsigned w = EP_WANT_ENGINE;
 
 			if (ev[i].data.u32 == 0) { /* the doorbell */
 				uint64_t v;

@@ -132,6 +132,14 @@ void ep_qp_progress(struct esock_qp *qp, unsigned want)
 		unsigned w = atomic_exchange(&qp->want, 0);
 		int st = atomic_load(&qp->state);
 
+		/*
+		 * An event the engine took before it let go of the QP (a fork
+		 * suspended it, or it is being torn down) is not served: in a
+		 * pre-fork server the socket's octets belong to the child now.
+		 */
+		if ((w & EP_WANT_ENGINE) && !atomic_load(&qp->in_engine))
+			w &= ~(unsigned)(EP_WANT_RX | EP_WANT_TX);
+
 		if (st == ESOCK_QPS_RTS || st == ESOCK_QPS_CLOSING) {
 			if (w & EP_WANT_RX)
 				ep_rx_progress(qp, w & EP_WANT_DRAIN);
@@ -144,6 +152,22 @@ void ep_qp_progress(struct esock_qp *qp, unsigned want)
 			ep_qp_flush_rq(qp); /* half-closed: receives posted since end at once */
 		atomic_store(&qp->busy, false);
 	}
+}
+
+void ep_qp_quiesce(struct esock_qp *qp)
+{
+	for (;;) {
+		bool f = false;
+
+		if (atomic_compare_exchange_strong(&qp->busy, &f, true))
+			return;
+		sched_yield();
+	}
+}
+
+void ep_qp_unquiesce(struct esock_qp *qp)
+{
+	atomic_store(&qp->busy, false);
 }
 
 static void push_sq_wc(struct esock_qp *qp, const struct ep_sqe *e)

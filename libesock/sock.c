@@ -243,6 +243,16 @@ int sock_dup_fd(int oldfd, int newfd)
 static void fork_prepare(void)
 {
 	pthread_mutex_lock(&live_lock);
+	/*
+	 * No thread of ours may be half-way through a QP's receive when the
+	 * child's copy is taken: octets read from the socket but not yet placed
+	 * would be lost to the process that serves the connection (seen: a
+	 * pre-fork server's child waited for good on a request the parent's
+	 * engine was taking in at the fork).
+	 */
+	for (size_t i = 0; i < nlive; i++)
+		if (live[i]->qp)
+			ep_qp_quiesce(live[i]->qp);
 }
 
 static void fork_parent(void)
@@ -250,10 +260,13 @@ static void fork_parent(void)
 	for (size_t i = 0; i < nlive; i++) {
 		struct esock_sock *s = live[i];
 
-		if (s->qp && !s->suspended) {
+		if (!s->qp)
+			continue;
+		if (!s->suspended) {
 			s->suspended = true;
 			ep_engine_del(s->qp);
 		}
+		ep_qp_unquiesce(s->qp);
 	}
 	pthread_mutex_unlock(&live_lock);
 }
@@ -272,8 +285,10 @@ void sock_fork_child(void)
 		pthread_mutex_init(&s->lock, NULL);
 		atomic_store(&s->refs, 0);
 		s->waiters = 0;
-		if (s->qp)
+		if (s->qp) {
 			s->suspended = true;
+			ep_qp_unquiesce(s->qp);
+		}
 	}
 	sock_stat_fork_child(live, nlive);
 	pthread_mutex_unlock(&live_lock);
