@@ -276,8 +276,9 @@ void sock_fork_child(void)
 	/*
 	 * Only the forking thread exists here: references and locks held by
 	 * the parent's other threads are meaningless; start clean.  The QPs
-	 * are reset by the endpoint's own fork handler (ep_engine.c), which
-	 * leaves the parent's epoll set alone.
+	 * (locks, the token fork_prepare took, engine flags) are reset by the
+	 * endpoint's own fork handler (ep_engine.c, registered with the first
+	 * QP), which leaves the parent's epoll set alone.
 	 */
 	for (size_t i = 0; i < nlive; i++) {
 		struct esock_sock *s = live[i];
@@ -285,10 +286,8 @@ void sock_fork_child(void)
 		pthread_mutex_init(&s->lock, NULL);
 		atomic_store(&s->refs, 0);
 		s->waiters = 0;
-		if (s->qp) {
-			s->suspended = true;
-			ep_qp_unquiesce(s->qp);
-		}
+		if (s->qp)
+			s->suspended = true; /* its token: released by the endpoint's handler */
 	}
 	sock_stat_fork_child(live, nlive);
 	pthread_mutex_unlock(&live_lock);
