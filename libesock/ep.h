@@ -303,6 +303,33 @@ void ep_engine_detach(struct esock_qp *qp);
 int ep_qpn_alloc(struct esock_qp *qp);
 void ep_qpn_free(struct esock_qp *qp);
 
+/* ep_conn.c / ep_listen.c: the passive side's connection request. */
+struct esock_conn_req {
+	int fd;
+	uint8_t frame[ESOCK_MPA_FRAME_MAX];
+	size_t have;              /* octets of frame read so far */
+	struct esock_mpa_frame req;
+	struct sockaddr_storage local, remote;
+	int64_t deadline;         /* ep_now_ms() by which the Request must be in */
+	bool sniffing;            /* the listener hands out plain TCP: peeking, nothing read */
+	bool plain;               /* a plain TCP connection (sniffing said so) */
+};
+/*
+ * Reads what |fd| has towards one start frame (Request or Reply) into
+ * buf[*have..] without blocking and without reading past the frame.
+ * Returns 1 when the frame is whole, 0 when more octets are needed,
+ * -EPROTO (not a start frame), -ECONNRESET (closed), -EMSGSIZE, -errno.
+ */
+int ep_frame_read(int fd, uint8_t *buf, size_t *have);
+/* The MPA timeout: $ESOCK_MPA_TIMEOUT_MS (-1: none), else 10 s. */
+int ep_mpa_timeout_ms(void);
+/* TCP_NODELAY on a connection's socket. */
+void ep_tune_socket(int fd);
+/* Abortive close: the peer sees a reset, as siw does for a bad start frame. */
+void ep_close_reset(int fd);
+/* Requests a listener made ready so far (edge-triggered readiness). */
+uint64_t ep_listener_completed(const struct esock_listener *l);
+
 /* Time helper for timeouts (ms since an arbitrary start). */
 int64_t ep_now_ms(void);
 

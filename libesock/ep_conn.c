@@ -23,21 +23,9 @@
 #include "util/env.h"
 #include "util/log.h"
 
-struct esock_listener {
-	int fd;
-};
-
-struct esock_conn_req {
-	int fd;
-	uint8_t frame[ESOCK_MPA_FRAME_MAX];
-	struct esock_mpa_frame req;
-	struct sockaddr_storage local, remote;
-};
-
 int ep_rx_init(struct esock_qp *qp);
 
-/* $ESOCK_MPA_TIMEOUT_MS (-1: none), else 10 s. */
-static int mpa_timeout_ms(void)
+int ep_mpa_timeout_ms(void)
 {
 	int v = esock_env_int("ESOCK_MPA_TIMEOUT_MS", EP_TIMEOUT_DEFAULT_MS, -1, 3600000);
 
@@ -48,7 +36,7 @@ static int mpa_timeout_ms(void)
 static int64_t deadline_of(int timeout_ms)
 {
 	if (timeout_ms == 0)
-		timeout_ms = mpa_timeout_ms();
+		timeout_ms = ep_mpa_timeout_ms();
 	return timeout_ms < 0 ? -1 : ep_now_ms() + timeout_ms;
 }
 
@@ -91,43 +79,51 @@ static int write_all(int fd, const uint8_t *p, size_t n, int64_t deadline)
 	return 0;
 }
 
-/* Reads exactly one start frame into |buf|.  Returns its length or -errno. */
-static ssize_t read_frame(int fd, uint8_t *buf, int64_t deadline)
+int ep_frame_read(int fd, uint8_t *buf, size_t *have)
 {
-	size_t have = 0, need = ESOCK_MPA_HDR_LEN;
+	size_t need = esock_mpa_frame_need(buf, *have);
 
-	while (have < need) {
-		ssize_t k = REAL(recv)(fd, buf + have, need - have, MSG_DONTWAIT);
-		int rc;
+	while (*have < need) {
+		ssize_t k = REAL(recv)(fd, buf + *have, need - *have, MSG_DONTWAIT);
 
 		if (k == 0)
 			return -ECONNRESET;
-		if (k > 0) {
-			have += (size_t)k;
-			/* Not a start frame: say so at once, not after the MPA timeout. */
-			if (memcmp(buf, "MPA ID Re", have < 9 ? have : 9) != 0)
-				return -EPROTO;
-			need = esock_mpa_frame_need(buf, have);
-			if (need > ESOCK_MPA_FRAME_MAX)
-				return -EMSGSIZE;
-		} else if (errno != EAGAIN && errno != EINTR) {
-			return -errno;
-		} else if ((rc = wait_fd(fd, POLLIN, deadline)) < 0) {
-			return rc;
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
 		}
+		*have += (size_t)k;
+		/* Not a start frame: say so at once, not after the MPA timeout. */
+		if (memcmp(buf, "MPA ID Re", *have < 9 ? *have : 9) != 0)
+			return -EPROTO;
+		need = esock_mpa_frame_need(buf, *have);
+		if (need > ESOCK_MPA_FRAME_MAX)
+			return -EMSGSIZE;
 	}
-	return (ssize_t)have;
+	return 1;
 }
 
-static void tune_socket(int fd)
+/* Reads exactly one start frame into |buf|, waiting until |deadline|.  Its length or -errno. */
+static ssize_t read_frame(int fd, uint8_t *buf, int64_t deadline)
+{
+	size_t have = 0;
+	int rc;
+
+	while ((rc = ep_frame_read(fd, buf, &have)) == 0)
+		if ((rc = wait_fd(fd, POLLIN, deadline)) < 0)
+			return rc;
+	return rc < 0 ? rc : (ssize_t)have;
+}
+
+void ep_tune_socket(int fd)
 {
 	int one = 1;
 
 	REAL(setsockopt)(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-/* Abortive close: the peer sees a reset, as siw does for a bad start frame. */
-static void close_reset(int fd)
+void ep_close_reset(int fd)
 {
 	struct linger l = { 1, 0 };
 
@@ -283,7 +279,7 @@ static int tcp_connect(const struct sockaddr *addr, socklen_t len, int64_t deadl
 
 	if (fd < 0)
 		return -errno;
-	tune_socket(fd);
+	ep_tune_socket(fd);
 	if (REAL(connect)(fd, addr, len) < 0 && errno != EINPROGRESS) {
 		rc = -errno;
 		REAL(close)(fd);
@@ -383,7 +379,7 @@ ESOCK_EXPORT int esock_qp_connect_fd(struct esock_qp *qp, int fd, const struct e
 	take_param(qp, param);
 	if (!atomic_compare_exchange_strong(&qp->state, &expect, ESOCK_QPS_CONNECTING))
 		return -EINVAL;
-	tune_socket(fd);
+	ep_tune_socket(fd);
 	return connect_on(qp, fd, &pol, param, deadline);
 }
 
@@ -413,133 +409,14 @@ static int connect_on(struct esock_qp *qp, int fd, const struct esock_mpa_policy
 	return 0;
 }
 
-/* ---- passive side ---- */
-
-ESOCK_EXPORT int esock_listen(const struct sockaddr *addr, socklen_t addrlen, int backlog,
-			      struct esock_listener **out)
-{
-	struct esock_listener *l;
-	int one = 1, rc;
-
-	if (!addr || !out)
-		return -EINVAL;
-	if (!(l = calloc(1, sizeof(*l))))
-		return -ENOMEM;
-	l->fd = REAL(socket)(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (l->fd < 0 || REAL(setsockopt)(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    REAL(bind)(l->fd, addr, addrlen) < 0 || REAL(listen)(l->fd, backlog > 0 ? backlog : 128) < 0) {
-		rc = -errno;
-		if (l->fd >= 0)
-			REAL(close)(l->fd);
-		free(l);
-		return rc;
-	}
-	*out = l;
-	return 0;
-}
-
-ESOCK_EXPORT int esock_listener_addr(const struct esock_listener *l, struct sockaddr_storage *ss)
-{
-	socklen_t len = sizeof(*ss);
-
-	return REAL(getsockname)(l->fd, (struct sockaddr *)ss, &len) < 0 ? -errno : 0;
-}
-
-ESOCK_EXPORT int esock_listener_fd(const struct esock_listener *l)
-{
-	return l->fd;
-}
-
-ESOCK_EXPORT int esock_listener_close(struct esock_listener *l)
-{
-	if (!l)
-		return -EINVAL;
-	REAL(close)(l->fd);
-	free(l);
-	return 0;
-}
-
-ESOCK_EXPORT int esock_get_request(struct esock_listener *l, struct esock_conn_req **out,
-				   int timeout_ms)
-{
-	int64_t deadline = timeout_ms < 0 ? -1 : ep_now_ms() + timeout_ms;
-	int fd, rc;
-
-	for (;;) {
-		fd = REAL(accept4)(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd >= 0)
-			break;
-		if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-			return -errno;
-		if ((rc = wait_fd(l->fd, POLLIN, deadline)) < 0)
-			return rc;
-	}
-	if ((rc = esock_request_from_fd(fd, out)) < 0) {
-		if (rc == -EPROTO)
-			close_reset(fd); /* as siw does for a bad start frame */
-		else
-			REAL(close)(fd);
-	}
-	return rc;
-}
-
-ESOCK_EXPORT int esock_request_from_fd(int fd, struct esock_conn_req **out)
-{
-	struct esock_conn_req *r;
-	struct esock_term t = { 0 };
-	int guard_ms;
-	ssize_t n;
-
-	if (fd < 0 || !out)
-		return -EINVAL;
-	tune_socket(fd);
-	if (!(r = calloc(1, sizeof(*r))))
-		return -ENOMEM;
-	r->fd = fd;
-	/* A timeout guards the Request, whatever the caller's wait (and even with "none"). */
-	if ((guard_ms = mpa_timeout_ms()) < 0)
-		guard_ms = EP_TIMEOUT_DEFAULT_MS;
-	n = read_frame(fd, r->frame, ep_now_ms() + guard_ms);
-	if (n < 0 || esock_mpa_frame_decode(&r->req, false, r->frame, (size_t)n, 0, &t) < 0) {
-		log_info("listener: connection without a valid MPA Request (%s)",
-			 n < 0 ? strerror((int)-n) : "bad frame");
-		free(r);
-		return -EPROTO;
-	}
-	socklen_t len = sizeof(r->local);
-
-	REAL(getsockname)(fd, (struct sockaddr *)&r->local, &len);
-	len = sizeof(r->remote);
-	REAL(getpeername)(fd, (struct sockaddr *)&r->remote, &len);
-	*out = r;
-	return 0;
-}
-
-ESOCK_EXPORT int esock_conn_req_info(const struct esock_conn_req *r, struct esock_conn_info *i)
-{
-	memset(i, 0, sizeof(*i));
-	i->mpa_rev = r->req.rev;
-	i->enhanced = esock_mpa_frame_has_ird_ord(&r->req);
-	i->crc = r->req.crc;
-	i->markers_tx = r->req.markers;
-	i->p2p = r->req.p2p;
-	i->rtr = r->req.rtr;
-	i->peer_ird = r->req.ird;
-	i->peer_ord = r->req.ord;
-	i->private_data_len = r->req.pd_len;
-	if (r->req.pd_len)
-		memcpy(i->private_data, r->req.pd, r->req.pd_len);
-	i->local = r->local;
-	i->remote = r->remote;
-	return 0;
-}
+/* ---- passive side (the listener and its requests: ep_listen.c) ---- */
 
 static int send_reply(struct esock_conn_req *r, const struct esock_mpa_frame *rep)
 {
 	uint8_t out[ESOCK_MPA_FRAME_MAX];
 	ssize_t n = esock_mpa_frame_encode(rep, out, sizeof(out));
 
-	return n < 0 ? (int)n : write_all(r->fd, out, (size_t)n, ep_now_ms() + mpa_timeout_ms());
+	return n < 0 ? (int)n : write_all(r->fd, out, (size_t)n, deadline_of(0));
 }
 
 ESOCK_EXPORT int esock_accept(struct esock_conn_req *r, struct esock_qp *qp,

@@ -402,9 +402,13 @@ API int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 
 static int ddp_fcntl(struct esock_sock *s, int fd, int cmd, long arg)
 {
-	int rc = REAL(fcntl)(fd, cmd, arg);
+	/* A listener's file stays non-blocking (sock_listen); the application sees its own flag. */
+	bool lst = s->st == SOCK_LISTENING && s->lst;
+	int rc = REAL(fcntl)(fd, cmd, lst && cmd == F_SETFL ? arg | O_NONBLOCK : arg);
 
 	if (rc >= 0) {
+		if (cmd == F_GETFL && lst)
+			rc = (rc & ~O_NONBLOCK) | (s->nonblock ? O_NONBLOCK : 0);
 		if (cmd == F_SETFL)
 			s->nonblock = (arg & O_NONBLOCK) != 0;
 		else if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
@@ -450,6 +454,9 @@ API int ioctl(int fd, unsigned long req, ...)
 				    ? s->rlen[s->rdone[s->rhead]] : s->rready > 0x7fffffff
 				    ? 0x7fffffff : s->rready);
 		pthread_mutex_unlock(&s->lock);
+		rc = 0;
+	} else if (req == FIONBIO && arg && s->st == SOCK_LISTENING && s->lst) {
+		s->nonblock = *(int *)arg != 0; /* the file stays non-blocking (sock_listen) */
 		rc = 0;
 	} else {
 		rc = REAL(ioctl)(fd, req, arg);
@@ -634,7 +641,7 @@ API int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 
 	if (!s)
 		return REAL(epoll_ctl)(epfd, op, fd, ev);
-	if (s->st == SOCK_LISTENING || s->st == SOCK_PLAIN) { /* the kernel's readiness is right */
+	if (s->st == SOCK_PLAIN) { /* the kernel's readiness is right */
 		sock_put(s);
 		return REAL(epoll_ctl)(epfd, op, fd, ev);
 	}

@@ -70,6 +70,7 @@ struct esock_sock {
 	struct esock_pd *pd;
 	struct esock_cq *cq;        /* send and receive completions */
 	struct esock_qp *qp;
+	struct esock_listener *lst; /* listening: reads MPA Requests without blocking */
 	struct esock_mr *all_mr;    /* local-only key for sends from any caller memory */
 
 	/* Receive pool: rdepth buffers of rsize octets, ring of completed ones. */
@@ -145,6 +146,7 @@ int sock_connect(struct esock_sock *s, const struct sockaddr *addr, socklen_t le
 int sock_finish_connect(struct esock_sock *s);
 int sock_listen(struct esock_sock *s, int backlog);
 int sock_accept(struct esock_sock *ls, struct sockaddr *addr, socklen_t *len, int flags);
+unsigned sock_listen_ready(struct esock_sock *ls, unsigned events); /* POLLIN: a connection to take */
 void sock_teardown(struct esock_sock *s, bool graceful);
 
 /* sock_data.c (return octets or -errno) */

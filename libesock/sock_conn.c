@@ -255,17 +255,6 @@ int sock_connect(struct esock_sock *s, const struct sockaddr *addr, socklen_t le
 	return sock_finish_connect(s);
 }
 
-int sock_listen(struct esock_sock *s, int backlog)
-{
-	if (s->st != SOCK_MARKED && s->st != SOCK_LISTENING)
-		return -EINVAL;
-	if (REAL(listen)(s->fd, backlog) < 0)
-		return -errno;
-	s->st = SOCK_LISTENING;
-	sock_stat_describe(s);
-	return 0;
-}
-
 static int accept_mode_both(void)
 {
 	static int v = -1;
@@ -279,82 +268,159 @@ static int accept_mode_both(void)
 }
 
 /*
- * ESOCK_ACCEPT=both: does the connection start like an MPA Request?  Peeks
- * (never consumes) until 16 octets or a mismatch, waiting up to
- * ESOCK_SNIFF_MS (default 200) for a client that speaks first; one that
- * waits for the server's greeting (SSH, SMTP) is plain TCP.
+ * The listener reads the MPA Requests of all new connections without
+ * blocking on any (ep_listen.c): a silent client delays nobody, and the
+ * socket is readable only when a connection's Request is in.  With
+ * ESOCK_ACCEPT=both it also hands out plain TCP connections: other first
+ * octets, or silence for ESOCK_SNIFF_MS (default 200; a client that waits
+ * for the server's greeting, as SSH and SMTP do).
  */
-static bool looks_like_mpa(int fd)
+int sock_listen(struct esock_sock *s, int backlog)
 {
-	static const char key[] = "MPA ID Req Frame";
-	int wait_ms = esock_env_int("ESOCK_SNIFF_MS", 200, 0, 60000);
-	char buf[16];
+	struct esock_listen_param lp = { .timeout_ms = s->o.timeout_ms };
+	int rc;
 
-	for (int waited = 0;;) {
-		ssize_t n = REAL(recv)(fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-
-		if (n > 0 && memcmp(buf, key, (size_t)n) != 0)
-			return false;
-		if (n == (ssize_t)sizeof(buf))
-			return true;
-		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-			return false;
-		if (waited >= wait_ms)
-			return false;
-		REAL(poll)(&p, 1, 10);
-		waited += 10;
-	}
-}
-
-/* The passive side of one accepted TCP connection; 0, or -errno (fd closed). */
-static int accept_mpa(struct esock_sock *ls, struct esock_sock *s)
-{
-	struct esock_conn_req *req;
-	struct esock_conn_param p;
-	uint8_t pd[256 + ESOCK_ANNOUNCE_LEN];
-	int hidden, rc;
-
-	s->o = ls->o;
-	if ((rc = make_qp(s)) < 0)
-		return rc;
-	if ((hidden = REAL(fcntl)(s->fd, F_DUPFD_CLOEXEC, 3)) < 0)
+	if (s->st != SOCK_MARKED && s->st != SOCK_LISTENING)
+		return -EINVAL;
+	if (REAL(listen)(s->fd, backlog) < 0)
 		return -errno;
-	if ((rc = esock_request_from_fd(hidden, &req)) < 0) {
-		REAL(close)(hidden);
-		return rc;
+	if (accept_mode_both())
+		lp.sniff_ms = esock_env_int("ESOCK_SNIFF_MS", 200, 1, 60000);
+	if (!s->lst) {
+		/*
+		 * The listener accepts without waiting, so the file becomes
+		 * non-blocking; the application keeps its own view of the flag
+		 * (fcntl and FIONBIO on a DDPMODE listener: preload.c).
+		 */
+		int fl = REAL(fcntl)(s->fd, F_GETFL);
+
+		if (fl < 0 || (!(fl & O_NONBLOCK) && REAL(fcntl)(s->fd, F_SETFL, fl | O_NONBLOCK) < 0))
+			return -errno;
+		s->nonblock = (fl & O_NONBLOCK) != 0;
+		if ((rc = esock_listener_from_fd(s->fd, &s->lst)) < 0)
+			return rc;
 	}
-	conn_param(s, &p, pd);
-	if ((rc = esock_accept(req, s->qp, &p)) < 0)
-		return rc;
-	connected(s, false);
+	esock_listener_configure(s->lst, &lp);
+	s->st = SOCK_LISTENING;
+	sock_stat_describe(s);
 	return 0;
 }
 
-int sock_accept(struct esock_sock *ls, struct sockaddr *addr, socklen_t *alen, int flags)
+unsigned sock_listen_ready(struct esock_sock *ls, unsigned events)
 {
-	for (;;) {
-		int fd = REAL(accept4)(ls->fd, addr, alen, flags), rc;
-		struct esock_sock *s;
+	struct esock_listener *l = ls->lst;
 
-		if (fd < 0)
-			return -errno;
-		if (accept_mode_both() && !looks_like_mpa(fd)) {
-			ls->stats->fallbacks++;
-			log_info("fd %d: accepted as plain TCP (no MPA Request; ESOCK_ACCEPT=both)", fd);
-			return fd;
-		}
-		if (!(s = sock_new(fd))) {
-			REAL(close)(fd);
-			return -ENOMEM;
-		}
-		s->nonblock = (flags & SOCK_NONBLOCK) != 0;
-		if ((rc = accept_mpa(ls, s)) == 0)
-			return fd;
+	return (events & (POLLIN | POLLRDNORM)) && l && esock_listener_ready(l) > 0
+		       ? (POLLIN | POLLRDNORM) & events : 0;
+}
+
+/* Applies accept4's SOCK_NONBLOCK to the file (the listener accepts non-blocking). */
+static int set_nonblock(int fd, bool on)
+{
+	int fl = REAL(fcntl)(fd, F_GETFL);
+
+	if (fl < 0 || REAL(fcntl)(fd, F_SETFL, on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+/* A plain TCP connection (ESOCK_ACCEPT=both) to the application, as accept4 would. */
+static int hand_plain(struct esock_sock *ls, int fd, int flags)
+{
+	int rc;
+
+	if ((rc = set_nonblock(fd, flags & SOCK_NONBLOCK)) < 0 ||
+	    (!(flags & SOCK_CLOEXEC) && REAL(fcntl)(fd, F_SETFD, 0) < 0 && (rc = -errno))) {
+		REAL(close)(fd);
+		return rc;
+	}
+	ls->stats->fallbacks++;
+	log_info("fd %d: accepted as plain TCP (no MPA Request; ESOCK_ACCEPT=both)", fd);
+	return fd;
+}
+
+/*
+ * The passive MPA exchange of a connection whose Request is in: the
+ * application gets its own descriptor (the lowest free, as accept gives),
+ * the QP keeps the listener's.  Returns the descriptor or -errno.
+ */
+static int hand_mpa(struct esock_sock *ls, struct esock_conn_req *req, int flags)
+{
+	struct esock_conn_param p;
+	uint8_t pd[256 + ESOCK_ANNOUNCE_LEN];
+	struct esock_sock *s;
+	int fd, rc;
+
+	fd = REAL(fcntl)(esock_conn_req_fd(req), flags & SOCK_CLOEXEC ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
+	if (fd < 0) {
+		rc = -errno;
+		esock_reject(req, NULL, 0);
+		return rc;
+	}
+	if ((rc = set_nonblock(fd, flags & SOCK_NONBLOCK)) < 0 || !(s = sock_new(fd))) {
+		esock_reject(req, NULL, 0);
+		REAL(close)(fd);
+		return rc < 0 ? rc : -ENOMEM;
+	}
+	s->nonblock = (flags & SOCK_NONBLOCK) != 0;
+	s->o = ls->o;
+	if ((rc = make_qp(s)) < 0) {
+		esock_reject(req, NULL, 0);
+	} else {
+		conn_param(s, &p, pd);
+		rc = esock_accept(req, s->qp, &p);
+	}
+	if (rc < 0) {
 		log_warn("fd %d: MPA accept failed (%s); connection closed", fd, strerror(-rc));
 		sock_close_fd(fd);
-		if (ls->nonblock)
+		return rc;
+	}
+	connected(s, false);
+	return fd;
+}
+
+/*
+ * accept on a DDPMODE listener: the oldest connection whose Request is in.
+ * A non-blocking listener (the application's flag) never waits;
+ * a blocking one sleeps on the listener's poll descriptor, in slices so
+ * that a close from another thread is noticed, and honours SO_RCVTIMEO.
+ */
+int sock_accept(struct esock_sock *ls, struct sockaddr *addr, socklen_t *alen, int flags)
+{
+	struct timeval tv = { 0 };
+	socklen_t tl = sizeof(tv);
+	bool nonblock = ls->nonblock;
+	int64_t end = -1;
+
+	if (!nonblock && REAL(getsockopt)(ls->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &tl) == 0 &&
+	    (tv.tv_sec || tv.tv_usec))
+		end = ep_now_ms() + tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000;
+	for (;;) {
+		struct esock_conn_req *req;
+		struct pollfd p = { .events = POLLIN };
+		int rc = esock_get_request(ls->lst, &req, 0), fd;
+
+		if (rc == 0) {
+			fd = esock_conn_req_take_plain(req);
+			fd = fd >= 0 ? hand_plain(ls, fd, flags) : hand_mpa(ls, req, flags);
+			if (fd >= 0 && addr && alen && REAL(getpeername)(fd, addr, alen) < 0)
+				*alen = 0;
+			if (fd >= 0 || fd == -EMFILE || fd == -ENFILE || fd == -ENOMEM)
+				return fd;
+			continue; /* that one failed its exchange: the next */
+		}
+		if (rc != -ETIMEDOUT)
+			return rc;
+		if (nonblock)
 			return -EAGAIN;
+		if (atomic_load(&ls->closing))
+			return -EBADF;
+		if (end >= 0 && ep_now_ms() >= end)
+			return -EAGAIN;
+		p.fd = esock_listener_poll_fd(ls->lst);
+		if (REAL(poll)(&p, 1, end >= 0 && end - ep_now_ms() < 500 ? (int)(end - ep_now_ms()) : 500) < 0 &&
+		    errno == EINTR)
+			return -EINTR;
 	}
 }
 
@@ -393,6 +459,10 @@ void sock_teardown(struct esock_sock *s, bool graceful)
 		}
 		esock_qp_destroy(qp);
 		s->qp = NULL;
+	}
+	if (s->lst) {
+		esock_listener_close(s->lst); /* resets connections whose Request was not taken */
+		s->lst = NULL;
 	}
 	sock_api_release(s);
 	if (s->rmr)

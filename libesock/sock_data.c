@@ -610,6 +610,8 @@ unsigned sock_ready(struct esock_sock *s, unsigned events)
 {
 	unsigned r = 0;
 
+	if (s->st == SOCK_LISTENING)
+		return sock_listen_ready(s, events);
 	pthread_mutex_lock(&s->lock);
 	if (s->st == SOCK_CONNECTED) {
 		if (s->suspended)

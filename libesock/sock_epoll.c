@@ -133,10 +133,18 @@ static struct ep_entry *find(struct epset *st, int fd)
 	return NULL;
 }
 
-/* The rx generation: changes with every message, EOF or error. */
+/* The rx generation: changes with every message, EOF or error (a listener: every Request in). */
 static uint64_t rx_gen(struct esock_sock *s)
 {
+	if (s->st == SOCK_LISTENING && s->lst)
+		return ep_listener_completed(s->lst);
 	return s->stats->rx_msgs + (s->eof ? 1u << 30 : 0) + (s->err ? 1u << 31 : 0);
+}
+
+/* What the application's epoll instance watches for |s|: its CQ's eventfd, or a listener's poll fd. */
+static int watched_fd(struct esock_sock *s)
+{
+	return s->st == SOCK_LISTENING && s->lst ? esock_listener_poll_fd(s->lst) : esock_cq_fd(s->cq);
 }
 
 int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_event *ev)
@@ -151,7 +159,8 @@ int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_
 	if (op != EPOLL_CTL_DEL && !ev)
 		return -EFAULT;
 	pthread_mutex_lock(&s->lock);
-	if (!s->cq && (rc = esock_cq_create(s->o.rdepth + 1024, &s->cq)) < 0) {
+	if (!(s->st == SOCK_LISTENING && s->lst) && !s->cq &&
+	    (rc = esock_cq_create(s->o.rdepth + 1024, &s->cq)) < 0) {
 		pthread_mutex_unlock(&s->lock);
 		return rc;
 	}
@@ -165,7 +174,7 @@ int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_
 			break;
 		}
 		/* The kernel checks epfd and gives its errors (EBADF, EINVAL, ELOOP). */
-		if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, esock_cq_fd(s->cq), &mark) < 0) {
+		if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, watched_fd(s), &mark) < 0) {
 			rc = -errno;
 			break;
 		}
@@ -174,7 +183,7 @@ int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_
 			struct ep_entry *ne = realloc(st->e, (size_t)nc * sizeof(*ne));
 
 			if (!ne) {
-				REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, esock_cq_fd(s->cq), NULL);
+				REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, watched_fd(s), NULL);
 				rc = -ENOMEM;
 				break;
 			}
@@ -183,7 +192,8 @@ int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_
 		}
 		st->e[st->n++] = (struct ep_entry){ .fd = fd, .s = s, .ev = *ev, .seen_rx = ~0ull };
 		atomic_fetch_add(&sock_epoll_regs, 1);
-		esock_cq_arm(s->cq, false);
+		if (s->cq)
+			esock_cq_arm(s->cq, false);
 		break;
 	case EPOLL_CTL_MOD:
 		if (!e) {
@@ -200,7 +210,7 @@ int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_
 			rc = -ENOENT;
 			break;
 		}
-		REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, esock_cq_fd(s->cq), NULL);
+		REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, watched_fd(s), NULL);
 		*e = st->e[--st->n];
 		atomic_fetch_sub(&sock_epoll_regs, 1);
 		break;

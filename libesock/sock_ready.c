@@ -60,8 +60,9 @@ int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 				pthread_mutex_unlock(&s->lock);
 			}
 		}
-		if (s && s->st != SOCK_CONNECTED && s->st != SOCK_FAILED) {
-			sock_put(s); /* listening, unconnected or connecting: the kernel knows */
+		if (s && s->st != SOCK_CONNECTED && s->st != SOCK_FAILED &&
+		    !(s->st == SOCK_LISTENING && s->lst)) {
+			sock_put(s); /* unconnected or connecting: the kernel knows */
 			s = NULL;
 		}
 		ss[i] = s;
@@ -70,7 +71,9 @@ int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 		k[n + i].events = POLLIN;
 		if (s) {
 			nddp++;
-			k[i].fd = s->cq ? esock_cq_fd(s->cq) : -1;
+			/* A listener sleeps on its own poll descriptor: Requests are read here. */
+			k[i].fd = s->st == SOCK_LISTENING ? esock_listener_poll_fd(s->lst)
+				  : s->cq ? esock_cq_fd(s->cq) : -1;
 			k[i].events = POLLIN;
 		}
 	}

@@ -288,19 +288,60 @@ ESOCK_EXPORT int esock_qp_last_error(const struct esock_qp *qp, struct esock_qp_
 /*
  * Passive side: esock_listen binds and listens on |addr| (SO_REUSEADDR);
  * esock_listener_addr reports the bound address (port 0 picks one).
+ *
+ * A listener reads the MPA Requests of all its new connections at once,
+ * without blocking on any of them: a connection that says nothing (or
+ * half a Request) never delays the others, and is reset once its MPA
+ * timeout passes.  Connections that do not start with a valid Request are
+ * reset (as siw does) and logged, never handed out.  Requests wait, oldest
+ * first, until esock_get_request takes them.
  */
 ESOCK_EXPORT int esock_listen(const struct sockaddr *addr, socklen_t addrlen, int backlog,
 			      struct esock_listener **l);
+/*
+ * esock_listener_from_fd makes a listener over |fd|, a TCP socket the caller
+ * has bound and made listen; esock_listener_close leaves |fd| open.
+ * Returns 0, -EINVAL, -ENOMEM.
+ */
+ESOCK_EXPORT int esock_listener_from_fd(int fd, struct esock_listener **l);
 ESOCK_EXPORT int esock_listener_addr(const struct esock_listener *l, struct sockaddr_storage *ss);
 ESOCK_EXPORT int esock_listener_fd(const struct esock_listener *l);
+/* Closes the listener (and its socket, unless made by esock_listener_from_fd); resets pending connections. */
 ESOCK_EXPORT int esock_listener_close(struct esock_listener *l);
 
+/* Settings of a listener; zeroed fields keep the defaults. */
+struct esock_listen_param {
+	/* How long a new connection may take to send its Request (0: $ESOCK_MPA_TIMEOUT_MS or 10 s). */
+	int timeout_ms;
+	/*
+	 * > 0: also hand out connections that are plain TCP: their first octets
+	 * are not an MPA Request, or they stay silent for sniff_ms (a client
+	 * that waits for the server's greeting).  esock_conn_req_take_plain
+	 * tells them apart.  0: such connections are reset.
+	 */
+	int sniff_ms;
+	/* Connections whose Request is being read, at most (0: 4096); beyond it the oldest is reset. */
+	int max_pending;
+};
+ESOCK_EXPORT int esock_listener_configure(struct esock_listener *l, const struct esock_listen_param *p);
+
 /*
- * esock_get_request accepts the next TCP connection and reads its MPA
- * Request, waiting up to |timeout_ms| (-1 forever).  Returns 0 with |*req|
- * (inspect with esock_conn_req_info, then esock_accept or esock_reject),
- * -ETIMEDOUT, or -EPROTO when the connection did not start with a valid MPA
- * Request (it was reset; call again).
+ * esock_listener_poll_fd gives a descriptor (owned by the listener) that is
+ * readable when the listener has work: a new connection, octets of a
+ * Request, a timeout.  Use it with poll/epoll, then call
+ * esock_listener_ready or esock_get_request(.., 0).
+ */
+ESOCK_EXPORT int esock_listener_poll_fd(struct esock_listener *l);
+
+/* Does the listener's work without waiting; returns how many requests are ready to take, or -errno. */
+ESOCK_EXPORT int esock_listener_ready(struct esock_listener *l);
+
+/*
+ * esock_get_request takes the oldest connection whose MPA Request is in,
+ * waiting up to |timeout_ms| (-1 forever, 0 not at all; a signal does not
+ * end the wait).  Returns 0 with |*req| (inspect with esock_conn_req_info,
+ * then esock_accept or esock_reject), -ETIMEDOUT, or an accept(2) error
+ * such as -EMFILE (the connection stays in the backlog).
  */
 ESOCK_EXPORT int esock_get_request(struct esock_listener *l, struct esock_conn_req **req,
 				   int timeout_ms);
@@ -312,6 +353,16 @@ ESOCK_EXPORT int esock_get_request(struct esock_listener *l, struct esock_conn_r
  * QP), or -EPROTO (no valid Request; the caller still owns |fd|), -ENOMEM.
  */
 ESOCK_EXPORT int esock_request_from_fd(int fd, struct esock_conn_req **req);
+
+/* The TCP socket of |req| (still owned by it). */
+ESOCK_EXPORT int esock_conn_req_fd(const struct esock_conn_req *req);
+
+/*
+ * esock_conn_req_take_plain: when |req| is a plain TCP connection (see
+ * esock_listen_param.sniff_ms), frees it and returns its socket, whose
+ * octets are all still unread; else -EINVAL (an MPA Request).
+ */
+ESOCK_EXPORT int esock_conn_req_take_plain(struct esock_conn_req *req);
 
 /* The decoded Request: revision, flags, IRD/ORD, private data, addresses. */
 ESOCK_EXPORT int esock_conn_req_info(const struct esock_conn_req *req, struct esock_conn_info *info);

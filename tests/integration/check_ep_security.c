@@ -18,6 +18,7 @@
 #include <check.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -818,7 +819,8 @@ START_TEST(garbage_request)
 	/* The listener's backlog holds the connection and its octets until we ask. */
 	ck_assert_int_eq(send(fd, garbage[_i].s, garbage[_i].len, MSG_NOSIGNAL),
 			 (ssize_t)garbage[_i].len);
-	ck_assert_int_eq(esock_get_request(l, &req, EVIL_TIMEOUT_MS), -EPROTO);
+	/* The listener resets it and never hands it out. */
+	ck_assert_int_eq(esock_get_request(l, &req, 300), -ETIMEDOUT);
 	ck_assert_ptr_null(req);
 	errno = 0;
 	ck_assert_int_eq(recv(fd, &c, 1, 0), -1);
@@ -872,26 +874,108 @@ START_TEST(reply_never_comes)
 }
 END_TEST
 
-/* The Request never comes: esock_get_request gives up after the MPA timeout. */
+struct real_client {
+	int port;
+	int rc;
+	int64_t done_ms;
+};
+
+/* A genuine MPA client: its exchange must not wait for anyone else's. */
+static void *real_client_main(void *arg)
+{
+	struct real_client *c = arg;
+	struct evil *e = evil_new(c->port, NULL);
+
+	c->rc = e ? evil_mpa(e) : -ECONNREFUSED;
+	c->done_ms = now_ms();
+	evil_free(e);
+	return NULL;
+}
+
+/*
+ * Connections that send nothing, or half a Request, delay nobody: a real
+ * client behind them is served at once (not after their MPA timeout, as
+ * when the listener read Requests one at a time), and they are reset once
+ * their timeout passes, while the listener waits.
+ */
 START_TEST(request_never_comes)
 {
 	struct esock_listener *l;
 	struct esock_conn_req *req = NULL;
-	int fd = evil_tcp_connect(ep_listen_any(&l));
-	int64_t t0 = now_ms(), dt;
-	char c;
+	struct ep_side b;
+	struct real_client c = { 0 };
+	pthread_t th;
+	int port, idle[3];
+	int64_t t0, dt;
+	char ch;
 
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(send(fd, "MPA ID Req", 10, MSG_NOSIGNAL), 10); /* and no more */
-	setenv("ESOCK_MPA_TIMEOUT_MS", "400", 1);
-	ck_assert_int_eq(esock_get_request(l, &req, 100), -EPROTO);
+	setenv("ESOCK_MPA_TIMEOUT_MS", "800", 1);
+	port = ep_listen_any(&l);
 	unsetenv("ESOCK_MPA_TIMEOUT_MS");
+	ep_side_init(&b);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_ge(idle[i] = evil_tcp_connect(port), 0);
+		if (i == 1) /* half a Request, and no more */
+			ck_assert_int_eq(send(idle[i], "MPA ID Req", 10, MSG_NOSIGNAL), 10);
+	}
+	/* The listener sees the idle ones first. */
+	ck_assert_int_eq(esock_get_request(l, &req, 50), -ETIMEDOUT);
+	t0 = now_ms();
+	c.port = port;
+	ck_assert_int_eq(pthread_create(&th, NULL, real_client_main, &c), 0);
+	ck_assert_int_eq(esock_get_request(l, &req, 5000), 0);
 	dt = now_ms() - t0;
-	/* The caller's 100 ms bound the accept only; the Request gets the MPA timeout. */
-	ck_assert_msg(dt >= 350 && dt < 5000, "waited %ld ms", (long)dt);
-	ck_assert_int_eq(recv(fd, &c, 1, 0), -1);
-	ck_assert_int_eq(errno, ECONNRESET);
-	close(fd);
+	ck_assert_msg(dt < 400, "the real client waited %ld ms behind idle ones", (long)dt);
+	ck_assert_int_eq(esock_accept(req, b.qp, NULL), 0);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(c.rc, 0);
+	/* The idle ones go at their MPA timeout, while the listener waits. */
+	ck_assert_int_eq(esock_get_request(l, &req, 1500), -ETIMEDOUT);
+	for (int i = 0; i < 3; i++) {
+		errno = 0;
+		ck_assert_int_eq(recv(idle[i], &ch, 1, 0), -1);
+		ck_assert_int_eq(errno, ECONNRESET);
+		close(idle[i]);
+	}
+	ep_side_fini(&b);
+	ck_assert_int_eq(esock_pd_free(b.pd), 0);
+	esock_listener_close(l);
+}
+END_TEST
+
+/* Many silent connections: beyond the pending bound the oldest are reset, the newest served. */
+START_TEST(pending_bound)
+{
+	struct esock_listener *l;
+	struct esock_listen_param lp = { .max_pending = 4 };
+	struct esock_conn_req *req = NULL;
+	struct real_client c = { 0 };
+	pthread_t th;
+	int port = ep_listen_any(&l), idle[6], resets = 0;
+	char ch;
+
+	ck_assert_int_eq(esock_listener_configure(l, &lp), 0);
+	for (int i = 0; i < 6; i++) {
+		ck_assert_int_ge(idle[i] = evil_tcp_connect(port), 0);
+		/* One at a time, so that the listener knows which is oldest. */
+		ck_assert_int_eq(esock_get_request(l, &req, 20), -ETIMEDOUT);
+	}
+	c.port = port;
+	ck_assert_int_eq(pthread_create(&th, NULL, real_client_main, &c), 0);
+	ck_assert_int_eq(esock_get_request(l, &req, 5000), 0);
+	ck_assert_int_eq(esock_reject(req, NULL, 0), 0);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(c.rc, -ECONNREFUSED);
+	for (int i = 0; i < 6; i++) {
+		struct pollfd p = { .fd = idle[i], .events = POLLIN };
+
+		if (poll(&p, 1, 0) == 1 && recv(idle[i], &ch, 1, MSG_DONTWAIT) < 0 && errno == ECONNRESET) {
+			resets++;
+			ck_assert_msg(i < 3, "connection %d (one of the newest) was reset", i);
+		}
+		close(idle[i]);
+	}
+	ck_assert_int_eq(resets, 3); /* 6 + the real one through a bound of 4 */
 	esock_listener_close(l);
 }
 END_TEST
@@ -988,6 +1072,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, garbage_request, 0, NGARBAGE);
 	tcase_add_test(tc, reply_never_comes);
 	tcase_add_test(tc, request_never_comes);
+	tcase_add_test(tc, pending_bound);
 	tcase_add_loop_test(tc, reject_reply, 0, 2);
 	return s;
 }

@@ -57,3 +57,10 @@ TESTS += tests/integration/check_sock
 tests_integration_check_sock_SOURCES = tests/integration/check_sock.c
 tests_integration_check_sock_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_integration_check_sock_LDADD = libesock.la tests/unit/libtestutil.la $(CHECK_LIBS) -lpthread
+
+# Slow and silent peers against a DDPMODE server (issue 12).
+check_PROGRAMS += tests/integration/check_sock_peers
+TESTS += tests/integration/check_sock_peers
+tests_integration_check_sock_peers_SOURCES = tests/integration/check_sock_peers.c
+tests_integration_check_sock_peers_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_integration_check_sock_peers_LDADD = libesock.la tests/unit/libtestutil.la $(CHECK_LIBS) -lpthread

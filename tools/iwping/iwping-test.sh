@@ -3,7 +3,7 @@
 # iwping server and clients on 127.0.0.1, the server on a port the kernel picks
 # (-p 0 prints it): rping's size limits (23 and 65535) and sizes between, CRC
 # on and off, validated (-V) and checked line by line (-v), two clients at once
-# on a persistent server (-P), a one-shot server that ends with its client,
+# on a persistent server (-P), one behind silent connections, a one-shot server that ends with its client,
 # a client larger than its server, and rping's exit codes for bad options.
 # Exits 77 when iwping is not built or cannot listen on loopback.
 set -u
@@ -11,7 +11,9 @@ iwping=${top_builddir:-.}/tools/iwping/iwping
 [ -x "$iwping" ] || { echo "SKIP: $iwping not built"; exit 77; }
 tmp=$(mktemp -d) || exit 99
 srv_pid=
+idle_pids=
 cleanup() {
+	[ -n "$idle_pids" ] && kill $idle_pids 2>/dev/null
 	if [ -n "$srv_pid" ]; then
 		kill "$srv_pid" 2>/dev/null
 		wait "$srv_pid" 2>/dev/null
@@ -111,6 +113,21 @@ done
 client markers 0 -C 10 -S 4096 -V -v -d --markers
 check_pings "$tmp/markers.out" "ping data:" 10 4096 || fail "client --markers: ping data"
 grep -q "^connected: .*, markers tx off rx on" "$tmp/markers.out" || fail "client --markers: no markers"
+# Three connections that never send their MPA Request delay nobody (the
+# listener reads Requests of all new connections at once).
+if command -v bash >/dev/null 2>&1; then
+	for k in 1 2 3; do
+		bash -c "exec 3<>/dev/tcp/127.0.0.1/$port && exec sleep 30" 2>/dev/null &
+		idle_pids="$idle_pids $!"
+	done
+	sleep 0.3
+	t0=$(date +%s)
+	client behind-idle 0 -C 3 -V -v
+	[ $(($(date +%s) - t0)) -lt 5 ] || fail "a client waited behind idle connections"
+	check_pings "$tmp/behind-idle.out" "ping data:" 3 64 || fail "behind idle: ping data"
+	kill $idle_pids 2>/dev/null
+	idle_pids=
+fi
 client pa 0 -C 10 -V -v &
 pa=$!
 client pb 0 -C 10 -V -v

@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Slow and silent peers against a DDPMODE server (linked against libesock.so,
+ * the ordinary calls): TCP connections that never send their MPA Request, or
+ * half of it, must delay no other client, whether the server accepts
+ * blocking, non-blocking with epoll, or with poll; they go at the MPA
+ * timeout while the server waits.  With ESOCK_ACCEPT=both, a silent plain
+ * client is handed out after the sniff time without delaying MPA clients.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <esock/esock.h>
+
+#include "tests/unit/testutil.h"
+
+static const int one = 1;
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int ddp_socket(int type)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | type, 0);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(setsockopt(fd, SOL_ESOCK, ESOCK_DDPMODE, &one, sizeof(one)), 0);
+	return fd;
+}
+
+/* A DDPMODE listener on 127.0.0.1 (any port); |mpa_ms| > 0 sets its MPA timeout. */
+static int listener(int type, int mpa_ms, struct sockaddr_in *sa)
+{
+	int fd = ddp_socket(type);
+	socklen_t len = sizeof(*sa);
+
+	if (mpa_ms > 0)
+		ck_assert_int_eq(setsockopt(fd, SOL_ESOCK, ESOCK_MPA_TIMEOUT, &mpa_ms, sizeof(mpa_ms)), 0);
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)sa, sizeof(*sa)), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)sa, &len), 0);
+	ck_assert_int_eq(listen(fd, 16), 0);
+	return fd;
+}
+
+/* A plain TCP client that says nothing (|half|: the first 10 octets of a Request). */
+static int idle_client(const struct sockaddr_in *sa, bool half)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(connect(fd, (const struct sockaddr *)sa, sizeof(*sa)), 0);
+	if (half)
+		ck_assert_int_eq(send(fd, "MPA ID Req", 10, MSG_NOSIGNAL), 10);
+	return fd;
+}
+
+/* The idle client was reset by the server (it gave up on the Request). */
+static void assert_reset(int fd, int wait_ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char c;
+
+	ck_assert_int_eq(poll(&p, 1, wait_ms), 1);
+	errno = 0;
+	ck_assert_int_eq(recv(fd, &c, 1, MSG_DONTWAIT), -1);
+	ck_assert_int_eq(errno, ECONNRESET);
+}
+
+/* A DDPMODE client in its own thread: connect (MPA), send "ping", expect "pong". */
+struct client {
+	struct sockaddr_in sa;
+	pthread_t th;
+	int rc;            /* 0: the round trip completed */
+	int64_t t_done;
+};
+
+static void *client_main(void *arg)
+{
+	struct client *c = arg;
+	int fd = ddp_socket(0);
+	char buf[4];
+
+	c->rc = -1;
+	if (connect(fd, (struct sockaddr *)&c->sa, sizeof(c->sa)) == 0 && write(fd, "ping", 4) == 4 &&
+	    recv(fd, buf, 4, MSG_WAITALL) == 4 && memcmp(buf, "pong", 4) == 0)
+		c->rc = 0;
+	c->t_done = now_ms();
+	close(fd);
+	return NULL;
+}
+
+static void client_start(struct client *c, const struct sockaddr_in *sa)
+{
+	memset(c, 0, sizeof(*c));
+	c->sa = *sa;
+	ck_assert_int_eq(pthread_create(&c->th, NULL, client_main, c), 0);
+}
+
+/* The server's side of the round trip on an accepted descriptor. */
+static void serve_one(int fd)
+{
+	char buf[4];
+	int fl = fcntl(fd, F_GETFL);
+
+	ck_assert_int_ge(fl, 0);
+	ck_assert_int_eq(fcntl(fd, F_SETFL, fl & ~O_NONBLOCK), 0);
+	ck_assert_int_eq(recv(fd, buf, 4, MSG_WAITALL), 4);
+	ck_assert_int_eq(memcmp(buf, "ping", 4), 0);
+	ck_assert_int_eq(write(fd, "pong", 4), 4);
+}
+
+/* A blocking accept returns the real client at once, though two silent ones came first. */
+START_TEST(blocking_accept_skips_idle)
+{
+	struct sockaddr_in sa;
+	struct client c;
+	int lfd = listener(0, 0, &sa), idle[2], fd;
+	int64_t t0;
+
+	alarm(20);
+	idle[0] = idle_client(&sa, false);
+	idle[1] = idle_client(&sa, true);
+	t0 = now_ms();
+	client_start(&c, &sa);
+	fd = accept(lfd, NULL, NULL);
+	ck_assert_int_ge(fd, 0);
+	serve_one(fd);
+	pthread_join(c.th, NULL);
+	ck_assert_int_eq(c.rc, 0);
+	ck_assert_msg(c.t_done - t0 < 1000, "round trip took %ld ms behind idle connections",
+		      (long)(c.t_done - t0));
+	close(fd);
+	close(idle[0]);
+	close(idle[1]);
+	close(lfd);
+	alarm(0);
+}
+END_TEST
+
+/*
+ * A non-blocking epoll server: silent connections neither make the listener
+ * readable nor block accept4; the real client is served at once; the silent
+ * ones are reset at the MPA timeout while the server sleeps in epoll_wait.
+ */
+START_TEST(epoll_server_skips_idle)
+{
+	struct sockaddr_in sa;
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0x1234 }, out[4];
+	struct client c;
+	int lfd = listener(SOCK_NONBLOCK, 1000, &sa), ep = epoll_create1(0), idle[2], fd;
+	int64_t t0;
+
+	alarm(20);
+	ck_assert_int_ge(ep, 0);
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev), 0);
+	idle[0] = idle_client(&sa, false);
+	idle[1] = idle_client(&sa, true);
+	/* Not readable for connections whose Request is not in. */
+	ck_assert_int_eq(epoll_wait(ep, out, 4, 200), 0);
+	t0 = now_ms();
+	fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK);
+	ck_assert_int_eq(fd, -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	ck_assert_msg(now_ms() - t0 < 100, "non-blocking accept4 took %ld ms", (long)(now_ms() - t0));
+	client_start(&c, &sa);
+	ck_assert_int_eq(epoll_wait(ep, out, 4, 5000), 1);
+	ck_assert_uint_eq(out[0].data.u64, 0x1234);
+	fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_ne(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
+	serve_one(fd);
+	pthread_join(c.th, NULL);
+	ck_assert_int_eq(c.rc, 0);
+	ck_assert_msg(c.t_done - t0 < 1000, "round trip took %ld ms", (long)(c.t_done - t0));
+	/* The silent ones go at the MPA timeout (1 s), nothing else wakes the server. */
+	ck_assert_int_eq(epoll_wait(ep, out, 4, 1500), 0);
+	assert_reset(idle[0], 0);
+	assert_reset(idle[1], 0);
+	close(fd);
+	close(idle[0]);
+	close(idle[1]);
+	close(ep);
+	close(lfd);
+	alarm(0);
+}
+END_TEST
+
+/* poll on the listener: the same, and the listener's flags are the application's. */
+START_TEST(poll_server_skips_idle)
+{
+	struct sockaddr_in sa;
+	struct client c;
+	int lfd = listener(0, 0, &sa), idle, fd;
+	struct pollfd p = { .fd = lfd, .events = POLLIN };
+	int64_t t0;
+
+	alarm(20);
+	ck_assert_int_eq(fcntl(lfd, F_GETFL) & O_NONBLOCK, 0);
+	ck_assert_int_eq(fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) | O_NONBLOCK), 0);
+	ck_assert_int_ne(fcntl(lfd, F_GETFL) & O_NONBLOCK, 0);
+	idle = idle_client(&sa, true);
+	ck_assert_int_eq(poll(&p, 1, 200), 0);
+	t0 = now_ms();
+	client_start(&c, &sa);
+	ck_assert_int_eq(poll(&p, 1, 5000), 1);
+	ck_assert(p.revents & POLLIN);
+	fd = accept(lfd, NULL, NULL);
+	ck_assert_int_ge(fd, 0);
+	/* accept (not accept4 with SOCK_NONBLOCK): a blocking socket, as libc gives. */
+	ck_assert_int_eq(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
+	serve_one(fd);
+	pthread_join(c.th, NULL);
+	ck_assert_int_eq(c.rc, 0);
+	ck_assert_msg(c.t_done - t0 < 1000, "round trip took %ld ms", (long)(c.t_done - t0));
+	/* Non-blocking again, and nothing else waits. */
+	ck_assert_int_eq(accept(lfd, NULL, NULL), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	close(fd);
+	close(idle);
+	close(lfd);
+	alarm(0);
+}
+END_TEST
+
+/* accept's address is the peer's, as libc fills it (truncated to the caller's length). */
+START_TEST(accept_address)
+{
+	struct sockaddr_in sa, peer;
+	socklen_t len = sizeof(peer), small = 4;
+	struct client c;
+	int lfd = listener(0, 0, &sa), fd;
+	uint8_t tiny[4];
+
+	alarm(20);
+	client_start(&c, &sa);
+	fd = accept(lfd, (struct sockaddr *)&peer, &len);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_uint_eq(len, sizeof(peer));
+	ck_assert_uint_eq(peer.sin_family, AF_INET);
+	ck_assert_uint_eq(peer.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+	ck_assert_uint_ne(peer.sin_port, 0);
+	serve_one(fd);
+	pthread_join(c.th, NULL);
+	ck_assert_int_eq(c.rc, 0);
+	close(fd);
+	client_start(&c, &sa);
+	fd = accept(lfd, (struct sockaddr *)tiny, &small);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_uint_eq(small, sizeof(peer)); /* the real size, as accept reports it */
+	serve_one(fd);
+	pthread_join(c.th, NULL);
+	close(fd);
+	close(lfd);
+	alarm(0);
+}
+END_TEST
+
+/* A blocking accept with SO_RCVTIMEO gives EAGAIN after the timeout, as on TCP. */
+START_TEST(accept_rcvtimeo)
+{
+	struct sockaddr_in sa;
+	struct timeval tv = { 0, 300000 };
+	int lfd = listener(0, 0, &sa), idle;
+	int64_t t0, dt;
+
+	alarm(20);
+	ck_assert_int_eq(setsockopt(lfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+	idle = idle_client(&sa, false);
+	t0 = now_ms();
+	ck_assert_int_eq(accept(lfd, NULL, NULL), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	dt = now_ms() - t0;
+	ck_assert_msg(dt >= 250 && dt < 2000, "accept returned after %ld ms", (long)dt);
+	close(idle);
+	close(lfd);
+	alarm(0);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("sock peers");
+	TCase *tc = tcase_create("idle");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, blocking_accept_skips_idle);
+	tcase_add_test(tc, epoll_server_skips_idle);
+	tcase_add_test(tc, poll_server_skips_idle);
+	tcase_add_test(tc, accept_address);
+	tcase_add_test(tc, accept_rcvtimeo);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	srunner_set_fork_status(sr, CK_FORK); /* each test in its own process (settings read once) */
+	signal(SIGPIPE, SIG_IGN);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
