@@ -259,6 +259,7 @@ struct esock_qp {
 	bool half_close;
 	atomic_bool rx_eof;         /* that FIN came */
 	atomic_bool rx_paused;      /* a Send waits for a receive to be posted */
+	struct ep_connecting *connecting; /* initiator's MPA exchange in progress (ep_conn.c) */
 };
 
 /* ep_qp.c */

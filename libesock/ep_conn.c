@@ -104,18 +104,6 @@ int ep_frame_read(int fd, uint8_t *buf, size_t *have)
 	return 1;
 }
 
-/* Reads exactly one start frame into |buf|, waiting until |deadline|.  Its length or -errno. */
-static ssize_t read_frame(int fd, uint8_t *buf, int64_t deadline)
-{
-	size_t have = 0;
-	int rc;
-
-	while ((rc = ep_frame_read(fd, buf, &have)) == 0)
-		if ((rc = wait_fd(fd, POLLIN, deadline)) < 0)
-			return rc;
-	return rc < 0 ? rc : (ssize_t)have;
-}
-
 void ep_tune_socket(int fd)
 {
 	int one = 1;
@@ -315,34 +303,124 @@ static void refuse(int fd, const struct esock_term *t, bool crc)
 	}
 }
 
-static int connect_on(struct esock_qp *qp, int fd, const struct esock_mpa_policy *pol,
-		      const struct esock_conn_param *param, int64_t deadline);
+/*
+ * The initiator's exchange in two steps, so that a non-blocking caller never
+ * waits for the Reply: connect_begin sends the Request (a fresh socket's
+ * buffer takes it whole), connect_step reads what the Reply has so far.
+ */
+struct ep_connecting {
+	struct esock_mpa_policy pol;
+	struct esock_mpa_frame req;
+	uint8_t pd[ESOCK_MPA_PD_MAX];  /* the caller's private data, kept for the check */
+	uint8_t in[ESOCK_MPA_FRAME_MAX];
+	size_t have;
+	int fd;
+	int64_t deadline;
+	bool (*peer_agrees)(void *arg, const struct esock_conn_info *info);
+	void *peer_agrees_arg;
+};
 
-static int mpa_initiate(struct esock_qp *qp, int fd, const struct esock_mpa_policy *pol,
-			int64_t deadline)
+static void connecting_end(struct esock_qp *qp, int rc)
 {
-	uint8_t out[ESOCK_MPA_FRAME_MAX], in[ESOCK_MPA_FRAME_MAX];
-	struct esock_mpa_frame req, rep;
-	struct esock_mpa_params mp;
-	struct esock_term t = { 0 };
+	if (rc < 0) {
+		if (atomic_load(&qp->state) == ESOCK_QPS_RTS)
+			ep_engine_del(qp);
+		qp->fd = -1;
+		atomic_store(&qp->state, ESOCK_QPS_IDLE);
+	}
+	free(qp->connecting);
+	qp->connecting = NULL;
+}
+
+static int connect_begin(struct esock_qp *qp, int fd, const struct esock_mpa_policy *pol,
+			 const struct esock_conn_param *param, int64_t deadline)
+{
+	struct ep_connecting *c = calloc(1, sizeof(*c));
+	uint8_t out[ESOCK_MPA_FRAME_MAX];
 	ssize_t n;
 	int rc;
 
-	if ((rc = esock_mpa_request_build(pol, &req)) < 0 ||
-	    (n = esock_mpa_frame_encode(&req, out, sizeof(out))) < 0)
-		return rc < 0 ? rc : (int)n;
-	if ((rc = write_all(fd, out, (size_t)n, deadline)) < 0 ||
-	    (n = read_frame(fd, in, deadline)) < 0)
-		return rc < 0 ? rc : (int)n;
-	if ((n = esock_mpa_frame_decode(&rep, true, in, (size_t)n, pol->pd_max, &t)) < 0) {
-		refuse(fd, &t, req.crc);
-		return -EPROTO;
+	if (!c) {
+		atomic_store(&qp->state, ESOCK_QPS_IDLE);
+		return -ENOMEM;
 	}
-	rc = esock_mpa_reply_check(pol, &req, &rep, &mp, &t);
-	set_info(qp, &mp, &rep, qp->prof);
-	if (rc == -EPROTO)
-		refuse(fd, &t, mp.crc || req.crc);
+	c->pol = *pol;
+	if (pol->pd_len) {
+		memcpy(c->pd, pol->pd, pol->pd_len);
+		c->pol.pd = c->pd;
+	}
+	c->fd = fd;
+	c->deadline = deadline;
+	if (param) {
+		c->peer_agrees = param->peer_agrees;
+		c->peer_agrees_arg = param->peer_agrees_arg;
+	}
+	qp->connecting = c;
+	if ((rc = esock_mpa_request_build(&c->pol, &c->req)) < 0 ||
+	    (n = esock_mpa_frame_encode(&c->req, out, sizeof(out))) < 0 ||
+	    (rc = write_all(fd, out, (size_t)n, deadline)) < 0) {
+		rc = rc < 0 ? rc : -EINVAL;
+		connecting_end(qp, rc);
+		return rc;
+	}
+	return 0;
+}
+
+/* Reads what the Reply has; 0 in RTS, -EINPROGRESS for more, else failed (QP idle). */
+static int connect_step(struct esock_qp *qp)
+{
+	struct ep_connecting *c = qp->connecting;
+	struct esock_mpa_frame rep;
+	struct esock_mpa_params mp;
+	struct esock_term t = { 0 };
+	int rc;
+
+	if (!c)
+		return -EINVAL;
+	rc = ep_frame_read(c->fd, c->in, &c->have);
+	if (rc == 0) {
+		if (c->deadline < 0 || ep_now_ms() < c->deadline)
+			return -EINPROGRESS;
+		rc = -ETIMEDOUT;
+	} else if (rc > 0 &&
+		   esock_mpa_frame_decode(&rep, true, c->in, c->have, c->pol.pd_max, &t) < 0) {
+		refuse(c->fd, &t, c->req.crc);
+		rc = -EPROTO;
+	} else if (rc > 0) {
+		rc = esock_mpa_reply_check(&c->pol, &c->req, &rep, &mp, &t);
+		set_info(qp, &mp, &rep, qp->prof);
+		if (rc == -EPROTO)
+			refuse(c->fd, &t, mp.crc || c->req.crc);
+	}
+	if (rc == 0) {
+		struct esock_conn_param hook = { .peer_agrees = c->peer_agrees,
+						 .peer_agrees_arg = c->peer_agrees_arg };
+
+		peer_known(qp, c->fd, &hook);
+		rc = ep_qp_start(qp, c->fd, true);
+	}
+	connecting_end(qp, rc);
 	return rc;
+}
+
+/* The whole exchange, waiting (esock_qp_connect, esock_qp_connect_fd); takes |fd| on success. */
+static int connect_on(struct esock_qp *qp, int fd, const struct esock_mpa_policy *pol,
+		      const struct esock_conn_param *param, int64_t deadline)
+{
+	int rc = connect_begin(qp, fd, pol, param, deadline);
+
+	while (rc == 0 && (rc = connect_step(qp)) == -EINPROGRESS)
+		if ((rc = wait_fd(fd, POLLIN, deadline)) < 0)
+			connecting_end(qp, rc);
+	if (rc < 0)
+		return rc;
+	if (qp->prof->first_fpdu_delay_ms) {
+		/* siw may not read yet (its accept race): give it time. */
+		struct timespec ts = { 0, (long)qp->prof->first_fpdu_delay_ms * 1000000L };
+
+		nanosleep(&ts, NULL);
+	}
+	return 0;
 }
 
 ESOCK_EXPORT int esock_qp_connect(struct esock_qp *qp, const struct sockaddr *addr,
@@ -367,46 +445,54 @@ ESOCK_EXPORT int esock_qp_connect(struct esock_qp *qp, const struct sockaddr *ad
 	return rc;
 }
 
-ESOCK_EXPORT int esock_qp_connect_fd(struct esock_qp *qp, int fd, const struct esock_conn_param *param)
+/* Checks and takes the parameters of an exchange over the caller's |fd|. */
+static int connect_fd_prepare(struct esock_qp *qp, int fd, const struct esock_conn_param *param,
+			      struct esock_mpa_policy *pol)
 {
-	struct esock_mpa_policy pol;
-	int64_t deadline = deadline_of(param ? param->timeout_ms : 0);
 	int expect = ESOCK_QPS_IDLE;
 
 	if (!qp || fd < 0 || !(qp->prof = ep_profile_pick(param ? param->peer : NULL)) ||
-	    make_policy(param, qp->prof, &pol, true) < 0)
+	    make_policy(param, qp->prof, pol, true) < 0)
 		return -EINVAL;
 	take_param(qp, param);
 	if (!atomic_compare_exchange_strong(&qp->state, &expect, ESOCK_QPS_CONNECTING))
 		return -EINVAL;
 	ep_tune_socket(fd);
-	return connect_on(qp, fd, &pol, param, deadline);
+	return 0;
 }
 
-/* The MPA exchange as initiator on the connected |fd|; takes it on success. */
-static int connect_on(struct esock_qp *qp, int fd, const struct esock_mpa_policy *pol,
-		      const struct esock_conn_param *param, int64_t deadline)
+ESOCK_EXPORT int esock_qp_connect_fd(struct esock_qp *qp, int fd, const struct esock_conn_param *param)
 {
-	int rc = mpa_initiate(qp, fd, pol, deadline);
+	struct esock_mpa_policy pol;
+	int64_t deadline = deadline_of(param ? param->timeout_ms : 0);
+	int rc = connect_fd_prepare(qp, fd, param, &pol);
 
-	if (rc == 0) {
-		peer_known(qp, fd, param);
-		rc = ep_qp_start(qp, fd, true);
-	}
-	if (rc < 0) {
-		if (atomic_load(&qp->state) == ESOCK_QPS_RTS)
-			ep_engine_del(qp);
-		qp->fd = -1;
-		atomic_store(&qp->state, ESOCK_QPS_IDLE);
-		return rc;
-	}
-	if (qp->prof->first_fpdu_delay_ms) {
-		/* siw may not read yet (its accept race): give it time. */
-		struct timespec ts = { 0, (long)qp->prof->first_fpdu_delay_ms * 1000000L };
+	return rc < 0 ? rc : connect_on(qp, fd, &pol, param, deadline);
+}
 
-		nanosleep(&ts, NULL);
-	}
-	return 0;
+ESOCK_EXPORT int esock_qp_connect_start(struct esock_qp *qp, int fd,
+					const struct esock_conn_param *param)
+{
+	struct esock_mpa_policy pol;
+	int64_t deadline = deadline_of(param ? param->timeout_ms : 0);
+	int rc = connect_fd_prepare(qp, fd, param, &pol);
+
+	return rc < 0 ? rc : connect_begin(qp, fd, &pol, param, deadline);
+}
+
+ESOCK_EXPORT int esock_qp_connect_continue(struct esock_qp *qp)
+{
+	return qp ? connect_step(qp) : -EINVAL;
+}
+
+ESOCK_EXPORT int esock_qp_connect_wait_ms(const struct esock_qp *qp)
+{
+	int64_t left;
+
+	if (!qp || !qp->connecting || qp->connecting->deadline < 0)
+		return -1;
+	left = qp->connecting->deadline - ep_now_ms();
+	return left < 0 ? 0 : left > 0x7fffffff ? 0x7fffffff : (int)left;
 }
 
 /* ---- passive side (the listener and its requests: ep_listen.c) ---- */

@@ -84,6 +84,7 @@ ESOCK_EXPORT int esock_qp_destroy(struct esock_qp *qp)
 		sched_yield();
 	if (qp->fd >= 0)
 		REAL(close)(qp->fd);
+	free(qp->connecting); /* an exchange left half-way (its socket is the caller's) */
 	atomic_fetch_sub(&qp->pd->refs, 1);
 	pthread_mutex_destroy(&qp->eng_lock);
 	qp_free(qp);

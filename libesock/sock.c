@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +150,12 @@ struct esock_sock *sock_new(int fd)
 		atomic_store(&s->refs, refs);
 	}
 	s->fd = fd;
+	s->mpa_fd = -1;
+	{ /* SOCK_NONBLOCK or O_NONBLOCK set before DDPMODE: the file's flag is the truth */
+		int fl = REAL(fcntl)(fd, F_GETFL);
+
+		s->nonblock = fl > 0 && (fl & O_NONBLOCK);
+	}
 	atomic_store(&s->nfds, 1);
 	sock_defaults(&s->o);
 	if (esock_fdtab_set(fd, s) < 0) {

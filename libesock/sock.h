@@ -37,6 +37,7 @@ enum sock_state {
 	SOCK_MARKED,      /* DDPMODE set, neither connected nor listening */
 	SOCK_LISTENING,
 	SOCK_TCP_CONNECTING, /* non-blocking connect in progress (MPA follows) */
+	SOCK_MPA_CONNECTING, /* TCP is up, the MPA Request sent, the Reply awaited */
 	SOCK_CONNECTED,   /* QP in RTS (or ended: see err / eof) */
 	SOCK_PLAIN,       /* fell back to plain TCP: pass-through from now on */
 	SOCK_FAILED,      /* connect or MPA failed; err says why */
@@ -71,6 +72,7 @@ struct esock_sock {
 	struct esock_cq *cq;        /* send and receive completions */
 	struct esock_qp *qp;
 	struct esock_listener *lst; /* listening: reads MPA Requests without blocking */
+	int mpa_fd;                 /* SOCK_MPA_CONNECTING: the QP's socket until it takes it */
 	struct esock_mr *all_mr;    /* local-only key for sends from any caller memory */
 
 	/* Receive pool: rdepth buffers of rsize octets, ring of completed ones. */
@@ -143,7 +145,11 @@ bool sock_auto_ddp(int fd, const struct sockaddr *addr, bool listening);
 
 /* sock_conn.c */
 int sock_connect(struct esock_sock *s, const struct sockaddr *addr, socklen_t len);
-int sock_finish_connect(struct esock_sock *s);
+/* Drives a connecting socket (TCP, then MPA): 0 connected, -EAGAIN not yet (|block|: waits), -errno. */
+int sock_connect_progress(struct esock_sock *s, bool block);
+unsigned sock_connect_ready(struct esock_sock *s, unsigned events); /* poll bits, progressing it */
+/* What a poll of a connecting socket waits for: |fd| and |events|; returns ms until its MPA timeout (-1 none). */
+int sock_connect_watch(struct esock_sock *s, int *fd, short *events);
 int sock_listen(struct esock_sock *s, int backlog);
 int sock_accept(struct esock_sock *ls, struct sockaddr *addr, socklen_t *len, int flags);
 unsigned sock_listen_ready(struct esock_sock *ls, unsigned events); /* POLLIN: a connection to take */

@@ -197,8 +197,27 @@ static int reconnect_plain(struct esock_sock *s)
 	return rc;
 }
 
-/* The MPA exchange of the active side, over the TCP connection just made. */
-int sock_finish_connect(struct esock_sock *s)
+/* The MPA exchange failed: the socket fails, or goes on in plain TCP (ESOCK_FALLBACK=tcp). */
+static int mpa_failed(struct esock_sock *s, int rc)
+{
+	log_warn("fd %d: MPA exchange failed: %s", s->fd, strerror(-rc));
+	ended_setup(s, rc);
+	if (fallback_tcp() && (rc == -ETIMEDOUT || rc == -EPROTO || rc == -ECONNRESET) &&
+	    reconnect_plain(s) == 0) {
+		s->stats->fallbacks++;
+		s->st = SOCK_PLAIN;
+		s->err = 0;
+		sock_stat_describe(s);
+		log_warn("fd %d: the peer does not speak MPA: plain TCP (ESOCK_FALLBACK=tcp)", s->fd);
+		return 0;
+	}
+	/* The stream carried MPA octets: no plain TCP on it any more. */
+	REAL(shutdown)(s->fd, SHUT_RDWR);
+	return rc;
+}
+
+/* TCP is up: the MPA Request goes out; the Reply is read by mpa_step, never waited for here. */
+static int mpa_begin(struct esock_sock *s)
 {
 	struct esock_conn_param p;
 	uint8_t pd[256 + ESOCK_ANNOUNCE_LEN];
@@ -214,33 +233,96 @@ int sock_finish_connect(struct esock_sock *s)
 		return rc;
 	}
 	conn_param(s, &p, pd);
-	rc = esock_qp_connect_fd(s->qp, hidden, &p);
-	if (rc < 0) {
-		log_warn("fd %d: MPA exchange failed: %s", s->fd, strerror(-rc));
+	if ((rc = esock_qp_connect_start(s->qp, hidden, &p)) < 0) {
 		REAL(close)(hidden);
-		ended_setup(s, rc);
-		if (fallback_tcp() && (rc == -ETIMEDOUT || rc == -EPROTO || rc == -ECONNRESET) &&
-		    reconnect_plain(s) == 0) {
-			s->stats->fallbacks++;
-			s->st = SOCK_PLAIN;
-			s->err = 0;
-			sock_stat_describe(s);
-			log_warn("fd %d: the peer does not speak MPA: plain TCP (ESOCK_FALLBACK=tcp)", s->fd);
-			return 0;
-		}
-		/* The stream carried MPA octets: no plain TCP on it any more. */
-		REAL(shutdown)(s->fd, SHUT_RDWR);
-		return rc;
+		return mpa_failed(s, rc);
 	}
-	connected(s, true);
+	s->mpa_fd = hidden;
+	s->st = SOCK_MPA_CONNECTING;
+	sock_stat_describe(s);
 	return 0;
+}
+
+/* One look at the Reply: 0 connected (or fallen back), -EINPROGRESS, -errno. */
+static int mpa_step(struct esock_sock *s)
+{
+	int rc = esock_qp_connect_continue(s->qp);
+
+	if (rc == -EINPROGRESS)
+		return rc;
+	if (rc == 0) {
+		s->mpa_fd = -1; /* the QP's now */
+		connected(s, true);
+		return 0;
+	}
+	REAL(close)(s->mpa_fd);
+	s->mpa_fd = -1;
+	return mpa_failed(s, rc);
+}
+
+/*
+ * A non-blocking connect stays non-blocking through the MPA exchange: TCP
+ * first (the kernel's), then the Request, then the Reply as it comes; a
+ * blocking caller waits for each (bounded by the MPA timeout).  Lock held.
+ */
+int sock_connect_progress(struct esock_sock *s, bool block)
+{
+	int rc = 0;
+
+	if (s->st == SOCK_TCP_CONNECTING) {
+		struct pollfd p = { .fd = s->fd, .events = POLLOUT };
+
+		if (REAL(poll)(&p, 1, block ? -1 : 0) <= 0 || !(p.revents & (POLLOUT | POLLERR | POLLHUP)))
+			return -EAGAIN;
+		if ((rc = mpa_begin(s)) < 0)
+			return rc;
+	}
+	while (s->st == SOCK_MPA_CONNECTING) {
+		struct pollfd p = { .fd = s->mpa_fd, .events = POLLIN };
+
+		if ((rc = mpa_step(s)) != -EINPROGRESS)
+			return rc;
+		if (!block)
+			return -EAGAIN;
+		if (REAL(poll)(&p, 1, esock_qp_connect_wait_ms(s->qp)) < 0 && errno != EINTR)
+			return -errno;
+	}
+	return s->st == SOCK_FAILED ? (s->err ? -s->err : -ENOTCONN) : 0;
+}
+
+int sock_connect_watch(struct esock_sock *s, int *fd, short *events)
+{
+	if (s->st == SOCK_MPA_CONNECTING) {
+		*fd = s->mpa_fd;
+		*events = POLLIN;
+		return esock_qp_connect_wait_ms(s->qp);
+	}
+	*fd = s->fd;
+	*events = POLLOUT;
+	return -1;
+}
+
+unsigned sock_connect_ready(struct esock_sock *s, unsigned events)
+{
+	pthread_mutex_lock(&s->lock);
+	if (s->st == SOCK_TCP_CONNECTING || s->st == SOCK_MPA_CONNECTING)
+		(void)sock_connect_progress(s, false);
+	pthread_mutex_unlock(&s->lock);
+	if (s->st == SOCK_TCP_CONNECTING || s->st == SOCK_MPA_CONNECTING)
+		return 0;
+	if (s->st == SOCK_PLAIN) { /* fell back: the kernel's readiness from now on */
+		struct pollfd p = { .fd = s->fd, .events = (short)events };
+
+		return REAL(poll)(&p, 1, 0) == 1 ? (unsigned)p.revents : 0;
+	}
+	return sock_ready(s, events);
 }
 
 int sock_connect(struct esock_sock *s, const struct sockaddr *addr, socklen_t len)
 {
 	int rc;
 
-	if (s->st == SOCK_TCP_CONNECTING)
+	if (s->st == SOCK_TCP_CONNECTING || s->st == SOCK_MPA_CONNECTING)
 		return -EALREADY;
 	if (s->st == SOCK_CONNECTED)
 		return -EISCONN;
@@ -252,7 +334,11 @@ int sock_connect(struct esock_sock *s, const struct sockaddr *addr, socklen_t le
 			s->st = SOCK_TCP_CONNECTING;
 		return rc;
 	}
-	return sock_finish_connect(s);
+	if ((rc = mpa_begin(s)) < 0 || s->st != SOCK_MPA_CONNECTING)
+		return rc;
+	/* The file's flag is the truth (set before DDPMODE, or by another library). */
+	rc = sock_connect_progress(s, !(REAL(fcntl)(s->fd, F_GETFL) & O_NONBLOCK));
+	return rc == -EAGAIN ? -EINPROGRESS : rc;
 }
 
 static int accept_mode_both(void)
@@ -435,6 +521,10 @@ void sock_teardown(struct esock_sock *s, bool graceful)
 	struct esock_qp *qp;
 
 	pthread_mutex_lock(&s->lock);
+	if (s->mpa_fd >= 0) { /* closed half-way through the MPA exchange */
+		REAL(close)(s->mpa_fd);
+		s->mpa_fd = -1;
+	}
 	if ((qp = s->qp)) {
 		if (s->suspended) {
 			/* A copy from fork: the other process may own the connection. */

@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -274,14 +275,10 @@ static int usable(struct esock_sock *s)
 		if (s->suspended)
 			sock_resume(s);
 		return 0;
-	case SOCK_TCP_CONNECTING: {
-		struct pollfd p = { .fd = s->fd, .events = POLLOUT };
-
-		/* The TCP handshake must end before the MPA exchange can start. */
-		if (REAL(poll)(&p, 1, s->nonblock ? 0 : -1) <= 0 || !(p.revents & (POLLOUT | POLLERR)))
-			return -EAGAIN;
-		return sock_finish_connect(s);
-	}
+	case SOCK_TCP_CONNECTING:
+	case SOCK_MPA_CONNECTING:
+		/* TCP, then MPA; a non-blocking socket (the file's flag) gets EAGAIN until both are done. */
+		return sock_connect_progress(s, !(REAL(fcntl)(s->fd, F_GETFL) & O_NONBLOCK));
 	case SOCK_FAILED:
 		return s->err ? -s->err : -ENOTCONN;
 	default:
@@ -612,6 +609,8 @@ unsigned sock_ready(struct esock_sock *s, unsigned events)
 
 	if (s->st == SOCK_LISTENING)
 		return sock_listen_ready(s, events);
+	if (s->st == SOCK_TCP_CONNECTING || s->st == SOCK_MPA_CONNECTING)
+		return sock_connect_ready(s, events);
 	pthread_mutex_lock(&s->lock);
 	if (s->st == SOCK_CONNECTED) {
 		if (s->suspended)

@@ -14,9 +14,9 @@
  * messages, EOF or error since the last report, or room to send again.
  * EPOLLONESHOT disables the entry until EPOLL_CTL_MOD.  The CQ is armed
  * before each sleep so that the engine's next completion kicks the eventfd.
- * Sockets not yet connected (a non-blocking connect) are checked with a
- * zero-timeout poll of the TCP socket, and the sleep is cut into 10 ms
- * slices while one is pending.
+ * Sockets not yet connected (a non-blocking connect: TCP, then the MPA
+ * exchange) are driven by sock_ready without waiting, and the sleep is cut
+ * into 10 ms slices while one is pending.
  */
 #include "config.h"
 
@@ -233,21 +233,13 @@ static uint32_t entry_events(struct ep_entry *e, bool *pending)
 
 	if (e->disabled)
 		return 0;
-	if (s->st == SOCK_TCP_CONNECTING || s->st == SOCK_MARKED) {
-		struct pollfd p = { .fd = e->fd, .events = (short)(want & (EPOLLIN | EPOLLOUT)) };
-
-		*pending = true;
-		if (REAL(poll)(&p, 1, 0) != 1)
-			return 0;
-		if (s->st == SOCK_TCP_CONNECTING) {
-			pthread_mutex_lock(&s->lock);
-			if (s->st == SOCK_TCP_CONNECTING)
-				sock_finish_connect(s);
-			pthread_mutex_unlock(&s->lock);
-		}
-		if (s->st == SOCK_MARKED)
-			return 0;
+	if (s->st == SOCK_MARKED) {
+		*pending = true; /* a connect may start: look again in a slice */
+		return 0;
 	}
+	/* Connecting (TCP or MPA): sock_ready drives the exchange; its events do not kick the CQ. */
+	if (s->st == SOCK_TCP_CONNECTING || s->st == SOCK_MPA_CONNECTING)
+		*pending = true;
 	r = sock_ready(s, want & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI));
 	if (et) {
 		uint64_t g = rx_gen(s);

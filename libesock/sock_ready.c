@@ -49,20 +49,9 @@ int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 	for (nfds_t i = 0; i < n; i++) {
 		struct esock_sock *s = fds[i].fd >= 0 ? sock_get(fds[i].fd) : NULL;
 
-		/* A non-blocking connect ends its MPA exchange here, once TCP is up. */
-		if (s && s->st == SOCK_TCP_CONNECTING) {
-			struct pollfd p = { .fd = fds[i].fd, .events = POLLOUT };
-
-			if (REAL(poll)(&p, 1, 0) == 1) {
-				pthread_mutex_lock(&s->lock);
-				if (s->st == SOCK_TCP_CONNECTING)
-					sock_finish_connect(s);
-				pthread_mutex_unlock(&s->lock);
-			}
-		}
-		if (s && s->st != SOCK_CONNECTED && s->st != SOCK_FAILED &&
-		    !(s->st == SOCK_LISTENING && s->lst)) {
-			sock_put(s); /* unconnected or connecting: the kernel knows */
+		if (s && (s->st == SOCK_MARKED || s->st == SOCK_PLAIN ||
+			  (s->st == SOCK_LISTENING && !s->lst))) {
+			sock_put(s); /* not connected or connecting: the kernel knows */
 			s = NULL;
 		}
 		ss[i] = s;
@@ -89,6 +78,20 @@ int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 				struct esock_qp *qp = ss[i] ? ss[i]->qp : NULL;
 
 				k[n + i].fd = -1;
+				if (ss[i] && (ss[i]->st == SOCK_TCP_CONNECTING ||
+					      ss[i]->st == SOCK_MPA_CONNECTING)) {
+					/* A non-blocking connect: TCP up, or the MPA Reply's octets, or its timeout. */
+					int t = sock_connect_watch(ss[i], &k[i].fd, &k[i].events);
+
+					if (t >= 0 && (wait < 0 || t < wait))
+						wait = t;
+					continue;
+				}
+				if (ss[i] && ss[i]->st == SOCK_PLAIN) /* fell back while connecting */
+					k[i] = fds[i];
+				else if (ss[i] && ss[i]->st != SOCK_LISTENING) /* connected meanwhile: its CQ */
+					k[i] = (struct pollfd){ .fd = ss[i]->cq ? esock_cq_fd(ss[i]->cq) : -1,
+								.events = POLLIN };
 				if (!qp)
 					continue;
 				if (esock_cq_arm(ss[i]->cq, false))

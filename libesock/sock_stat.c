@@ -161,6 +161,7 @@ void sock_stat_describe(struct esock_sock *s)
 	socklen_t len;
 	static const char *const modes[] = {
 		[SOCK_MARKED] = "marked", [SOCK_LISTENING] = "listen", [SOCK_TCP_CONNECTING] = "connect",
+		[SOCK_MPA_CONNECTING] = "mpa",
 		[SOCK_CONNECTED] = "ddp", [SOCK_PLAIN] = "plain", [SOCK_FAILED] = "failed",
 	};
 

@@ -268,6 +268,22 @@ ESOCK_EXPORT int esock_qp_connect(struct esock_qp *qp, const struct sockaddr *ad
 ESOCK_EXPORT int esock_qp_connect_fd(struct esock_qp *qp, int fd,
 				     const struct esock_conn_param *param);
 
+/*
+ * The exchange of esock_qp_connect_fd without waiting, for callers with
+ * their own event loop: esock_qp_connect_start sends the MPA Request over
+ * the connected |fd| and returns 0 (QP CONNECTING) or an error of
+ * esock_qp_connect_fd.  Then, whenever |fd| is readable or the time of
+ * esock_qp_connect_wait_ms has passed, esock_qp_connect_continue returns 0
+ * (QP in RTS; it took |fd|), -EINPROGRESS (the Reply is not whole yet), or
+ * an error of esock_qp_connect_fd (QP idle again; -ETIMEDOUT once the
+ * timeout passed).  esock_qp_connect_wait_ms: ms left until the timeout
+ * (-1: none, or no exchange in progress).
+ */
+ESOCK_EXPORT int esock_qp_connect_start(struct esock_qp *qp, int fd,
+					const struct esock_conn_param *param);
+ESOCK_EXPORT int esock_qp_connect_continue(struct esock_qp *qp);
+ESOCK_EXPORT int esock_qp_connect_wait_ms(const struct esock_qp *qp);
+
 /* Copies what was negotiated.  Returns 0, or -ENOTCONN before any exchange. */
 ESOCK_EXPORT int esock_qp_conn_info(const struct esock_qp *qp, struct esock_conn_info *info);
 

@@ -4,8 +4,8 @@
  * the ordinary calls): TCP connections that never send their MPA Request, or
  * half of it, must delay no other client, whether the server accepts
  * blocking, non-blocking with epoll, or with poll; they go at the MPA
- * timeout while the server waits.  With ESOCK_ACCEPT=both, a silent plain
- * client is handed out after the sniff time without delaying MPA clients.
+ * timeout while the server waits.  And a non-blocking connect stays
+ * non-blocking through the MPA exchange towards a slow or silent server.
  */
 #include "config.h"
 
@@ -300,6 +300,158 @@ START_TEST(accept_rcvtimeo)
 }
 END_TEST
 
+/* A plain TCP listener that accepts nothing and answers nothing (the kernel completes TCP). */
+static int mute_listener(struct sockaddr_in *sa)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	socklen_t len = sizeof(*sa);
+
+	ck_assert_int_ge(fd, 0);
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)sa, sizeof(*sa)), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)sa, &len), 0);
+	ck_assert_int_eq(listen(fd, 4), 0);
+	return fd;
+}
+
+/* A non-blocking DDPMODE connect to |sa| with MPA timeout |mpa_ms|: EINPROGRESS. */
+static int nb_connect(const struct sockaddr_in *sa, int mpa_ms)
+{
+	int fd = ddp_socket(SOCK_NONBLOCK);
+
+	ck_assert_int_eq(setsockopt(fd, SOL_ESOCK, ESOCK_MPA_TIMEOUT, &mpa_ms, sizeof(mpa_ms)), 0);
+	ck_assert_int_eq(connect(fd, (const struct sockaddr *)sa, sizeof(*sa)), -1);
+	ck_assert_int_eq(errno, EINPROGRESS);
+	return fd;
+}
+
+/*
+ * A non-blocking connect stays non-blocking through the MPA exchange: a
+ * server that never answers makes poll wait only as long as asked, and the
+ * connect fails with ETIMEDOUT at its MPA timeout, seen through poll.
+ */
+START_TEST(nonblocking_connect_poll_silent_server)
+{
+	struct sockaddr_in sa;
+	int lfd = mute_listener(&sa), fd, err = 0;
+	socklen_t el = sizeof(err);
+	struct pollfd p;
+	int64_t t0, dt;
+	char c;
+
+	alarm(20);
+	fd = nb_connect(&sa, 700);
+	p = (struct pollfd){ .fd = fd, .events = POLLOUT };
+	t0 = now_ms();
+	ck_assert_int_eq(poll(&p, 1, 100), 0);
+	dt = now_ms() - t0;
+	ck_assert_msg(dt < 500, "poll(100 ms) took %ld ms", (long)dt);
+	/* read and write say "not yet", as on a connecting TCP socket */
+	ck_assert_int_eq(read(fd, &c, 1), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	ck_assert_int_eq(poll(&p, 1, 5000), 1);
+	dt = now_ms() - t0;
+	ck_assert_msg(dt >= 500 && dt < 3000, "the MPA timeout came after %ld ms", (long)dt);
+	ck_assert(p.revents & POLLERR);
+	ck_assert_int_eq(getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el), 0);
+	ck_assert_int_eq(err, ETIMEDOUT);
+	close(fd);
+	close(lfd);
+	alarm(0);
+}
+END_TEST
+
+/* The same through epoll: no wait beyond the caller's timeout. */
+START_TEST(nonblocking_connect_epoll_silent_server)
+{
+	struct sockaddr_in sa;
+	struct epoll_event ev = { .events = EPOLLOUT, .data.u64 = 7 }, out[2];
+	int lfd = mute_listener(&sa), fd, ep = epoll_create1(0);
+	int64_t t0, dt;
+
+	alarm(20);
+	fd = nb_connect(&sa, 700);
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
+	t0 = now_ms();
+	ck_assert_int_eq(epoll_wait(ep, out, 2, 100), 0);
+	dt = now_ms() - t0;
+	ck_assert_msg(dt < 500, "epoll_wait(100 ms) took %ld ms", (long)dt);
+	ck_assert_int_eq(epoll_wait(ep, out, 2, 5000), 1);
+	ck_assert_uint_eq(out[0].data.u64, 7);
+	ck_assert(out[0].events & EPOLLERR);
+	close(fd);
+	close(ep);
+	close(lfd);
+	alarm(0);
+}
+END_TEST
+
+struct late_server {
+	int lfd;
+	int delay_ms;
+	pthread_t th;
+};
+
+/* Accepts after a delay (the Reply comes only then), echoes 4 octets. */
+static void *late_main(void *arg)
+{
+	struct late_server *ls = arg;
+	struct timespec ts = { ls->delay_ms / 1000, (ls->delay_ms % 1000) * 1000000L };
+	char buf[4];
+	int c;
+
+	nanosleep(&ts, NULL);
+	c = accept(ls->lfd, NULL, NULL);
+	if (c >= 0 && recv(c, buf, 4, MSG_WAITALL) == 4)
+		(void)!write(c, buf, 4);
+	if (c >= 0)
+		close(c);
+	return NULL;
+}
+
+/* A slow server: the client polls in short slices, then connects and talks. */
+START_TEST(nonblocking_connect_slow_server)
+{
+	struct sockaddr_in sa;
+	struct late_server ls = { .delay_ms = 400 };
+	int fd, err = -1, slices = 0;
+	socklen_t el = sizeof(err);
+	struct pollfd p;
+	char buf[4];
+
+	alarm(20);
+	ls.lfd = listener(0, 0, &sa);
+	ck_assert_int_eq(pthread_create(&ls.th, NULL, late_main, &ls), 0);
+	fd = nb_connect(&sa, 5000);
+	p = (struct pollfd){ .fd = fd, .events = POLLOUT };
+	for (;;) {
+		int64_t t0 = now_ms();
+		int n = poll(&p, 1, 50);
+
+		ck_assert_msg(now_ms() - t0 < 400, "poll(50 ms) took %ld ms", (long)(now_ms() - t0));
+		if (n == 1)
+			break;
+		ck_assert_int_lt(++slices, 200);
+	}
+	ck_assert_int_ge(slices, 3); /* it did wait for the server, in slices */
+	ck_assert(p.revents & POLLOUT);
+	ck_assert(!(p.revents & POLLERR));
+	ck_assert_int_eq(getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el), 0);
+	ck_assert_int_eq(err, 0);
+	ck_assert_int_eq(write(fd, "abcd", 4), 4);
+	p.events = POLLIN;
+	ck_assert_int_eq(poll(&p, 1, 5000), 1);
+	ck_assert_int_eq(read(fd, buf, 4), 4);
+	ck_assert_int_eq(memcmp(buf, "abcd", 4), 0);
+	pthread_join(ls.th, NULL);
+	close(fd);
+	close(ls.lfd);
+	alarm(0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sock peers");
@@ -311,6 +463,12 @@ static Suite *suite(void)
 	tcase_add_test(tc, poll_server_skips_idle);
 	tcase_add_test(tc, accept_address);
 	tcase_add_test(tc, accept_rcvtimeo);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("connect");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, nonblocking_connect_poll_silent_server);
+	tcase_add_test(tc, nonblocking_connect_epoll_silent_server);
+	tcase_add_test(tc, nonblocking_connect_slow_server);
 	suite_add_tcase(s, tc);
 	return s;
 }
