@@ -144,6 +144,7 @@ static int make_policy(const struct esock_conn_param *p, const struct ep_profile
 	pol->pd_len = p->private_data_len;
 	pol->pd_max = prof->pd_max;
 	pol->siw_compat = prof->siw_compat;
+	pol->p2p_optional = p->rtr_optional;
 	if (pol->rev < 1 || pol->rev > 2 || pol->ird > EP_IRD_MAX || pol->ord > EP_IRD_MAX ||
 	    (pol->pd_len && !pol->pd) ||
 	    pol->pd_len + (pol->rev == 2 ? ESOCK_MPA_IRD_ORD_LEN : 0) > prof->pd_max)

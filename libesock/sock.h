@@ -115,6 +115,13 @@ struct esock_sock {
 /* Octets of the announcement appended to the MPA private data (sock_conn.c). */
 #define ESOCK_ANNOUNCE_LEN 12
 
+/*
+ * The smallest receive size a peer may announce (our own ESOCK_RCVSIZE has
+ * the same floor): below it every write would be cut into tiny Sends (one
+ * octet: 60 000 FPDUs for 60 000 octets), so the connection is refused.
+ */
+#define SOCK_PEER_RSIZE_MIN 64
+
 /* SGEs per Send: a write's iovec pieces beyond it go into the next Send. */
 #define SOCK_MAX_SGE 15
 

@@ -101,9 +101,11 @@ static void conn_param(struct esock_sock *s, struct esock_conn_param *p, uint8_t
 	/*
 	 * A responder may not send before the initiator's first FPDU (RFC 5044);
 	 * servers that speak first (SMTP, SSH, a greeting) need that FPDU at
-	 * once: an RFC 6581 RTR, or (connected() below) an empty Send.
+	 * once: an RFC 6581 RTR, or (connected() below) an empty Send.  Under
+	 * revision 1 there is no RTR; a revision 1 server takes us without one.
 	 */
-	p->p2p = 1;
+	p->p2p = s->o.mpa_rev == 1 ? -1 : 1;
+	p->rtr_optional = true;
 }
 
 /* The QP, its CQ and the receive pool, before the MPA exchange. */
@@ -243,6 +245,16 @@ static int mpa_begin(struct esock_sock *s)
 	return 0;
 }
 
+/* A peer announcing a receive size below the floor is refused (SOCK_PEER_RSIZE_MIN). */
+static bool size_refused(const struct esock_sock *s)
+{
+	if (!s->peer_esock || s->peer_msg_max >= SOCK_PEER_RSIZE_MIN)
+		return false;
+	log_warn("fd %d: the peer announces receives of %u octets (at least %d): refused", s->fd,
+		 s->peer_msg_max, SOCK_PEER_RSIZE_MIN);
+	return true;
+}
+
 /* One look at the Reply: 0 connected (or fallen back), -EINPROGRESS, -errno. */
 static int mpa_step(struct esock_sock *s)
 {
@@ -250,6 +262,12 @@ static int mpa_step(struct esock_sock *s)
 
 	if (rc == -EINPROGRESS)
 		return rc;
+	if (rc == 0 && size_refused(s)) {
+		s->mpa_fd = -1; /* the QP's: its destruction resets the connection */
+		ended_setup(s, -EPROTO);
+		REAL(shutdown)(s->fd, SHUT_RDWR);
+		return -EPROTO;
+	}
 	if (rc == 0) {
 		s->mpa_fd = -1; /* the QP's now */
 		connected(s, true);
@@ -450,7 +468,16 @@ static int hand_mpa(struct esock_sock *ls, struct esock_conn_req *req, int flags
 	}
 	s->nonblock = (flags & SOCK_NONBLOCK) != 0;
 	s->o = ls->o;
-	if ((rc = make_qp(s)) < 0) {
+	{
+		struct esock_conn_info ri;
+
+		esock_conn_req_info(req, &ri);
+		heard(s, ri.private_data, ri.private_data_len);
+	}
+	if (size_refused(s)) {
+		esock_reject(req, NULL, 0);
+		rc = -EPROTO;
+	} else if ((rc = make_qp(s)) < 0) {
 		esock_reject(req, NULL, 0);
 	} else {
 		conn_param(s, &p, pd);

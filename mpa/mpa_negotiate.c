@@ -136,7 +136,7 @@ static int check_enhanced(const struct esock_mpa_policy *pol, const struct esock
 {
 	if (!esock_mpa_frame_has_ird_ord(rep)) {
 		/* Downgraded Reply: siw gives up; RTR mode cannot work without the word. */
-		if (pol->siw_compat || req->p2p) {
+		if (pol->siw_compat || (req->p2p && !pol->p2p_optional)) {
 			llp(term, req->p2p ? ESOCK_TERM_LLP_NO_RTR : ESOCK_TERM_LLP_BAD_FRAME);
 			return -EPROTO;
 		}

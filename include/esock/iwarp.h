@@ -226,6 +226,12 @@ struct esock_conn_param {
 	 */
 	bool (*peer_agrees)(void *arg, const struct esock_conn_info *info);
 	void *peer_agrees_arg;
+	/*
+	 * Initiator asking for an RTR (p2p 1): a revision 1 peer, whose Reply
+	 * cannot carry one, is accepted without RTR mode instead of refused
+	 * (esock_conn_info.p2p tells; the caller should then send first).
+	 */
+	bool rtr_optional;
 };
 
 /* What was negotiated, and what the peer sent. */

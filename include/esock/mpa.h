@@ -126,6 +126,12 @@ struct esock_mpa_policy {
 	uint16_t pd_len;
 	uint16_t pd_max;       /* largest PD we accept (0: 512) */
 	bool siw_compat;       /* interop profile for Linux siw peers (see docs) */
+	/*
+	 * Initiator with p2p: a revision 1 Reply (no RFC 6581 word) is taken
+	 * without RTR mode instead of refused; the caller then sends the first
+	 * FPDU itself (RFC 5044: the responder waits for it).
+	 */
+	bool p2p_optional;
 };
 
 /* The outcome of negotiation: how this side runs the connection. */

@@ -6,6 +6,8 @@
  * blocking, non-blocking with epoll, or with poll; they go at the MPA
  * timeout while the server waits.  And a non-blocking connect stays
  * non-blocking through the MPA exchange towards a slow or silent server.
+ * MPA revision 1 works on either side; a peer announcing absurdly small
+ * receives is refused.
  */
 #include "config.h"
 
@@ -26,10 +28,13 @@
 #include <unistd.h>
 
 #include <esock/esock.h>
+#include <esock/mpa.h>
 
 #include "tests/unit/testutil.h"
 
 static const int one = 1;
+
+#define ESOCK_ANNOUNCE_OCTETS 12 /* esock's announcement (libesock/sock_conn.c) */
 
 static int64_t now_ms(void)
 {
@@ -452,6 +457,213 @@ START_TEST(nonblocking_connect_slow_server)
 }
 END_TEST
 
+/* ---- MPA revision 1 and the peer's announcement ---- */
+
+/* An echo server for |n| connections on a DDPMODE listener (MPA revision |rev|). */
+struct rev_server {
+	int lfd, n;
+	pthread_t th;
+	bool speak_first; /* writes "hi!!" before reading, as SSH or SMTP do */
+};
+
+static void *rev_main(void *arg)
+{
+	struct rev_server *r = arg;
+
+	for (int i = 0; i < r->n; i++) {
+		int c = accept(r->lfd, NULL, NULL);
+		char buf[4];
+
+		if (c < 0)
+			return NULL;
+		if (r->speak_first)
+			(void)!write(c, "hi!!", 4);
+		if (recv(c, buf, 4, MSG_WAITALL) == 4)
+			(void)!write(c, buf, 4);
+		close(c);
+	}
+	return NULL;
+}
+
+/* ESOCK_MPA_REV 1 on either side or both: connections work, a server may speak first. */
+START_TEST(mpa_revision_1)
+{
+	static const int revs[][2] = { { 1, 2 }, { 2, 1 }, { 1, 1 } };
+	struct sockaddr_in sa;
+
+	alarm(30);
+	for (int k = 0; k < 3; k++) {
+		struct rev_server rs = { .n = 1, .speak_first = k == 2 };
+		int fd = ddp_socket(0), crev = revs[k][0], srev = revs[k][1], got = 0;
+		socklen_t gl = sizeof(got);
+		char buf[4];
+
+		rs.lfd = ddp_socket(0);
+		ck_assert_int_eq(setsockopt(rs.lfd, SOL_ESOCK, ESOCK_MPA_REV, &srev, sizeof(srev)), 0);
+		{
+			socklen_t len = sizeof(sa);
+
+			memset(&sa, 0, sizeof(sa));
+			sa.sin_family = AF_INET;
+			sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+			ck_assert_int_eq(bind(rs.lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+			ck_assert_int_eq(getsockname(rs.lfd, (struct sockaddr *)&sa, &len), 0);
+			ck_assert_int_eq(listen(rs.lfd, 4), 0);
+		}
+		ck_assert_int_eq(pthread_create(&rs.th, NULL, rev_main, &rs), 0);
+		ck_assert_int_eq(setsockopt(fd, SOL_ESOCK, ESOCK_MPA_REV, &crev, sizeof(crev)), 0);
+		ck_assert_msg(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0,
+			      "client rev %d -> server rev %d: connect: %s", crev, srev, strerror(errno));
+		ck_assert_int_eq(getsockopt(fd, SOL_ESOCK, ESOCK_MPA_REV, &got, &gl), 0);
+		ck_assert_int_eq(got, 1);
+		if (rs.speak_first) {
+			ck_assert_int_eq(recv(fd, buf, 4, MSG_WAITALL), 4);
+			ck_assert_int_eq(memcmp(buf, "hi!!", 4), 0);
+		}
+		ck_assert_int_eq(write(fd, "rev1", 4), 4);
+		ck_assert_int_eq(recv(fd, buf, 4, MSG_WAITALL), 4);
+		ck_assert_int_eq(memcmp(buf, "rev1", 4), 0);
+		close(fd);
+		pthread_join(rs.th, NULL);
+		close(rs.lfd);
+	}
+	alarm(0);
+}
+END_TEST
+
+/* esock's announcement at the end of the private data, with receive size |rsize|. */
+static void announcement(uint8_t *p, uint32_t rsize)
+{
+	memcpy(p, "eSoK", 4);
+	p[4] = 1;
+	p[5] = 1;
+	p[6] = 0;
+	p[7] = 64;
+	p[8] = (uint8_t)(rsize >> 24);
+	p[9] = (uint8_t)(rsize >> 16);
+	p[10] = (uint8_t)(rsize >> 8);
+	p[11] = (uint8_t)rsize;
+}
+
+/* Reads one start frame from |fd| (a Request or a Reply); its length. */
+static size_t read_start_frame(int fd, uint8_t *buf)
+{
+	size_t have = 0, need = ESOCK_MPA_HDR_LEN;
+
+	while (have < need) {
+		ssize_t n = recv(fd, buf + have, need - have, 0);
+
+		ck_assert_int_gt(n, 0);
+		have += (size_t)n;
+		need = esock_mpa_frame_need(buf, have);
+		ck_assert_uint_le(need, ESOCK_MPA_FRAME_MAX);
+	}
+	return have;
+}
+
+/* A client announcing 1-octet receives is refused by the server with a reject Reply. */
+START_TEST(tiny_receive_size_client)
+{
+	struct sockaddr_in sa;
+	struct esock_mpa_policy pol = { .rev = 2, .crc = true, .ird = 8, .ord = 8 };
+	struct esock_mpa_frame req, rep;
+	struct esock_term t;
+	uint8_t pd[ESOCK_ANNOUNCE_OCTETS], out[ESOCK_MPA_FRAME_MAX], in[ESOCK_MPA_FRAME_MAX];
+	int lfd = listener(SOCK_NONBLOCK, 0, &sa), fd;
+	ssize_t n;
+	size_t len;
+
+	alarm(20);
+	announcement(pd, 1);
+	pol.pd = pd;
+	pol.pd_len = sizeof(pd);
+	ck_assert_int_eq(esock_mpa_request_build(&pol, &req), 0);
+	n = esock_mpa_frame_encode(&req, out, sizeof(out));
+	ck_assert_int_gt(n, 0);
+	fd = idle_client(&sa, false);
+	ck_assert_int_eq(send(fd, out, (size_t)n, MSG_NOSIGNAL), n);
+	/* The server's accept refuses it (and has nothing to hand out). */
+	{
+		struct pollfd p = { .fd = lfd, .events = POLLIN };
+
+		(void)poll(&p, 1, 500);
+		ck_assert_int_eq(accept(lfd, NULL, NULL), -1);
+		ck_assert_int_eq(errno, EAGAIN);
+	}
+	len = read_start_frame(fd, in);
+	ck_assert_int_gt(esock_mpa_frame_decode(&rep, true, in, len, 0, &t), 0);
+	ck_assert(rep.reject);
+	close(fd);
+	close(lfd);
+	alarm(0);
+}
+END_TEST
+
+struct tiny_server {
+	int lfd;
+	pthread_t th;
+};
+
+/* Answers the Request with a Reply that announces 1-octet receives, then waits for the end. */
+static void *tiny_main(void *arg)
+{
+	struct tiny_server *ts = arg;
+	struct esock_mpa_policy pol = { .rev = 2, .crc = true, .markers_tx = true, .p2p = true,
+					.rtr = 0x7, .ird = 8, .ord = 8 };
+	struct esock_mpa_frame req, rep;
+	struct esock_mpa_params mp;
+	struct esock_term t;
+	uint8_t pd[ESOCK_ANNOUNCE_OCTETS], in[ESOCK_MPA_FRAME_MAX], out[ESOCK_MPA_FRAME_MAX];
+	int c = accept(ts->lfd, NULL, NULL);
+	size_t len;
+	ssize_t n;
+	char ch;
+
+	if (c < 0)
+		return NULL;
+	announcement(pd, 1);
+	pol.pd = pd;
+	pol.pd_len = sizeof(pd);
+	len = read_start_frame(c, in);
+	if (esock_mpa_frame_decode(&req, false, in, len, 0, &t) > 0 &&
+	    esock_mpa_reply_build(&pol, &req, &rep, &mp, &t) == 0 &&
+	    (n = esock_mpa_frame_encode(&rep, out, sizeof(out))) > 0)
+		(void)!send(c, out, (size_t)n, MSG_NOSIGNAL);
+	while (recv(c, &ch, 1, 0) > 0)
+		;
+	close(c);
+	return NULL;
+}
+
+/* A server announcing 1-octet receives: the client's connect fails with EPROTO. */
+START_TEST(tiny_receive_size_server)
+{
+	struct sockaddr_in sa;
+	struct tiny_server ts;
+	int fd = ddp_socket(0);
+
+	alarm(20);
+	ts.lfd = socket(AF_INET, SOCK_STREAM, 0);
+	{
+		socklen_t len = sizeof(sa);
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sin_family = AF_INET;
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		ck_assert_int_eq(bind(ts.lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+		ck_assert_int_eq(getsockname(ts.lfd, (struct sockaddr *)&sa, &len), 0);
+		ck_assert_int_eq(listen(ts.lfd, 4), 0);
+	}
+	ck_assert_int_eq(pthread_create(&ts.th, NULL, tiny_main, &ts), 0);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), -1);
+	ck_assert_int_eq(errno, EPROTO);
+	close(fd);
+	pthread_join(ts.th, NULL);
+	close(ts.lfd);
+	alarm(0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sock peers");
@@ -469,6 +681,12 @@ static Suite *suite(void)
 	tcase_add_test(tc, nonblocking_connect_poll_silent_server);
 	tcase_add_test(tc, nonblocking_connect_epoll_silent_server);
 	tcase_add_test(tc, nonblocking_connect_slow_server);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("mpa");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, mpa_revision_1);
+	tcase_add_test(tc, tiny_receive_size_client);
+	tcase_add_test(tc, tiny_receive_size_server);
 	suite_add_tcase(s, tc);
 	return s;
 }

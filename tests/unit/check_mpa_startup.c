@@ -401,6 +401,28 @@ START_TEST(test_v1_peer)
 }
 END_TEST
 
+/* An initiator asking for RTR meets a v1 responder: refused, unless RTR was optional. */
+START_TEST(test_v1_peer_rtr_optional)
+{
+	struct esock_mpa_policy v1 = { .rev = 1, .crc = true }, a = pol_esock_p2p;
+	struct esock_mpa_params pi, pr;
+	struct esock_term t = { 0 };
+	int rr;
+
+	ck_assert_int_eq(exchange(&a, &v1, &pi, &pr, &rr, &t), -EPROTO);
+	ck_assert_uint_eq(t.ecode, ESOCK_TERM_LLP_NO_RTR);
+	a.p2p_optional = true;
+	memset(&t, 0, sizeof(t));
+	ck_assert_int_eq(exchange(&a, &v1, &pi, &pr, &rr, &t), 0);
+	ck_assert_uint_eq(pi.rev, 1);
+	ck_assert(!pi.p2p && !pr.p2p);
+	ck_assert_uint_eq(pi.rtr, 0);
+	/* siw's profile still gives up on a downgraded Reply. */
+	a.siw_compat = true;
+	ck_assert_int_eq(exchange(&a, &v1, &pi, &pr, &rr, &t), -EPROTO);
+}
+END_TEST
+
 START_TEST(test_request_build_invalid)
 {
 	struct esock_mpa_policy p = { .rev = 1, .p2p = true, .rtr = ESOCK_MPA_RTR_READ };
@@ -437,6 +459,7 @@ int main(void)
 	tcase_add_test(tn, test_negotiate_p2p_read_only);
 	tcase_add_test(tn, test_reply_check_errors);
 	tcase_add_test(tn, test_v1_peer);
+	tcase_add_test(tn, test_v1_peer_rtr_optional);
 	tcase_add_test(tn, test_request_build_invalid);
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, tn);
