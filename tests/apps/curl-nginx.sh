@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # nginx serves files on 127.0.0.1 and curl fetches them: plainly, with both
 # under esock-run (pass-through), and with both in DDPMODE (nginx waits with
-# epoll, curl with poll).  Every copy must equal the original.
+# epoll, curl with poll), each time also behind two silent connections.
+# Every copy must equal the original.
 . "$(dirname "$0")/common.sh"
 need nginx curl
 
@@ -41,6 +42,21 @@ EOF
 	# shellcheck disable=SC2086
 	start "$mode-nginx" $srv nginx -e "$tmp/nginx.err" -p "$tmp" -c "$tmp/nginx.conf"
 	wait_listen "$port" "$srv_pid"
+	# Two connections that never say anything must not hold the server up
+	# (a DDPMODE listener reads MPA Requests without waiting on any one).
+	idle=
+	for k in 1 2; do
+		bash -c "exec 3<>/dev/tcp/127.0.0.1/$port && exec sleep 60" 2>/dev/null &
+		idle="$idle $!"
+		pids="$pids $!"
+	done
+	sleep 0.3
+	# shellcheck disable=SC2086
+	timeout 8 $cli curl -sS --noproxy '*' -o "$tmp/got" "http://127.0.0.1:$port/small.txt" \
+		2>"$tmp/curl.err" || fail "$mode: curl behind two idle connections"
+	cmp -s "$tmp/www/small.txt" "$tmp/got" || fail "$mode: small.txt differs (behind idle ones)"
+	# shellcheck disable=SC2086
+	kill $idle 2>/dev/null
 	for f in blob small.txt; do
 		# shellcheck disable=SC2086
 		$limit $cli curl -sS --noproxy '*' -o "$tmp/got" "http://127.0.0.1:$port/$f" \

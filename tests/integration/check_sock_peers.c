@@ -664,6 +664,45 @@ START_TEST(tiny_receive_size_server)
 }
 END_TEST
 
+/*
+ * ESOCK_ACCEPT=both: a plain client that waits for the server's greeting is
+ * handed out after the sniff time, and an MPA client that came after it is
+ * served first, without waiting for that time.
+ */
+START_TEST(accept_both_silent_plain_client)
+{
+	struct sockaddr_in sa;
+	struct client c;
+	int lfd, plain, fd1, fd2;
+	int64_t t0;
+	char buf[8];
+
+	alarm(20);
+	setenv("ESOCK_ACCEPT", "both", 1);
+	setenv("ESOCK_SNIFF_MS", "400", 1);
+	lfd = listener(0, 0, &sa);
+	plain = idle_client(&sa, false);
+	t0 = now_ms();
+	client_start(&c, &sa);
+	fd1 = accept(lfd, NULL, NULL);
+	ck_assert_int_ge(fd1, 0);
+	ck_assert_msg(now_ms() - t0 < 300, "the MPA client waited %ld ms", (long)(now_ms() - t0));
+	serve_one(fd1);
+	pthread_join(c.th, NULL);
+	ck_assert_int_eq(c.rc, 0);
+	fd2 = accept(lfd, NULL, NULL);
+	ck_assert_int_ge(fd2, 0);
+	ck_assert_int_eq(write(fd2, "220 hi\r\n", 8), 8); /* the greeting, in plain TCP */
+	ck_assert_int_eq(recv(plain, buf, 8, MSG_WAITALL), 8);
+	ck_assert_int_eq(memcmp(buf, "220 hi\r\n", 8), 0);
+	close(fd1);
+	close(fd2);
+	close(plain);
+	close(lfd);
+	alarm(0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sock peers");
@@ -675,6 +714,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, poll_server_skips_idle);
 	tcase_add_test(tc, accept_address);
 	tcase_add_test(tc, accept_rcvtimeo);
+	tcase_add_test(tc, accept_both_silent_plain_client);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("connect");
 	tcase_set_timeout(tc, 60);
