@@ -51,9 +51,17 @@ dist_man_MANS = tools/ddpdump/ddpdump.1
 # runs it plain, preloaded (pass-through) and preloaded in DDPMODE.
 bin_PROGRAMS += tools/esock-sockbench
 tools_esock_sockbench_SOURCES = tools/bench/sockbench.c
-dist_bin_SCRIPTS = tools/sockbench.sh tools/bench-median.sh
+dist_bin_SCRIPTS = tools/sockbench.sh tools/bench-median.sh tools/connscale.sh
 TESTS += tools/sockbench-test.sh
 EXTRA_DIST += tools/sockbench-test.sh
+
+# esock-connscale: the cost of many connections (setup rate, memory and
+# descriptors per connection, throughput over many); tools/connscale.sh runs
+# it plain and in DDPMODE.
+bin_PROGRAMS += tools/esock-connscale
+tools_esock_connscale_SOURCES = tools/bench/connscale.c
+TESTS += tools/connscale-test.sh
+EXTRA_DIST += tools/connscale-test.sh
 
 # esock-stat: the DDPMODE sockets of running processes (shared-memory counters).
 bin_PROGRAMS += tools/esock-stat

@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * esock-connscale: what many connections cost.  A plain TCP program (run it
+ * plain, then under esock-run --ddp, as tools/connscale.sh does): a server
+ * process accepts with a non-blocking epoll loop and echoes; the client opens
+ * connections in steps, each confirmed by a one-octet round trip, and prints
+ * after every step the step's setup rate and both processes' resident memory
+ * and descriptor counts.  Then, optionally, A connections exchange
+ * |bytes|-octet messages (all written, then all read back) for |seconds|.
+ *
+ *   esock-connscale MAX STEP [ACTIVE BYTES SECONDS]
+ *
+ * Output: CSV lines "conns,step_ms,conn_per_s,srv_rss_kb,srv_fds,cli_rss_kb,cli_fds"
+ * and "throughput,active,bytes,MB_per_s".
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what)
+{
+	perror(what);
+	exit(2);
+}
+
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static long rss_kb(pid_t pid)
+{
+	char path[64], line[256];
+	long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+static long nfds(pid_t pid)
+{
+	char path[64];
+	struct dirent *d;
+	long n = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	if (!(dir = opendir(path)))
+		return -1;
+	while ((d = readdir(dir)))
+		n += d->d_name[0] != '.';
+	closedir(dir);
+	return n;
+}
+
+/* The server: accept everything, echo everything, until the client goes. */
+static void serve(int lfd, int ready_fd)
+{
+	int ep = epoll_create1(0);
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = lfd }, out[256];
+	static char buf[1 << 16];
+
+	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev) < 0)
+		die("server epoll");
+	if (write(ready_fd, "r", 1) != 1)
+		die("server ready");
+	close(ready_fd);
+	for (;;) {
+		int n = epoll_wait(ep, out, 256, -1);
+
+		if (n < 0 && errno != EINTR)
+			die("epoll_wait");
+		for (int i = 0; i < n; i++) {
+			int fd = out[i].data.fd;
+
+			if (fd == lfd) {
+				int c;
+
+				while ((c = accept4(lfd, NULL, NULL, SOCK_NONBLOCK)) >= 0) {
+					struct epoll_event ce = { .events = EPOLLIN, .data.fd = c };
+
+					if (epoll_ctl(ep, EPOLL_CTL_ADD, c, &ce) < 0)
+						die("epoll_ctl conn");
+				}
+				continue;
+			}
+			for (;;) {
+				ssize_t r = read(fd, buf, sizeof(buf)), w = 0;
+
+				if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+					close(fd);
+					break;
+				}
+				if (r < 0)
+					break;
+				while (w < r) {
+					ssize_t k = write(fd, buf + w, (size_t)(r - w));
+
+					if (k > 0) {
+						w += k;
+					} else if (k < 0 && errno == EAGAIN) {
+						struct pollfd p = { .fd = fd, .events = POLLOUT };
+
+						poll(&p, 1, 1000);
+					} else {
+						break;
+					}
+				}
+			}
+		}
+	}
+}
+
+/* One connection, confirmed by a one-octet round trip. */
+static int open_one(const struct sockaddr_in *sa)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	char c = 'x';
+
+	if (fd < 0 || connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0)
+		die("connect");
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (write(fd, &c, 1) != 1 || read(fd, &c, 1) != 1)
+		die("first round trip");
+	return fd;
+}
+
+/* All |a| connections write |bytes| octets, then all read them back; MB/s over |secs|. */
+static double throughput(const int *fds, int a, size_t bytes, double secs)
+{
+	char *buf = malloc(bytes), *in = malloc(bytes);
+	double t0 = now_s(), t;
+	size_t moved = 0;
+
+	if (!buf || !in)
+		die("malloc");
+	memset(buf, 'd', bytes);
+	do {
+		for (int i = 0; i < a; i++)
+			if (write(fds[i], buf, bytes) != (ssize_t)bytes)
+				die("write");
+		for (int i = 0; i < a; i++) {
+			size_t got = 0;
+
+			while (got < bytes) {
+				ssize_t r = read(fds[i], in + got, bytes - got);
+
+				if (r <= 0)
+					die("read");
+				got += (size_t)r;
+			}
+		}
+		moved += (size_t)a * bytes;
+	} while ((t = now_s() - t0) < secs);
+	free(buf);
+	free(in);
+	return (double)moved / t / 1e6;
+}
+
+int main(int argc, char **argv)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	int max, step, active = 0, lfd, pipefd[2], *fds;
+	double secs = 0;
+	size_t bytes = 0;
+	char c;
+	pid_t srv;
+
+	if (argc != 3 && argc != 6) {
+		fprintf(stderr, "usage: esock-connscale MAX STEP [ACTIVE BYTES SECONDS]\n");
+		return 2;
+	}
+	max = atoi(argv[1]);
+	step = atoi(argv[2]);
+	if (argc == 6) {
+		active = atoi(argv[3]);
+		bytes = (size_t)atol(argv[4]);
+		secs = atof(argv[5]);
+	}
+	if (max <= 0 || step <= 0 || active < 0 || active > max)
+		return 2;
+	raise_nofile();
+	signal(SIGPIPE, SIG_IGN);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if ((lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0)) < 0 ||
+	    bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    getsockname(lfd, (struct sockaddr *)&sa, &len) < 0 || listen(lfd, 4096) < 0)
+		die("listen");
+	if (pipe(pipefd) < 0)
+		die("pipe");
+	if ((srv = fork()) == 0) {
+		close(pipefd[0]);
+		serve(lfd, pipefd[1]);
+		_exit(0);
+	}
+	close(lfd);
+	close(pipefd[1]);
+	if (read(pipefd[0], &c, 1) != 1)
+		die("server start");
+	close(pipefd[0]);
+	if (!(fds = calloc((size_t)max, sizeof(*fds))))
+		die("calloc");
+	printf("conns,step_ms,conn_per_s,srv_rss_kb,srv_fds,cli_rss_kb,cli_fds\n");
+	printf("0,0,0,%ld,%ld,%ld,%ld\n", rss_kb(srv), nfds(srv), rss_kb(getpid()), nfds(getpid()));
+	for (int n = 0; n < max;) {
+		int k = n + step > max ? max - n : step;
+		double t0 = now_s(), dt;
+
+		for (int i = 0; i < k; i++)
+			fds[n + i] = open_one(&sa);
+		dt = now_s() - t0;
+		n += k;
+		printf("%d,%.1f,%.0f,%ld,%ld,%ld,%ld\n", n, dt * 1e3, k / dt, rss_kb(srv), nfds(srv),
+		       rss_kb(getpid()), nfds(getpid()));
+		fflush(stdout);
+	}
+	if (active)
+		printf("throughput,%d,%zu,%.1f\n", active, bytes, throughput(fds, active, bytes, secs));
+	for (int i = 0; i < max; i++)
+		close(fds[i]);
+	kill(srv, SIGTERM);
+	waitpid(srv, NULL, 0);
+	free(fds);
+	return 0;
+}

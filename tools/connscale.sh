@@ -1,0 +1,68 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The cost of many connections, plain TCP against DDPMODE in the same run:
+# esock-connscale runs plainly, then under the preload with ESOCK_DDPMODE=all.
+# Prints per step the setup rate ratio and, per connection, the server's
+# resident memory and descriptors; then the throughput ratio over ACTIVE
+# connections; writes both CSVs and an SVG plot (memory and setup time
+# against the connection count) into OUTDIR.
+#
+#   top_builddir=build sh tools/connscale.sh [MAX STEP ACTIVE BYTES SECONDS OUTDIR]
+#   (defaults: 2000 500 200 4096 2 connscale-out)
+set -eu
+b=${top_builddir:-.}
+bin=$b/tools/esock-connscale
+lib=${ESOCK_LIB:-$b/.libs/libesock.so}
+max=${1:-2000} step=${2:-500} active=${3:-200} bytes=${4:-4096} secs=${5:-2} out=${6:-connscale-out}
+[ -x "$bin" ] && [ -f "$lib" ] || { echo "connscale: build first ($bin, $lib)"; exit 77; }
+mkdir -p "$out"
+"$bin" "$max" "$step" "$active" "$bytes" "$secs" >"$out/plain.csv"
+LD_PRELOAD=$lib ESOCK_DDPMODE=all "$bin" "$max" "$step" "$active" "$bytes" "$secs" >"$out/ddp.csv"
+
+# Per step: ratio of setup rates; memory and fds per connection above the empty process.
+awk -F, '
+FNR == 1 { next }
+$1 == "throughput" { tp[FILENAME ~ /ddp/] = $4; next }
+FNR == 2 { base_rss[FILENAME ~ /ddp/] = $4; base_fds[FILENAME ~ /ddp/] = $5; next }
+{ d = FILENAME ~ /ddp/; rate[d, $1] = $3; rss[d, $1] = $4; fds[d, $1] = $5; if (!d) n[++k] = $1 }
+END {
+	printf "%8s %12s %12s %7s %14s %14s %9s %9s\n", "conns", "plain conn/s", "ddp conn/s", "ratio",
+	       "plain KB/conn", "ddp KB/conn", "plain fd", "ddp fd"
+	for (i = 1; i <= k; i++) {
+		c = n[i]
+		printf "%8d %12.0f %12.0f %7.2f %14.1f %14.1f %9.2f %9.2f\n", c, rate[0, c], rate[1, c],
+		       rate[0, c] ? rate[1, c] / rate[0, c] : 0,
+		       (rss[0, c] - base_rss[0]) / c, (rss[1, c] - base_rss[1]) / c,
+		       (fds[0, c] - base_fds[0]) / c, (fds[1, c] - base_fds[1]) / c
+	}
+	if (tp[0]) printf "throughput over '"$active"' connections, '"$bytes"'-octet messages: plain %.1f MB/s, DDPMODE %.1f MB/s, ratio %.2f\n", tp[0], tp[1], tp[1] / tp[0]
+}' "$out/plain.csv" "$out/ddp.csv" | tee "$out/summary.txt"
+
+# The plot: server memory (MB) and cumulative setup time (s) against connections.
+awk -F, -v max="$max" '
+FNR == 1 || $1 == "throughput" { next }
+FNR == 2 { next }
+{ d = FILENAME ~ /ddp/; i = ++cnt[d]; x[d, i] = $1; mem[d, i] = $4 / 1024; t[d] += $2 / 1000; tt[d, i] = t[d]
+  if (mem[d, i] > mmax) mmax = mem[d, i]; if (t[d] > tmax) tmax = t[d] }
+END {
+	W = 640; H = 300; L = 60; B = 40
+	if (mmax <= 0) mmax = 1; if (tmax <= 0) tmax = 1
+	printf "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"12\">\n", W * 2 + 40, H + 60
+	split("server resident memory (MB)|cumulative setup time (s)", title, "|")
+	for (p = 0; p < 2; p++) {
+		ox = 20 + p * (W + 20); ymax = p ? tmax : mmax
+		printf "<text x=\"%d\" y=\"16\">%s vs connections</text>\n", ox + L, title[p + 1]
+		printf "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", ox + L, H, ox + W, H
+		printf "<line x1=\"%d\" y1=\"30\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", ox + L, ox + L, H
+		printf "<text x=\"%d\" y=\"%d\">%d</text><text x=\"%d\" y=\"40\">%.1f</text>\n", ox + W - 30, H + 16, max, ox, ymax
+		for (d = 0; d < 2; d++) {
+			printf "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"%d,%d", d ? "red" : "blue", ox + L, H
+			for (i = 1; i <= cnt[d]; i++)
+				printf " %.1f,%.1f", ox + L + (W - L) * x[d, i] / max, H - (H - 30) * (p ? tt[d, i] : mem[d, i]) / ymax
+			printf "\"/>\n"
+		}
+		printf "<text x=\"%d\" y=\"%d\" fill=\"blue\">plain TCP</text><text x=\"%d\" y=\"%d\" fill=\"red\">DDPMODE</text>\n", ox + L + 10, H + 32, ox + L + 100, H + 32
+	}
+	printf "</svg>\n"
+}' "$out/plain.csv" "$out/ddp.csv" >"$out/connscale.svg"
+echo "connscale: CSVs, summary.txt and connscale.svg in $out"
