@@ -653,14 +653,18 @@ API int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 API int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
 {
 	if (!atomic_load_explicit(&sock_epoll_regs, memory_order_relaxed))
-		return REAL(epoll_wait)(epfd, ev, max, timeout);
+		return atomic_load_explicit(&sock_epoll_used, memory_order_relaxed)
+			       ? sock_epoll_pass(epfd, ev, max, timeout, NULL)
+			       : REAL(epoll_wait)(epfd, ev, max, timeout);
 	return sock_epoll_wait(epfd, ev, max, timeout, NULL);
 }
 
 API int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *mask)
 {
 	if (!atomic_load_explicit(&sock_epoll_regs, memory_order_relaxed))
-		return REAL(epoll_pwait)(epfd, ev, max, timeout, mask);
+		return atomic_load_explicit(&sock_epoll_used, memory_order_relaxed)
+			       ? sock_epoll_pass(epfd, ev, max, timeout, mask)
+			       : REAL(epoll_pwait)(epfd, ev, max, timeout, mask);
 	return sock_epoll_wait(epfd, ev, max, timeout, mask);
 }
 
@@ -676,7 +680,8 @@ API int epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct tim
 	static _Atomic(pwait2_fn) real_pwait2;
 	pwait2_fn f = atomic_load_explicit(&real_pwait2, memory_order_relaxed);
 
-	if (atomic_load_explicit(&sock_epoll_regs, memory_order_relaxed))
+	if (atomic_load_explicit(&sock_epoll_regs, memory_order_relaxed) ||
+	    atomic_load_explicit(&sock_epoll_used, memory_order_relaxed))
 		return sock_epoll_wait(epfd, ev, max, ts_ms(ts), mask);
 	if (!f) {
 		*(void **)&f = dlsym(RTLD_NEXT, "epoll_pwait2");

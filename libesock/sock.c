@@ -193,7 +193,7 @@ int sock_release_fd(int fd)
 	if (atomic_fetch_sub(&s->nfds, 1) > 1)
 		return 0;
 	atomic_store(&s->closing, true);
-	if (atomic_load(&sock_epoll_regs))
+	if (s->epregs)
 		sock_epoll_forget(s);
 	sock_teardown(s, true);
 	/* Calls still inside (a read blocked in another thread) leave first. */

@@ -50,6 +50,11 @@ struct sock_opts {
 	uint16_t privdata_len;
 };
 
+/* An epoll registration naming a socket (sock_epoll.c), found again at close. */
+struct sock_epreg {
+	int epfd, fd;
+};
+
 /* An event queue of the extended API (sock_api.c). */
 struct sock_eq;
 struct esock_stat_slot;
@@ -110,6 +115,9 @@ struct esock_sock {
 	uint32_t user_next;
 	struct esock_mr **mrs;      /* regions registered through the API */
 	int nmrs, capmrs;
+
+	struct sock_epreg *epregs;  /* epoll sets holding it (sock_epoll.c), under lock */
+	int nepregs, capepregs;
 };
 
 /* Octets of the announcement appended to the MPA private data (sock_conn.c). */
@@ -177,6 +185,9 @@ int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms);
 
 /* sock_epoll.c */
 extern atomic_int sock_epoll_regs;           /* DDPMODE entries in epoll sets */
+extern atomic_bool sock_epoll_used;          /* markers were registered once */
+int sock_epoll_pass(int epfd, struct epoll_event *out, int max, int timeout_ms,
+		    const sigset_t *mask);       /* a set without DDPMODE entries */
 int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_event *ev);
 int sock_epoll_wait(int epfd, struct epoll_event *out, int max, int timeout_ms,
 		    const sigset_t *mask);

@@ -3,27 +3,32 @@
  * epoll for DDPMODE sockets.  The kernel's readiness of the TCP socket is
  * not the application's (the engine reads the socket; a message may be
  * buffered while the socket looks empty), so a DDPMODE socket is watched
- * through its CQ's eventfd instead: epoll_ctl registers that eventfd in the
+ * through another descriptor: its CQ's eventfd (a listener: its poll
+ * descriptor, ep_listen.c).  epoll_ctl registers that descriptor in the
  * application's epoll instance with a marker value (a per-process random
- * high half whose top bit is set, never a user-space pointer, and the fd in
- * the low half), and epoll_wait turns marker events back into the
- * application's events and data after asking the socket layer (sock_ready).
+ * high half whose top bit is set, never a user-space pointer, and the
+ * application's fd in the low half), and epoll_wait turns marker events back
+ * into the application's events and data after asking the socket layer
+ * (sock_ready).  Marker values never reach the application.
  *
- * Level-triggered entries are checked before every sleep (a partly read
- * message stays readable).  Edge-triggered ones report a change: new
- * messages, EOF or error since the last report, or room to send again.
- * EPOLLONESHOT disables the entry until EPOLL_CTL_MOD.  The CQ is armed
- * before each sleep so that the engine's next completion kicks the eventfd.
- * Sockets not yet connected (a non-blocking connect: TCP, then the MPA
- * exchange) are driven by sock_ready without waiting, and the sleep is cut
- * into 10 ms slices while one is pending.
+ * Cost is per ready entry, not per entry: an entry is looked at only when
+ * its marker event fired, when it was just added or modified, when it is
+ * level-triggered and was ready at the last look (it must be reported again
+ * while it stays so), or while it connects.  Entries are found by the
+ * application's fd in O(1).  After a look the CQ is armed again, so that the
+ * engine's next completion kicks the eventfd.
+ *
+ * Edge-triggered entries report a change: new messages, EOF or error since
+ * the last report, or room to send again.  EPOLLONESHOT disables the entry
+ * until EPOLL_CTL_MOD.  Sockets that connect (TCP, then the MPA exchange) are
+ * driven by sock_ready without waiting, and the sleep is cut into 10 ms
+ * slices while one does.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,21 +38,26 @@
 #include "libesock/sock.h"
 
 struct ep_entry {
-	int fd;
+	int fd;                  /* the application's descriptor */
+	int wfd;                 /* what the kernel's set watches for it */
 	struct esock_sock *s;
 	struct epoll_event ev;   /* what the application registered */
 	bool disabled;           /* EPOLLONESHOT fired */
+	bool queued;             /* in the set's look-at list */
 	uint64_t seen_rx;        /* ET: the socket's rx generation at the last report */
 	bool seen_out;           /* ET: writable at the last report */
 };
 
 struct epset {
 	pthread_mutex_t lock;
-	struct ep_entry *e;
-	int n, cap;
+	struct ep_entry **byfd;  /* by the application's descriptor */
+	int capfd, n;
+	struct ep_entry **q;     /* entries to look at before the next sleep */
+	int nq, capq;
 };
 
 atomic_int sock_epoll_regs; /* DDPMODE entries in all sets: 0 lets epoll_wait pass */
+atomic_bool sock_epoll_used; /* a marker was ever registered (pass-through filters them) */
 static pthread_mutex_t sets_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct epset **sets;
 static unsigned nsets;
@@ -92,6 +102,52 @@ static struct epset *set_of(int epfd, bool create)
 	return st;
 }
 
+static struct ep_entry *find(struct epset *st, int fd)
+{
+	return fd >= 0 && fd < st->capfd ? st->byfd[fd] : NULL;
+}
+
+static void enqueue(struct epset *st, struct ep_entry *e)
+{
+	if (e->queued)
+		return;
+	if (st->nq == st->capq) {
+		int nc = st->capq ? st->capq * 2 : 16;
+		struct ep_entry **nq = realloc(st->q, (size_t)nc * sizeof(*nq));
+
+		if (!nq)
+			return; /* looked at when its marker fires again */
+		st->q = nq;
+		st->capq = nc;
+	}
+	st->q[st->nq++] = e;
+	e->queued = true;
+}
+
+static void dequeue(struct epset *st, struct ep_entry *e)
+{
+	if (!e->queued)
+		return;
+	for (int i = 0; i < st->nq; i++)
+		if (st->q[i] == e) {
+			st->q[i] = st->q[--st->nq];
+			break;
+		}
+	e->queued = false;
+}
+
+/* Forgets entry |e| of |st| (lock held); |kernel|: also out of the kernel's set |epfd|. */
+static void remove_entry(struct epset *st, int epfd, struct ep_entry *e, bool kernel)
+{
+	if (kernel)
+		REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, e->wfd, NULL);
+	dequeue(st, e);
+	st->byfd[e->fd] = NULL;
+	st->n--;
+	atomic_fetch_sub(&sock_epoll_regs, 1);
+	free(e);
+}
+
 /* A new epoll instance got the number |epfd|: forget an older one's set. */
 void sock_epoll_fresh(int epfd)
 {
@@ -100,37 +156,70 @@ void sock_epoll_fresh(int epfd)
 	if (!st)
 		return;
 	pthread_mutex_lock(&st->lock);
-	atomic_fetch_sub(&sock_epoll_regs, st->n);
-	st->n = 0;
+	for (int fd = 0; fd < st->capfd && st->n; fd++)
+		if (st->byfd[fd])
+			remove_entry(st, epfd, st->byfd[fd], false);
 	pthread_mutex_unlock(&st->lock);
 }
 
-/* The socket behind |fd| is going away: drop it from every set. */
+/* Remembers in |s| that (epfd, fd) names it, so that its close finds it at once. */
+static void reg_add(struct esock_sock *s, int epfd, int fd)
+{
+	pthread_mutex_lock(&s->lock);
+	if (s->nepregs == s->capepregs) {
+		int nc = s->capepregs ? s->capepregs * 2 : 2;
+		struct sock_epreg *n = realloc(s->epregs, (size_t)nc * sizeof(*n));
+
+		if (!n) {
+			pthread_mutex_unlock(&s->lock);
+			return;
+		}
+		s->epregs = n;
+		s->capepregs = nc;
+	}
+	s->epregs[s->nepregs++] = (struct sock_epreg){ .epfd = epfd, .fd = fd };
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void reg_del(struct esock_sock *s, int epfd, int fd)
+{
+	pthread_mutex_lock(&s->lock);
+	for (int i = 0; i < s->nepregs; i++)
+		if (s->epregs[i].epfd == epfd && s->epregs[i].fd == fd) {
+			s->epregs[i] = s->epregs[--s->nepregs];
+			break;
+		}
+	pthread_mutex_unlock(&s->lock);
+}
+
+/*
+ * The socket behind |fd| is going away: out of every set that holds it, the
+ * kernel's included (its watched descriptor may outlive it: no marker may
+ * ever reach the application).
+ */
 void sock_epoll_forget(struct esock_sock *s)
 {
-	pthread_mutex_lock(&sets_lock);
-	for (unsigned i = 0; i < nsets; i++) {
-		struct epset *st = sets[i];
+	struct sock_epreg *r;
+	int n;
+
+	pthread_mutex_lock(&s->lock);
+	r = s->epregs;
+	n = s->nepregs;
+	s->epregs = NULL;
+	s->nepregs = s->capepregs = 0;
+	pthread_mutex_unlock(&s->lock);
+	for (int i = 0; i < n; i++) {
+		struct epset *st = set_of(r[i].epfd, false);
+		struct ep_entry *e;
 
 		if (!st)
 			continue;
 		pthread_mutex_lock(&st->lock);
-		for (int k = 0; k < st->n; k++)
-			if (st->e[k].s == s) {
-				st->e[k--] = st->e[--st->n];
-				atomic_fetch_sub(&sock_epoll_regs, 1);
-			}
+		if ((e = find(st, r[i].fd)) && e->s == s)
+			remove_entry(st, r[i].epfd, e, true);
 		pthread_mutex_unlock(&st->lock);
 	}
-	pthread_mutex_unlock(&sets_lock);
-}
-
-static struct ep_entry *find(struct epset *st, int fd)
-{
-	for (int k = 0; k < st->n; k++)
-		if (st->e[k].fd == fd)
-			return &st->e[k];
-	return NULL;
+	free(r);
 }
 
 /* The rx generation: changes with every message, EOF or error (a listener: every Request in). */
@@ -144,13 +233,25 @@ static uint64_t rx_gen(struct esock_sock *s)
 /* What the application's epoll instance watches for |s|: its CQ's eventfd, or a listener's poll fd. */
 static int watched_fd(struct esock_sock *s)
 {
-	return s->st == SOCK_LISTENING && s->lst ? esock_listener_poll_fd(s->lst) : esock_cq_fd(s->cq);
+	if (s->st == SOCK_LISTENING && s->lst)
+		return esock_listener_poll_fd(s->lst);
+	return s->cq ? esock_cq_fd(s->cq) : -1;
+}
+
+static uint64_t mark_of(int fd)
+{
+	return marker_hi | (uint32_t)fd;
+}
+
+static bool is_mark(const struct epoll_event *ev)
+{
+	return (ev->data.u64 & 0xffffffff00000000ull) == marker_hi;
 }
 
 int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_event *ev)
 {
 	struct epset *st = set_of(epfd, true);
-	struct epoll_event mark = { .events = EPOLLIN, .data.u64 = marker_hi | (uint32_t)fd };
+	struct epoll_event mark = { .events = EPOLLIN, .data.u64 = mark_of(fd) };
 	struct ep_entry *e;
 	int rc = 0;
 
@@ -173,27 +274,39 @@ int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_
 			rc = -EEXIST;
 			break;
 		}
-		/* The kernel checks epfd and gives its errors (EBADF, EINVAL, ELOOP). */
-		if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, watched_fd(s), &mark) < 0) {
-			rc = -errno;
-			break;
-		}
-		if (st->n == st->cap) {
-			int nc = st->cap ? st->cap * 2 : 8;
-			struct ep_entry *ne = realloc(st->e, (size_t)nc * sizeof(*ne));
+		if (fd >= st->capfd) {
+			int nc = fd + 256;
+			struct ep_entry **nb = realloc(st->byfd, (size_t)nc * sizeof(*nb));
 
-			if (!ne) {
-				REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, watched_fd(s), NULL);
+			if (!nb) {
 				rc = -ENOMEM;
 				break;
 			}
-			st->e = ne;
-			st->cap = nc;
+			memset(nb + st->capfd, 0, (size_t)(nc - st->capfd) * sizeof(*nb));
+			st->byfd = nb;
+			st->capfd = nc;
 		}
-		st->e[st->n++] = (struct ep_entry){ .fd = fd, .s = s, .ev = *ev, .seen_rx = ~0ull };
+		if (!(e = calloc(1, sizeof(*e)))) {
+			rc = -ENOMEM;
+			break;
+		}
+		e->fd = fd;
+		e->s = s;
+		e->ev = *ev;
+		e->seen_rx = ~0ull;
+		e->wfd = watched_fd(s);
+		/* The kernel checks epfd and gives its errors (EBADF, EINVAL, ELOOP). */
+		if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, e->wfd, &mark) < 0) {
+			rc = -errno;
+			free(e);
+			break;
+		}
+		atomic_store(&sock_epoll_used, true);
+		st->byfd[fd] = e;
+		st->n++;
 		atomic_fetch_add(&sock_epoll_regs, 1);
-		if (s->cq)
-			esock_cq_arm(s->cq, false);
+		enqueue(st, e); /* a first look at the next wait */
+		reg_add(s, epfd, fd);
 		break;
 	case EPOLL_CTL_MOD:
 		if (!e) {
@@ -204,15 +317,15 @@ int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_
 		e->disabled = false;
 		e->seen_rx = ~0ull;
 		e->seen_out = false;
+		enqueue(st, e);
 		break;
 	case EPOLL_CTL_DEL:
 		if (!e) {
 			rc = -ENOENT;
 			break;
 		}
-		REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, watched_fd(s), NULL);
-		*e = st->e[--st->n];
-		atomic_fetch_sub(&sock_epoll_regs, 1);
+		remove_entry(st, epfd, e, true);
+		reg_del(s, epfd, fd);
 		break;
 	default:
 		rc = -EINVAL;
@@ -223,23 +336,34 @@ int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_
 
 /*
  * What entry |e| has to report now (0: nothing), updating its edge state.
- * Not-yet-connected sockets ask the kernel (and finish their MPA exchange).
+ * |*again|: look at it before the next sleep too (connecting, or
+ * level-triggered and ready).
  */
-static uint32_t entry_events(struct ep_entry *e, bool *pending)
+static uint32_t entry_events(int epfd, struct ep_entry *e, bool *again, bool *pending)
 {
 	struct esock_sock *s = e->s;
 	uint32_t want = e->ev.events, r;
 	bool et = want & EPOLLET;
+	int wfd;
 
+	*again = false;
 	if (e->disabled)
 		return 0;
 	if (s->st == SOCK_MARKED) {
-		*pending = true; /* a connect may start: look again in a slice */
+		*again = *pending = true; /* a connect may start: look again in a slice */
 		return 0;
 	}
 	/* Connecting (TCP or MPA): sock_ready drives the exchange; its events do not kick the CQ. */
 	if (s->st == SOCK_TCP_CONNECTING || s->st == SOCK_MPA_CONNECTING)
-		*pending = true;
+		*again = *pending = true;
+	/* It began to listen (or got its CQ) after it was added: watch the right descriptor. */
+	if ((wfd = watched_fd(s)) >= 0 && wfd != e->wfd) {
+		struct epoll_event mark = { .events = EPOLLIN, .data.u64 = mark_of(e->fd) };
+
+		REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, e->wfd, NULL);
+		if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, wfd, &mark) == 0)
+			e->wfd = wfd;
+	}
 	r = sock_ready(s, want & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI));
 	if (et) {
 		uint64_t g = rx_gen(s);
@@ -259,48 +383,104 @@ static uint32_t entry_events(struct ep_entry *e, bool *pending)
 		if (!(r & ~(uint32_t)(EPOLLERR | EPOLLHUP)) && (r & (EPOLLERR | EPOLLHUP)) &&
 		    e->seen_rx == g)
 			r = 0; /* an error is one edge, reported with the EPOLLIN above */
+	} else if (r && !(want & EPOLLONESHOT)) {
+		*again = true; /* level-triggered: reported again while it stays ready */
 	}
 	if (r && (want & EPOLLONESHOT))
 		e->disabled = true;
 	return r;
 }
 
-/* Fills |out| from the set's entries that are ready (|only_fd| >= 0: that one). */
-static int collect(struct epset *st, struct epoll_event *out, int max, int only_fd,
-		   bool *pending)
+/* Arms |e|'s CQ for the next completion; true when completions came meanwhile. */
+static bool rearm(struct ep_entry *e)
+{
+	struct esock_cq *cq = e->s->st == SOCK_LISTENING ? NULL : e->s->cq;
+
+	if (!cq || atomic_load(&cq->armed))
+		return false; /* still armed: nothing came since */
+	return esock_cq_arm(cq, false) != 0;
+}
+
+/* Looks at the queued entries; fills |out| with what they report (lock held). */
+static int collect(struct epset *st, int epfd, struct epoll_event *out, int max, bool *pending)
 {
 	int n = 0;
 
-	pthread_mutex_lock(&st->lock);
-	for (int k = 0; k < st->n && n < max; k++) {
-		struct ep_entry *e = &st->e[k];
+	for (int i = 0; i < st->nq && n < max;) {
+		struct ep_entry *e = st->q[i];
+		bool again;
 		uint32_t r;
 
-		if (only_fd >= 0 && e->fd != only_fd)
+		if (esock_fdtab_get(e->fd) != e->s) { /* closed meanwhile: forget drops it */
+			st->q[i] = st->q[--st->nq];
+			e->queued = false;
 			continue;
-		if (esock_fdtab_get(e->fd) != e->s)
-			continue; /* closed meanwhile */
-		if ((r = entry_events(e, pending))) {
+		}
+		r = entry_events(epfd, e, &again, pending);
+		if (r) {
 			out[n].events = r;
 			out[n++].data = e->ev.data;
+		}
+		if (rearm(e))
+			again = true;
+		if (again) {
+			i++;
+		} else {
+			st->q[i] = st->q[--st->nq];
+			e->queued = false;
+		}
+	}
+	return n;
+}
+
+/* Kernel events into |out| from |from| on: marker events queue their entry, the rest stay. */
+static int sort_kernel(struct epset *st, struct epoll_event *out, int from, int kn, bool *marks)
+{
+	int n = from;
+
+	pthread_mutex_lock(&st->lock);
+	for (int i = from; i < from + kn; i++) {
+		if (!is_mark(&out[i])) {
+			out[n++] = out[i];
+			continue;
+		}
+		struct ep_entry *e = find(st, (int)(uint32_t)out[i].data.u64);
+
+		if (e) {
+			enqueue(st, e);
+			*marks = true;
 		}
 	}
 	pthread_mutex_unlock(&st->lock);
 	return n;
 }
 
-static void arm_all(struct epset *st)
+/*
+ * epoll_wait on a set without DDPMODE entries: still, no marker may get out
+ * (one could only be a registration whose socket is going away right now).
+ */
+int sock_epoll_pass(int epfd, struct epoll_event *out, int max, int timeout_ms,
+		    const sigset_t *mask)
 {
-	pthread_mutex_lock(&st->lock);
-	for (int k = 0; k < st->n; k++)
-		if (st->e[k].s->cq && esock_fdtab_get(st->e[k].fd) == st->e[k].s)
-			esock_cq_arm(st->e[k].s->cq, false);
-	pthread_mutex_unlock(&st->lock);
-}
+	int64_t end = timeout_ms > 0 ? ep_now_ms() + timeout_ms : 0;
 
-static bool is_mark(const struct epoll_event *ev)
-{
-	return (ev->data.u64 & 0xffffffff00000000ull) == marker_hi;
+	for (int left = timeout_ms;;) {
+		struct timespec ms = { 0, 1000000 };
+		int kn = mask ? REAL(epoll_pwait)(epfd, out, max, left, mask)
+			      : REAL(epoll_wait)(epfd, out, max, left);
+		int n = 0;
+
+		if (kn <= 0 || !atomic_load_explicit(&sock_epoll_used, memory_order_relaxed))
+			return kn;
+		for (int i = 0; i < kn; i++)
+			if (!is_mark(&out[i]))
+				out[n++] = out[i];
+		if (n || timeout_ms == 0)
+			return n;
+		if (timeout_ms > 0 && (left = (int)(end - ep_now_ms())) <= 0)
+			return 0;
+		nanosleep(&ms, NULL); /* only markers: a registration going away; no spin */
+	}
 }
 
 int sock_epoll_wait(int epfd, struct epoll_event *out, int max, int timeout_ms,
@@ -310,14 +490,14 @@ int sock_epoll_wait(int epfd, struct epoll_event *out, int max, int timeout_ms,
 	int64_t end = timeout_ms > 0 ? ep_now_ms() + timeout_ms : 0;
 
 	if (!st || !st->n || max <= 0)
-		return mask ? REAL(epoll_pwait)(epfd, out, max, timeout_ms, mask)
-			    : REAL(epoll_wait)(epfd, out, max, timeout_ms);
+		return sock_epoll_pass(epfd, out, max, timeout_ms, mask);
 	for (;;) {
-		bool pending = false;
-		int got, left = timeout_ms, kn, n = 0;
+		bool pending = false, marks = false;
+		int got, left = timeout_ms, kn;
 
-		arm_all(st);
-		got = collect(st, out, max, -1, &pending);
+		pthread_mutex_lock(&st->lock);
+		got = collect(st, epfd, out, max, &pending);
+		pthread_mutex_unlock(&st->lock);
 		if (got)
 			left = 0;
 		else if (timeout_ms > 0 && (left = (int)(end - ep_now_ms())) < 0)
@@ -328,13 +508,12 @@ int sock_epoll_wait(int epfd, struct epoll_event *out, int max, int timeout_ms,
 			  : REAL(epoll_wait)(epfd, out + got, max - got, left);
 		if (kn < 0)
 			return got ? got : -1;
-		/* Keep the kernel's own events; marker events were answered by collect. */
-		for (int i = got; i < got + kn; i++)
-			if (!is_mark(&out[i]))
-				out[got + n++] = out[i];
-		got += n;
-		if (got == 0 && kn > 0) /* a kick: look at the sockets now */
-			got = collect(st, out, max, -1, &pending);
+		got = sort_kernel(st, out, got, kn, &marks);
+		if (got == 0 && marks) { /* a kick: look at those sockets now */
+			pthread_mutex_lock(&st->lock);
+			got = collect(st, epfd, out, max, &pending);
+			pthread_mutex_unlock(&st->lock);
+		}
 		if (got || timeout_ms == 0 || (timeout_ms > 0 && ep_now_ms() >= end))
 			return got;
 	}

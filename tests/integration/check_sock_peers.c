@@ -703,6 +703,117 @@ START_TEST(accept_both_silent_plain_client)
 }
 END_TEST
 
+/* ---- epoll with many DDPMODE entries ---- */
+
+struct acceptor {
+	int lfd, n, *srv;
+	pthread_t th;
+};
+
+static void *acceptor_main(void *arg)
+{
+	struct acceptor *a = arg;
+
+	for (int i = 0; i < a->n; i++)
+		a->srv[i] = accept(a->lfd, NULL, NULL);
+	return NULL;
+}
+
+/* |n| DDPMODE connections: client ends in |cli|, server ends in |srv| (accepted in order). */
+static void pairs(int n, int *cli, int *srv)
+{
+	struct sockaddr_in sa;
+	struct acceptor a = { .lfd = listener(0, 0, &sa), .n = n, .srv = srv };
+
+	ck_assert_int_eq(pthread_create(&a.th, NULL, acceptor_main, &a), 0);
+	for (int i = 0; i < n; i++) {
+		cli[i] = ddp_socket(0);
+		ck_assert_int_eq(connect(cli[i], (struct sockaddr *)&sa, sizeof(sa)), 0);
+	}
+	pthread_join(a.th, NULL);
+	for (int i = 0; i < n; i++)
+		ck_assert_int_ge(srv[i], 0);
+	close(a.lfd);
+}
+
+/*
+ * 64 level-triggered DDPMODE entries, one active at a time: each wait
+ * reports exactly the active one with the application's data, again while
+ * it stays readable, and nothing once it is drained.
+ */
+START_TEST(epoll_many_entries)
+{
+	enum { N = 64 };
+	int cli[N], srv[N], ep = epoll_create1(0);
+	struct epoll_event out[N];
+	char c;
+
+	alarm(30);
+	pairs(N, cli, srv);
+	for (int i = 0; i < N; i++) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 1000 + (uint64_t)i };
+
+		ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, srv[i], &ev), 0);
+	}
+	ck_assert_int_eq(epoll_wait(ep, out, N, 50), 0);
+	for (int k = 0; k < 2 * N; k++) {
+		int i = (k * 37) % N;
+
+		ck_assert_int_eq(write(cli[i], "x", 1), 1);
+		ck_assert_int_eq(epoll_wait(ep, out, N, 5000), 1);
+		ck_assert_uint_eq(out[0].data.u64, 1000 + (uint64_t)i);
+		ck_assert(out[0].events & EPOLLIN);
+		/* level-triggered: still there until read */
+		ck_assert_int_eq(epoll_wait(ep, out, N, 0), 1);
+		ck_assert_uint_eq(out[0].data.u64, 1000 + (uint64_t)i);
+		ck_assert_int_eq(read(srv[i], &c, 1), 1);
+		ck_assert_int_eq(epoll_wait(ep, out, N, 0), 0);
+	}
+	for (int i = 0; i < N; i++) {
+		close(cli[i]);
+		close(srv[i]);
+	}
+	close(ep);
+	alarm(0);
+}
+END_TEST
+
+/* Closing a registered DDPMODE socket (no EPOLL_CTL_DEL) never lets a marker value out. */
+START_TEST(epoll_close_registered)
+{
+	int cli[2], srv[2], ep = epoll_create1(0), pfd[2];
+	struct epoll_event ev = { .events = EPOLLIN }, out[4];
+
+	alarm(30);
+	pairs(2, cli, srv);
+	ck_assert_int_eq(pipe(pfd), 0);
+	ev.data.u64 = 1;
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, srv[0], &ev), 0);
+	ev.data.u64 = 2;
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, srv[1], &ev), 0);
+	ev.data.u64 = 3;
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, pfd[0], &ev), 0);
+	ck_assert_int_eq(write(cli[0], "a", 1), 1);
+	ck_assert_int_eq(write(cli[1], "b", 1), 1);
+	close(srv[0]);
+	close(srv[1]);
+	ck_assert_int_eq(write(pfd[1], "p", 1), 1);
+	for (int k = 0; k < 3; k++) {
+		int n = epoll_wait(ep, out, 4, 200);
+
+		ck_assert_int_le(n, 1);
+		for (int i = 0; i < n; i++)
+			ck_assert_uint_eq(out[i].data.u64, 3);
+	}
+	close(cli[0]);
+	close(cli[1]);
+	close(pfd[0]);
+	close(pfd[1]);
+	close(ep);
+	alarm(0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sock peers");
@@ -727,6 +838,11 @@ static Suite *suite(void)
 	tcase_add_test(tc, mpa_revision_1);
 	tcase_add_test(tc, tiny_receive_size_client);
 	tcase_add_test(tc, tiny_receive_size_server);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("epoll");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, epoll_many_entries);
+	tcase_add_test(tc, epoll_close_registered);
 	suite_add_tcase(s, tc);
 	return s;
 }
