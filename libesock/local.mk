@@ -35,3 +35,13 @@ TESTS += tests/fuzz/replay_ep_rx
 tests_fuzz_replay_ep_rx_SOURCES = tests/fuzz/standalone.c tests/fuzz/fuzz_ep_rx.c
 tests_fuzz_replay_ep_rx_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_TARGET='"ep_rx"'
 tests_fuzz_replay_ep_rx_LDADD = libesock_ep.la
+
+# Structure-aware fuzz target: a whole passive connection (Request, Reply,
+# then RDMAP messages framed as negotiated) into the endpoint.
+FUZZ_TARGETS += ep_conn
+FUZZ_EXTRA_ep_conn = $(FUZZ_EXTRA_ep_rx)
+check_PROGRAMS += tests/fuzz/replay_ep_conn
+TESTS += tests/fuzz/replay_ep_conn
+tests_fuzz_replay_ep_conn_SOURCES = tests/fuzz/standalone.c tests/fuzz/fuzz_ep_conn.c
+tests_fuzz_replay_ep_conn_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_TARGET='"ep_conn"'
+tests_fuzz_replay_ep_conn_LDADD = libesock_ep.la
