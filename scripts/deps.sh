@@ -25,5 +25,18 @@ echo "esock: installing ${missing[*]}"
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Another apt or dpkg may be running (unattended-upgrades, a second install):
+# apt waits up to 10 minutes for its locks (DPkg::Lock::Timeout), and a step
+# that still fails (the lists lock, a mirror hiccup) is tried again.
+lock=(-o DPkg::Lock::Timeout=600)
+retry() {
+	local i
+	for i in 1 2 3 4 5; do
+		"$@" && return 0
+		echo "esock: '$*' failed (another package manager running?); again in ${ESOCK_APT_RETRY_S:-15} s" >&2
+		sleep "${ESOCK_APT_RETRY_S:-15}"
+	done
+	"$@"
+}
+retry $SUDO apt-get "${lock[@]}" update -qq
+retry $SUDO apt-get "${lock[@]}" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -19,5 +19,5 @@ tests_unit_check_log_LDADD = $(UNIT_LDADD)
 # Shell tests run by $(SHELL), never under valgrind.
 TEST_EXTENSIONS = .sh
 SH_LOG_COMPILER = $(SHELL)
-TESTS += tests/unit/headers.sh tests/unit/exports.sh tests/unit/sans-io.sh
-EXTRA_DIST += tests/unit/headers.sh tests/unit/exports.sh tests/unit/sans-io.sh
+TESTS += tests/unit/headers.sh tests/unit/exports.sh tests/unit/sans-io.sh tests/unit/deps-lock.sh
+EXTRA_DIST += tests/unit/headers.sh tests/unit/exports.sh tests/unit/sans-io.sh tests/unit/deps-lock.sh
