@@ -513,10 +513,15 @@ static int must_wait(struct esock_qp *qp)
 {
 	const uint8_t *p = qp->stage + qp->stage_off;
 	size_t avail = qp->stage_len - qp->stage_off;
+	uint8_t hdr[ESOCK_MPA_LEN_LEN + ESOCK_DDP_UNTAGGED_HLEN];
 	uint32_t qn, msn;
 
-	if (!esock_mpa_rx_idle(&qp->rx) || qp->info.markers_rx)
+	if (!esock_mpa_rx_idle(&qp->rx))
 		return 0;
+	if (qp->info.markers_rx) { /* the header as it will be parsed, markers left out */
+		avail = esock_mpa_rx_peek(&qp->rx, p, avail, hdr, sizeof(hdr));
+		p = hdr;
+	}
 	if (avail < ESOCK_MPA_LEN_LEN + 1)
 		return 2;
 	if (p[ESOCK_MPA_LEN_LEN] & ESOCK_DDP_CTRL_T)

@@ -42,6 +42,18 @@ ESOCK_EXPORT bool esock_mpa_rx_idle(const struct esock_mpa_rx *rx)
 	return rx->state == RX_LEN && rx->have == 0 && !rx->err;
 }
 
+ESOCK_EXPORT size_t esock_mpa_rx_peek(const struct esock_mpa_rx *rx, const uint8_t *data,
+				      size_t len, uint8_t *out, size_t want)
+{
+	uint32_t pos = rx->pos;
+	size_t n = 0;
+
+	for (size_t i = 0; i < len && n < want; i++, pos++)
+		if (!rx->cfg.markers || (pos & (ESOCK_MPA_MARKER_INTERVAL - 1)) >= ESOCK_MPA_MARKER_LEN)
+			out[n++] = data[i];
+	return n;
+}
+
 static ssize_t rx_fail(struct esock_mpa_rx *rx, int rc, uint8_t code)
 {
 	esock_term_set(&rx->term, ESOCK_TERM_LAYER_LLP, ESOCK_TERM_LLP_ETYPE_MPA, code, 0);

@@ -370,6 +370,16 @@ ESOCK_EXPORT const struct esock_term *esock_mpa_rx_term(const struct esock_mpa_r
 /* True between FPDUs (no partial FPDU held). */
 ESOCK_EXPORT bool esock_mpa_rx_idle(const struct esock_mpa_rx *rx);
 
+/*
+ * esock_mpa_rx_peek copies into |out| up to |want| octets of the FPDU stream
+ * held by |data| (the next |len| stream octets, not fed yet), leaving out
+ * the markers among them: the next FPDU's length field and header as they
+ * will be parsed, known before they are taken (a receiver deciding whether
+ * it has a buffer for the next message).  Returns the octets copied.
+ */
+ESOCK_EXPORT size_t esock_mpa_rx_peek(const struct esock_mpa_rx *rx, const uint8_t *data,
+				      size_t len, uint8_t *out, size_t want);
+
 /* ==== end of FPDU framing ==== */
 
 #ifdef __cplusplus

@@ -814,6 +814,90 @@ START_TEST(epoll_close_registered)
 }
 END_TEST
 
+/* ---- flow control ---- */
+
+struct bulk {
+	int fd;
+	size_t len;
+	pthread_t th;
+	ssize_t sent;
+};
+
+/* Writes |len| octets of a known pattern in 64 KiB writes. */
+static void *bulk_main(void *arg)
+{
+	struct bulk *b = arg;
+	uint8_t *buf = malloc(65536);
+
+	b->sent = 0;
+	while (buf && (size_t)b->sent < b->len) {
+		size_t n = b->len - (size_t)b->sent < 65536 ? b->len - (size_t)b->sent : 65536;
+		ssize_t k;
+
+		for (size_t i = 0; i < n; i++)
+			buf[i] = (uint8_t)((size_t)b->sent + i) * 31 + 7;
+		if ((k = write(b->fd, buf, n)) <= 0)
+			break;
+		b->sent += k;
+	}
+	free(buf);
+	return NULL;
+}
+
+/*
+ * A receiver that asked for markers and reads slower than the sender
+ * writes: TCP pushes back as without markers (the full pool stops reading);
+ * no Terminate, every octet arrives in order.
+ */
+START_TEST(markers_slow_reader)
+{
+	struct sockaddr_in sa;
+	struct acceptor a;
+	struct bulk b = { .len = 3u << 20 };
+	int srv, markers = 1, got_markers = 0, depth = 4;
+	socklen_t ml = sizeof(got_markers);
+	uint8_t *buf = malloc(65536);
+	size_t got = 0;
+
+	alarm(60);
+	a.lfd = listener(0, 0, &sa);
+	ck_assert_int_eq(setsockopt(a.lfd, SOL_ESOCK, ESOCK_MARKERS, &markers, sizeof(markers)), 0);
+	/* A small pool: it is full after four messages, long before the data ends. */
+	ck_assert_int_eq(setsockopt(a.lfd, SOL_ESOCK, ESOCK_RCVDEPTH, &depth, sizeof(depth)), 0);
+	a.n = 1;
+	a.srv = &srv;
+	ck_assert_int_eq(pthread_create(&a.th, NULL, acceptor_main, &a), 0);
+	b.fd = ddp_socket(0);
+	ck_assert_int_eq(connect(b.fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	pthread_join(a.th, NULL);
+	ck_assert_int_ge(srv, 0);
+	ck_assert_int_eq(getsockopt(srv, SOL_ESOCK, ESOCK_MARKERS, &got_markers, &ml), 0);
+	ck_assert_int_eq(got_markers, 1);
+	ck_assert_int_eq(pthread_create(&b.th, NULL, bulk_main, &b), 0);
+	while (got < b.len) {
+		ssize_t n = read(srv, buf, got < (1u << 20) ? 16384 : 65536);
+
+		ck_assert_msg(n > 0, "read %zd (%s) after %zu of %zu octets", n, strerror(errno), got,
+			      b.len);
+		for (ssize_t i = 0; i < n; i++)
+			ck_assert_uint_eq(buf[i], (uint8_t)((got + (size_t)i) * 31 + 7));
+		got += (size_t)n;
+		if (got < (1u << 20)) { /* slow at first: the sender runs far ahead */
+			struct timespec ts = { 0, 5000000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	pthread_join(b.th, NULL);
+	ck_assert_int_eq(b.sent, (ssize_t)b.len);
+	free(buf);
+	close(b.fd);
+	close(srv);
+	close(a.lfd);
+	alarm(0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sock peers");
@@ -843,6 +927,10 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, epoll_many_entries);
 	tcase_add_test(tc, epoll_close_registered);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("flow");
+	tcase_set_timeout(tc, 90);
+	tcase_add_test(tc, markers_slow_reader);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -424,6 +424,49 @@ START_TEST(test_oversize)
 }
 END_TEST
 
+/*
+ * esock_mpa_rx_peek: at every FPDU boundary, the stream still to come gives
+ * the next FPDU's length field and first ULPDU octets, markers left out,
+ * wherever the markers fall (any start position).
+ */
+START_TEST(test_peek_next_header)
+{
+	uint64_t rng = tu_rng_seed("peek next header");
+	static struct stream s;
+	static struct sink k;
+
+	for (int round = 0; round < 40; round++) {
+		bool markers = round & 1;
+		uint32_t pos = 4 * (uint32_t)tu_rng_below(&rng, 256); /* FPDUs start 4-aligned */
+		size_t off = 0;
+
+		stream_make(&s, &rng, 6, 700, round & 2, markers, pos);
+		sink_init(&k, &s, true);
+		while (off < s.len) {
+			struct esock_mpa_ev ev;
+			ssize_t n;
+
+			if (esock_mpa_rx_idle(&k.rx) && k.ndone < s.n) {
+				uint8_t want[2 + 14], got[sizeof(want)];
+				size_t w = 2 + (s.ulen[k.ndone] < 14 ? s.ulen[k.ndone] : 14);
+
+				want[0] = (uint8_t)(s.ulen[k.ndone] >> 8);
+				want[1] = (uint8_t)s.ulen[k.ndone];
+				memcpy(want + 2, s.ulpdu[k.ndone], w - 2);
+				ck_assert_uint_eq(esock_mpa_rx_peek(&k.rx, s.wire + off, s.len - off, got, w), w);
+				tu_assert_mem(got, want, w);
+			}
+			n = esock_mpa_rx_feed(&k.rx, s.wire + off, 1, &ev);
+			ck_assert_int_ge(n, 0);
+			off += (size_t)n;
+			if (ev.type != ESOCK_MPA_EV_NONE)
+				sink_event(&k, &ev);
+		}
+		ck_assert_int_eq(k.ndone, s.n);
+	}
+}
+END_TEST
+
 START_TEST(test_init_errors)
 {
 	struct esock_mpa_rx rx;
@@ -454,6 +497,7 @@ int main(void)
 	tcase_add_test(tc, test_tolerant);
 	tcase_add_test(tc, test_oversize);
 	tcase_add_test(tc, test_init_errors);
+	tcase_add_test(tc, test_peek_next_header);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
