@@ -234,7 +234,9 @@ struct esock_qp {
 	uint8_t termbuf[96];
 	size_t term_len;
 	uint32_t msn_tx[3];         /* next MSN to send on QN 0, 1, 2 */
-	uint32_t msn_rx[3];         /* next MSN expected on QN 1, 2 (QN 0: placement) */
+	uint32_t msn_rx[3];         /* next MSN expected on QN 0, 1, 2 */
+	uint32_t mo_rx;             /* next MO expected of the Send in progress (in-order LLP) */
+	uint64_t resp_got;          /* octets of the oldest Read's Response so far */
 	uint32_t orq[EP_IRD_MAX];   /* SQ indices of Reads in flight, oldest first */
 	uint32_t orq_head, orq_n;
 	struct ep_irqe irq[EP_IRD_MAX];

@@ -137,18 +137,44 @@ static void put_payload(struct ep_rx_cur *c, const uint8_t *p, size_t n)
 
 static const struct esock_rdmap_decode_opts dec_opts = { true, ESOCK_RDMAP_TERM_AUTO };
 
-/* A Read Response must land in the sink of the oldest Read in flight. */
-static bool resp_expected(struct esock_qp *qp, const struct esock_ddp_hdr *h, size_t len)
+/*
+ * A Read Response must fill the sink of the oldest Read in flight exactly:
+ * its STag, each segment at the next octet (TCP keeps them in order), and in
+ * all the Read's length, no more and, at the last segment, no less.  As siw
+ * does (RFC 5040 has no code of its own for it): a wrong STag is "invalid
+ * STag", a wrong offset or total "base or bounds".  Returns the DDP tagged
+ * error code, or -1 when the segment is what was expected.
+ */
+static int resp_check(struct esock_qp *qp, const struct esock_ddp_hdr *h, size_t len)
 {
 	const struct ep_sqe *e;
 
 	if (qp->orq_n == 0)
-		return qp->rtr_read_out && len == 0;
+		return qp->rtr_read_out && len == 0 ? -1 : ESOCK_TERM_DDP_T_INV_STAG;
 	e = EP_SQE(qp, qp->orq[qp->orq_head % EP_IRD_MAX]);
-	if (len == 0 && e->len == 0)
-		return true;
-	return e->num_sge == 1 && h->stag == e->sge[0].lkey && h->to >= e->sge[0].addr &&
-	       h->to - e->sge[0].addr <= e->len && len <= e->len - (h->to - e->sge[0].addr);
+	if (e->len == 0)
+		return len == 0 && h->last ? -1 : ESOCK_TERM_DDP_T_BASE_BOUNDS;
+	if (e->num_sge != 1 || h->stag != e->sge[0].lkey)
+		return ESOCK_TERM_DDP_T_INV_STAG;
+	if (h->to != e->sge[0].addr + qp->resp_got || len > e->len - qp->resp_got ||
+	    (h->last && qp->resp_got + len != e->len))
+		return ESOCK_TERM_DDP_T_BASE_BOUNDS;
+	return -1;
+}
+
+/*
+ * Over an in-order LLP a Send segment carries the MSN expected next and the
+ * MO of the octets of its message so far; anything else is a peer error
+ * (RFC 5041 §7.2, as siw Terminates it).  Returns the DDP untagged error
+ * code, or -1.
+ */
+static int send_check(const struct esock_qp *qp, const struct esock_ddp_hdr *h)
+{
+	if (h->msn != qp->msn_rx[ESOCK_DDP_QN_SEND])
+		return ESOCK_TERM_DDP_U_MSN_RANGE;
+	if (h->mo != qp->mo_rx)
+		return ESOCK_TERM_DDP_U_INV_MO;
+	return -1;
 }
 
 static void on_place_hdr(struct esock_qp *qp, const uint8_t *peek, size_t n, size_t hl)
@@ -165,14 +191,23 @@ static void on_place_hdr(struct esock_qp *qp, const uint8_t *peek, size_t n, siz
 		access = ESOCK_DDP_ACCESS_REMOTE_WRITE;
 	else if (c->m.opcode == ESOCK_RDMAP_READ_RESP) {
 		access = ESOCK_DDP_ACCESS_LOCAL_WRITE;
-		if (!resp_expected(qp, &c->m.ddp, c->payload_len))
-			return term_at(qp, ESOCK_TERM_LAYER_DDP, ESOCK_TERM_DDP_ETYPE_TAGGED,
-				       ESOCK_TERM_DDP_T_INV_STAG, ESOCK_TERM_HDRCT_M | ESOCK_TERM_HDRCT_D,
-				       peek, c->ulpdu_len);
+		if ((rc = resp_check(qp, &c->m.ddp, c->payload_len)) >= 0)
+			return term_at(qp, ESOCK_TERM_LAYER_DDP, ESOCK_TERM_DDP_ETYPE_TAGGED, (uint8_t)rc,
+				       ESOCK_TERM_HDRCT_M | ESOCK_TERM_HDRCT_D, peek, c->ulpdu_len);
+	} else if (!c->m.ddp.tagged && (rc = send_check(qp, &c->m.ddp)) >= 0) {
+		return term_at(qp, ESOCK_TERM_LAYER_DDP, ESOCK_TERM_DDP_ETYPE_UNTAGGED, (uint8_t)rc,
+			       ESOCK_TERM_HDRCT_M | ESOCK_TERM_HDRCT_D, peek, c->ulpdu_len);
 	}
 	rc = esock_ddp_place_prepare(&qp->place, &c->m.ddp, c->payload_len, access, &dst, &pl);
 	if (rc < 0)
 		return ep_tx_terminate(qp, esock_ddp_place_term(&qp->place), peek, c->ulpdu_len);
+	if (c->m.opcode == ESOCK_RDMAP_READ_RESP) {
+		qp->resp_got += c->payload_len;
+	} else if (!c->m.ddp.tagged) {
+		qp->mo_rx = c->m.ddp.last ? 0 : qp->mo_rx + (uint32_t)c->payload_len;
+		if (c->m.ddp.last)
+			qp->msn_rx[ESOCK_DDP_QN_SEND]++;
+	}
 	if (c->m.ddp.tagged) {
 		c->iovcnt = dst ? 1 : 0;
 		c->iov[0].iov_base = dst;
@@ -284,6 +319,7 @@ static void end_read_resp(struct esock_qp *qp)
 		return;
 	}
 	e = EP_SQE(qp, qp->orq[qp->orq_head % EP_IRD_MAX]);
+	qp->resp_got = 0; /* the next Read's Response starts */
 	qp->orq_head++;
 	qp->orq_n--;
 	e->done = true;

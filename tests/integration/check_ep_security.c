@@ -473,6 +473,30 @@ static size_t b_msn_far(struct victim *v, uint8_t *hdr, size_t *plen, bool *bad_
 	return hl;
 }
 
+static size_t b_msn_5(struct victim *v, uint8_t *hdr, size_t *plen, bool *bad_crc)
+{
+	size_t hl = b_send16(v, hdr, plen, bad_crc);
+
+	hdr[13] = 5; /* MSN 5 where 1 is expected: inside the window, still not next (siw: same) */
+	return hl;
+}
+
+static size_t b_msn_2(struct victim *v, uint8_t *hdr, size_t *plen, bool *bad_crc)
+{
+	size_t hl = b_send16(v, hdr, plen, bad_crc);
+
+	hdr[13] = 2; /* the second message first: on an in-order LLP a swap is an error */
+	return hl;
+}
+
+static size_t b_mo_16(struct victim *v, uint8_t *hdr, size_t *plen, bool *bad_crc)
+{
+	size_t hl = b_send16(v, hdr, plen, bad_crc);
+
+	hdr[17] = 16; /* MO (octets 14-17) 16 for the first segment of a message */
+	return hl;
+}
+
 static size_t b_short_ulpdu(struct victim *v, uint8_t *hdr, size_t *plen, bool *bad_crc)
 {
 	b_write16(v, hdr, plen, bad_crc);
@@ -528,6 +552,9 @@ static const struct misc_case misc_cases[] = {
 	{ "Send in the tagged model", true, b_send_tagged, RDMAP_OP, ESOCK_TERM_RDMAP_OPCODE, HDRS },
 	{ "Send on QN 5", true, b_bad_qn, DDP_U, ESOCK_TERM_DDP_U_INV_QN, HDRS },
 	{ "Send with MSN far ahead", true, b_msn_far, DDP_U, ESOCK_TERM_DDP_U_MSN_RANGE, HDRS },
+	{ "Send with MSN 5, 1 expected", true, b_msn_5, DDP_U, ESOCK_TERM_DDP_U_MSN_RANGE, HDRS },
+	{ "Send with MSN 2 before 1", true, b_msn_2, DDP_U, ESOCK_TERM_DDP_U_MSN_RANGE, HDRS },
+	{ "first Send segment at MO 16", true, b_mo_16, DDP_U, ESOCK_TERM_DDP_U_INV_MO, HDRS },
 	{ "ULPDU shorter than its DDP header", true, b_short_ulpdu, LLP, ESOCK_TERM_LLP_MARKER, 0 },
 	{ "Read Request with payload", true, b_read_req_payload, RDMAP_OP,
 	  ESOCK_TERM_RDMAP_CATASTROPHIC_STREAM, HDRS },
@@ -758,6 +785,86 @@ static void read_and_check(struct victim *v)
 	ck_assert_uint_eq(have, RLEN);
 	ck_assert_int_eq(memcmp(got, v->r[R_READ].base, RLEN), 0);
 }
+
+/*
+ * Read Responses that do not fill the Read's sink exactly: the Read must not
+ * complete with success, the peer gets a DDP tagged Terminate (as siw: a
+ * wrong offset or total is "base or bounds"), nothing outside the octets
+ * the valid segments named changes.  Segments: (offset, length, last).
+ */
+#define RD_LEN 1024
+static const struct {
+	const char *name;
+	int nseg;
+	struct { uint32_t off, len; bool last; } seg[3];
+	uint8_t ecode;    /* 0xff: accepted */
+	uint32_t placed;  /* octets of the sink the accepted segments wrote */
+} resp_cases[] = {
+	{ "whole, in two segments", 2, { { 0, 512, false }, { 512, 512, true } }, 0xff, RD_LEN },
+	{ "short: 512 of 1024, last", 1, { { 0, 512, true } }, ESOCK_TERM_DDP_T_BASE_BOUNDS, 0 },
+	{ "short: two segments, 768 of 1024", 2, { { 0, 512, false }, { 512, 256, true } },
+	  ESOCK_TERM_DDP_T_BASE_BOUNDS, 512 },
+	{ "overlap: the same 512 twice", 2, { { 0, 512, false }, { 0, 512, true } },
+	  ESOCK_TERM_DDP_T_BASE_BOUNDS, 512 },
+	{ "gap: 0-512, then 600-1024", 2, { { 0, 512, false }, { 600, 424, true } },
+	  ESOCK_TERM_DDP_T_BASE_BOUNDS, 512 },
+	{ "long: 1024, then 16 more", 2, { { 0, 1024, false }, { 1024, 16, true } },
+	  ESOCK_TERM_DDP_T_BASE_BOUNDS, RD_LEN },
+};
+#define NRESP (int)(sizeof(resp_cases) / sizeof(resp_cases[0]))
+
+START_TEST(read_response_attack)
+{
+	uint8_t hdr[ESOCK_RDMAP_HDR_MAX], *payload;
+	struct esock_rdmap_msg m;
+	struct victim *v;
+	struct esock_wc wc;
+	size_t hl = 0;
+
+	v = victim_open(NULL, NULL);
+	v->what = resp_cases[_i].name;
+	payload = junk(v, RD_LEN + 64);
+	for (size_t k = 0; k < RD_LEN + 64; k++)
+		payload[k] = (uint8_t)(k * 5 + 1);
+	/* A first FPDU (a zero-length Write) lets the responder send (RFC 5044). */
+	hl = evil_hdr_tagged(hdr, ESOCK_RDMAP_WRITE, v->r[R_WRITE].stag, va(v->r[R_WRITE].base));
+	evil_send(v->e, hdr, hl, NULL, 0);
+	ck_assert_int_eq(ep_post_send1(&v->s, 77, ESOCK_WR_RDMA_READ, v->r[R_LOCAL].base, RD_LEN,
+				       v->r[R_LOCAL].stag, 0x7000, 0x4321), 0);
+	ck_assert_int_eq(evil_next(v->e, &m), 1);
+	ck_assert_int_eq(m.opcode, ESOCK_RDMAP_READ_REQ);
+	for (int k = 0; k < resp_cases[_i].nseg; k++) {
+		uint32_t off = resp_cases[_i].seg[k].off, len = resp_cases[_i].seg[k].len;
+
+		hl = evil_hdr_tagged(hdr, ESOCK_RDMAP_READ_RESP, m.u.read_req.sink_stag,
+				     m.u.read_req.sink_to + off);
+		if (!resp_cases[_i].seg[k].last)
+			hdr[0] &= (uint8_t)~ESOCK_DDP_CTRL_L;
+		evil_send(v->e, hdr, hl, payload + off, len);
+	}
+	memcpy(v->r[R_LOCAL].want + GUARD, payload, resp_cases[_i].placed);
+	if (resp_cases[_i].ecode == 0xff) {
+		ck_assert_int_eq(esock_cq_wait(v->s.scq, 1, &wc, 5000), 1);
+		ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+		ck_assert_uint_eq(wc.wr_id, 77);
+		ck_assert_int_eq(esock_qp_state(v->s.qp), ESOCK_QPS_RTS);
+	} else {
+		int n = resp_cases[_i].nseg - 1;
+
+		evil_expect_term(v->e, &(struct evil_term_want){ DDP_T, resp_cases[_i].ecode, HDRS, hdr,
+								  hl + resp_cases[_i].seg[n].len, false,
+								  v->what });
+		evil_expect_closed(v->e);
+		ck_assert_int_eq(esock_cq_wait(v->s.scq, 1, &wc, 5000), 1);
+		ck_assert_uint_eq(wc.wr_id, 77);
+		ck_assert_msg(wc.status != ESOCK_WC_SUCCESS, "%s: the Read completed with success",
+			      v->what);
+		ck_assert_int_eq(esock_qp_state(v->s.qp), ESOCK_QPS_ERROR);
+	}
+	victim_expect_memory(v);
+	victim_close(v);
+}
+END_TEST
 
 START_TEST(exact_fit_accepted)
 {
@@ -1060,6 +1167,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, tagged_attack, 0, NTAGGED);
 	tcase_add_loop_test(tc, read_attack, 0, NREAD);
 	tcase_add_loop_test(tc, misc_attack, 0, NMISC);
+	tcase_add_loop_test(tc, read_response_attack, 0, NRESP);
 	tcase_add_loop_test(tc, version_attack, 0, NVERSION);
 	tcase_add_loop_test(tc, crc_attack, 0, NCRC);
 	tcase_add_loop_test(tc, send_inv_attack, 0, NINVAL);
