@@ -78,8 +78,20 @@ ESOCK_EXPORT int esock_qp_destroy(struct esock_qp *qp)
 	 * the socket down wakes it (POLLHUP), so waiting out its reference and
 	 * the engine's cannot hang.
 	 */
-	if (qp->fd >= 0)
-		REAL(shutdown)(qp->fd, SHUT_RDWR);
+	if (qp->fd >= 0) {
+		struct linger l = { 0 };
+		socklen_t ll = sizeof(l);
+
+		/*
+		 * The owner asked for an abort (SO_LINGER {1, 0}: the close resets):
+		 * SHUT_RD wakes the sleepers without the FIN SHUT_RDWR would send
+		 * before the reset.
+		 */
+		bool abort = REAL(getsockopt)(qp->fd, SOL_SOCKET, SO_LINGER, &l, &ll) == 0 &&
+			     l.l_onoff && l.l_linger == 0;
+
+		REAL(shutdown)(qp->fd, abort ? SHUT_RD : SHUT_RDWR);
+	}
 	while (atomic_load(&qp->refs) || atomic_load(&qp->busy))
 		sched_yield();
 	if (qp->fd >= 0)

@@ -626,13 +626,19 @@ void ep_rx_progress(struct esock_qp *qp, bool drain)
 		}
 		if (n <= 0) {
 			struct esock_term t = { 0 };
+			/*
+			 * A FIN between FPDUs is the peer's orderly close (-ESHUTDOWN); a
+			 * FIN inside an FPDU cut a message short (-ECONNABORTED), and a
+			 * reset is -ECONNRESET: neither may look like the end of the data.
+			 */
+			bool orderly = n == 0 && qp->stage_off == qp->stage_len && esock_mpa_rx_idle(&qp->rx);
+			int err = n < 0 ? (int)n : orderly ? -ESHUTDOWN : -ECONNABORTED;
 
 			esock_term_set(&t, ESOCK_TERM_LAYER_LLP, ESOCK_TERM_LLP_ETYPE_MPA,
 				       ESOCK_TERM_LLP_CONN_LOST, 0);
 			log_debug("[qp %u fd %d] connection %s", qp->num, qp->fd,
-				  n == 0 ? "closed by the peer" : "lost");
-			ep_qp_fail(qp, &t, false, n == 0 ? -ECONNRESET : (int)n,
-				   n == 0 ? ESOCK_WC_WR_FLUSH_ERR : ESOCK_WC_FATAL_ERR);
+				  orderly ? "closed by the peer" : n == 0 ? "closed inside an FPDU" : "lost");
+			ep_qp_fail(qp, &t, false, err, orderly ? ESOCK_WC_WR_FLUSH_ERR : ESOCK_WC_FATAL_ERR);
 			return;
 		}
 		drained = !drain && (size_t)n < asked;

@@ -179,6 +179,16 @@ static void sock_recycle(struct esock_sock *s)
 	pthread_mutex_unlock(&free_lock);
 }
 
+/* SO_LINGER {1, 0}: close aborts (the peer sees a reset), as with libc. */
+static bool linger_abort(int fd)
+{
+	struct linger l = { 0 };
+	socklen_t len = sizeof(l);
+
+	return REAL(getsockopt)(fd, SOL_SOCKET, SO_LINGER, &l, &len) == 0 && l.l_onoff &&
+	       l.l_linger == 0;
+}
+
 /*
  * sock_release_fd forgets |fd| (close, dup2 over it, a stale entry); the last descriptor of a sock tears it down (the QP
  * disconnects gracefully, sends still queued drain first, bounded by the
@@ -195,7 +205,7 @@ int sock_release_fd(int fd)
 	atomic_store(&s->closing, true);
 	if (s->epregs)
 		sock_epoll_forget(s);
-	sock_teardown(s, true);
+	sock_teardown(s, !linger_abort(fd));
 	/* Calls still inside (a read blocked in another thread) leave first. */
 	while (atomic_load(&s->refs))
 		sched_yield();

@@ -137,9 +137,13 @@ static void ended(struct esock_sock *s, const struct esock_wc *wc)
 			le->etype = e.term.etype;
 			le->ecode = e.term.ecode;
 		}
-		/* A FIN and nothing else is the peer's close: EOF, as on TCP. */
+		/*
+		 * A FIN between FPDUs and nothing else is the peer's close: EOF, as
+		 * on TCP.  A FIN inside an FPDU (a message cut short) or a reset is
+		 * ECONNRESET: a truncated transfer must not look complete.
+		 */
 		if (!e.sent && e.term.layer == ESOCK_TERM_LAYER_LLP &&
-		    e.term.ecode == ESOCK_TERM_LLP_CONN_LOST && wc->status == ESOCK_WC_WR_FLUSH_ERR) {
+		    e.term.ecode == ESOCK_TERM_LLP_CONN_LOST && e.err == -ESHUTDOWN) {
 			s->eof = true;
 			snprintf(le->reason, sizeof(le->reason), "closed by the peer");
 			return;

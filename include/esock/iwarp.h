@@ -303,7 +303,12 @@ ESOCK_EXPORT int esock_qp_disconnect(struct esock_qp *qp);
 struct esock_qp_error {
 	bool sent;                /* we sent the Terminate (else the peer did) */
 	struct esock_term term;
-	int err;                  /* negative errno summary: -ECONNRESET, -EPROTO, ... */
+	/*
+	 * Negative errno summary: -ESHUTDOWN the peer closed TCP between FPDUs
+	 * (an orderly close), -ECONNABORTED it closed inside an FPDU (a message
+	 * cut short), -ECONNRESET a reset or a Terminate received, -EPROTO ...
+	 */
+	int err;
 };
 ESOCK_EXPORT int esock_qp_last_error(const struct esock_qp *qp, struct esock_qp_error *e);
 

@@ -29,6 +29,7 @@
 
 #include <esock/esock.h>
 #include <esock/mpa.h>
+#include <esock/rdmap.h>
 
 #include "tests/unit/testutil.h"
 
@@ -898,6 +899,160 @@ START_TEST(markers_slow_reader)
 }
 END_TEST
 
+/* ---- the end of a connection: orderly close, truncation, abort ---- */
+
+/* A hand-made MPA client (esock's announcement, so the server treats it as esock). */
+struct raw_mpa {
+	int fd;
+	struct esock_mpa_tx tx;
+	uint32_t msn;
+};
+
+static void raw_mpa_connect(struct raw_mpa *r, const struct sockaddr_in *sa)
+{
+	struct esock_mpa_policy pol = { .rev = 2, .crc = true, .markers_tx = true, .ird = 8, .ord = 8 };
+	struct esock_mpa_frame req, rep;
+	struct esock_mpa_params mp;
+	struct esock_term t;
+	uint8_t pd[ESOCK_ANNOUNCE_OCTETS], out[ESOCK_MPA_FRAME_MAX], in[ESOCK_MPA_FRAME_MAX];
+	ssize_t n;
+	size_t len;
+
+	announcement(pd, 65536);
+	pol.pd = pd;
+	pol.pd_len = sizeof(pd);
+	ck_assert_int_eq(esock_mpa_request_build(&pol, &req), 0);
+	n = esock_mpa_frame_encode(&req, out, sizeof(out));
+	ck_assert_int_gt(n, 0);
+	r->fd = idle_client(sa, false);
+	ck_assert_int_eq(send(r->fd, out, (size_t)n, MSG_NOSIGNAL), n);
+	len = read_start_frame(r->fd, in);
+	ck_assert_int_gt(esock_mpa_frame_decode(&rep, true, in, len, 0, &t), 0);
+	ck_assert_int_eq(esock_mpa_reply_check(&pol, &req, &rep, &mp, &t), 0);
+	esock_mpa_tx_init(&r->tx, mp.crc, mp.markers_tx, 0);
+	r->msn = 1;
+}
+
+/* One Send of |len| octets framed into |out|; returns the FPDU's length. */
+static size_t raw_send_fpdu(struct raw_mpa *r, const void *data, size_t len, uint8_t *out, size_t cap)
+{
+	struct esock_rdmap_msg m;
+	uint8_t hdr[ESOCK_RDMAP_HDR_MAX];
+	struct iovec iov[2];
+	ssize_t hl, n;
+
+	ck_assert_int_eq(esock_rdmap_msg_init(&m, ESOCK_RDMAP_SEND), 0);
+	m.ddp.msn = r->msn++;
+	hl = esock_rdmap_hdr_encode(&m, hdr, sizeof(hdr));
+	ck_assert_int_gt(hl, 0);
+	iov[0] = (struct iovec){ hdr, (size_t)hl };
+	iov[1] = (struct iovec){ (void *)(uintptr_t)data, len };
+	n = esock_mpa_tx_build(&r->tx, iov, 2);
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(esock_mpa_tx_flatten(&r->tx, out, cap), n);
+	esock_mpa_tx_advance(&r->tx, (size_t)n);
+	return (size_t)n;
+}
+
+/* The server's descriptor for a hand-made client of |lfd|. */
+static int accept_raw(int lfd, struct raw_mpa *r, const struct sockaddr_in *sa)
+{
+	struct acceptor a = { .lfd = lfd, .n = 1 };
+	int srv = -1;
+
+	a.srv = &srv;
+	ck_assert_int_eq(pthread_create(&a.th, NULL, acceptor_main, &a), 0);
+	raw_mpa_connect(r, sa);
+	pthread_join(a.th, NULL);
+	ck_assert_int_ge(srv, 0);
+	return srv;
+}
+
+/* Reads until the end; returns the last read's result, errno in *err. */
+static ssize_t read_to_end(int fd, size_t *total, int *err)
+{
+	char buf[4096];
+	ssize_t n;
+
+	*total = 0;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		*total += (size_t)n;
+	*err = n < 0 ? errno : 0;
+	return n;
+}
+
+/*
+ * _i 0: a whole Send, then FIN: the data, then EOF (the orderly close).
+ * _i 1: half a Send, then FIN: ECONNRESET, never a clean EOF.
+ * _i 2: half a Send, then a reset: ECONNRESET.
+ */
+START_TEST(peer_ends_mid_fpdu)
+{
+	static const char *what[] = { "FIN after a whole FPDU", "FIN inside an FPDU", "reset inside an FPDU" };
+	struct sockaddr_in sa;
+	struct raw_mpa r;
+	uint8_t data[3000], fpdu[4096];
+	int lfd = listener(0, 0, &sa), srv, err;
+	size_t n, total;
+	ssize_t last;
+
+	alarm(20);
+	memset(data, 'q', sizeof(data));
+	srv = accept_raw(lfd, &r, &sa);
+	n = raw_send_fpdu(&r, data, sizeof(data), fpdu, sizeof(fpdu));
+	if (_i == 0) {
+		ck_assert_int_eq(send(r.fd, fpdu, n, MSG_NOSIGNAL), (ssize_t)n);
+		shutdown(r.fd, SHUT_WR);
+	} else {
+		ck_assert_int_eq(send(r.fd, fpdu, n / 2, MSG_NOSIGNAL), (ssize_t)(n / 2));
+		if (_i == 1) {
+			shutdown(r.fd, SHUT_WR);
+		} else {
+			struct linger l = { 1, 0 };
+
+			ck_assert_int_eq(setsockopt(r.fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l)), 0);
+			close(r.fd);
+			r.fd = -1;
+		}
+	}
+	last = read_to_end(srv, &total, &err);
+	if (_i == 0) {
+		ck_assert_msg(last == 0 && total == sizeof(data), "%s: read %zd after %zu octets (%s)",
+			      what[_i], last, total, strerror(err));
+	} else {
+		ck_assert_msg(last == -1 && err == ECONNRESET, "%s: read %zd after %zu octets (%s)",
+			      what[_i], last, total, strerror(err));
+		ck_assert_uint_eq(total, 0);
+	}
+	if (r.fd >= 0)
+		close(r.fd);
+	close(srv);
+	close(lfd);
+	alarm(0);
+}
+END_TEST
+
+/* SO_LINGER {1, 0} on a DDPMODE socket: close resets, the peer reads ECONNRESET, not EOF. */
+START_TEST(linger_zero_aborts)
+{
+	int cli[1], srv[1], err;
+	struct linger l = { 1, 0 };
+	size_t total;
+	ssize_t last;
+
+	alarm(20);
+	pairs(1, cli, srv);
+	ck_assert_int_eq(write(srv[0], "bye", 3), 3);
+	ck_assert_int_eq(setsockopt(srv[0], SOL_SOCKET, SO_LINGER, &l, sizeof(l)), 0);
+	close(srv[0]);
+	last = read_to_end(cli[0], &total, &err);
+	ck_assert_msg(last == -1 && err == ECONNRESET, "read %zd after %zu octets (%s)", last, total,
+		      strerror(err));
+	close(cli[0]);
+	alarm(0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sock peers");
@@ -931,6 +1086,11 @@ static Suite *suite(void)
 	tc = tcase_create("flow");
 	tcase_set_timeout(tc, 90);
 	tcase_add_test(tc, markers_slow_reader);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("end");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, peer_ends_mid_fpdu, 0, 3);
+	tcase_add_test(tc, linger_zero_aborts);
 	suite_add_tcase(s, tc);
 	return s;
 }
