@@ -244,7 +244,8 @@ struct esock_qp {
 	uint16_t mulpdu;
 	uint8_t mss_checks;         /* MSS re-reads left while the window opens */
 	uint8_t mss_skip;           /* then one re-read per 32 long messages */
-	bool tx_hold;               /* p2p responder: wait for the initiator's RTR */
+	bool tx_hold;               /* responder: wait for the initiator's first FPDU */
+	int64_t hold_until;         /* ... at most until then (ep_now_ms), then fail */
 	bool rtr_pending;           /* initiator: RTR to send first */
 	bool rtr_read_out;          /* our zero-length Read RTR awaits its response */
 	bool term_pending;          /* a Terminate to send at the next FPDU boundary */

@@ -246,6 +246,11 @@ int ep_qp_start(struct esock_qp *qp, int fd, bool initiator)
 	 * even when the initiator's application has nothing to say.
 	 */
 	qp->tx_hold = !initiator;
+	if (qp->tx_hold) { /* bounded: a peer that never sends must not hold our sends for good */
+		int ms = ep_mpa_timeout_ms();
+
+		qp->hold_until = ep_now_ms() + (ms > 0 ? ms : EP_TIMEOUT_DEFAULT_MS);
+	}
 	if (initiator) /* the last segment in is the peer's Reply: its CPU (a responder looks later) */
 		ep_sockbuf_tune(qp);
 	atomic_store(&qp->state, ESOCK_QPS_RTS);

@@ -316,6 +316,15 @@ ESOCK_EXPORT int esock_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, 
 			t = now_us();
 			left = t >= end ? 0 : (int)((end - t + 999) / 1000);
 		}
+		/* A responder still waiting for the first FPDU fails at its deadline: wake for it. */
+		for (int i = 0; i < m; i++)
+			if (qps[i]->tx_hold && qps[i]->hold_until) {
+				int64_t l = qps[i]->hold_until - now_us() / 1000 + 1;
+
+				l = l < 0 ? 0 : l;
+				if (left < 0 || l < left)
+					left = (int)l;
+			}
 		atomic_fetch_add(&cq->sleepers, 1);
 		if ((got = esock_cq_poll(cq, n, wc))) {
 			atomic_fetch_sub(&cq->sleepers, 1);

@@ -615,8 +615,9 @@ void ep_rx_progress(struct esock_qp *qp, bool drain)
 		n = read_some(qp, &direct, &asked);
 		if (n == -EAGAIN || n == -EWOULDBLOCK)
 			return;
-		if (n == 0 && qp->half_close && !qp->orq_n && qp->stage_off == qp->stage_len &&
-		    esock_mpa_rx_idle(&qp->rx)) {
+		/* (Still holding for its first FPDU, the peer's FIN ends it all: we could never send.) */
+		if (n == 0 && qp->half_close && !qp->orq_n && !qp->tx_hold &&
+		    qp->stage_off == qp->stage_len && esock_mpa_rx_idle(&qp->rx)) {
 			/* The peer half-closed between FPDUs: receiving ends, sending goes on. */
 			log_debug("[qp %u fd %d] the peer half-closed", qp->num, qp->fd);
 			atomic_store(&qp->rx_eof, true);

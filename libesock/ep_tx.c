@@ -310,8 +310,30 @@ static int fill_batch(struct esock_qp *qp)
 	return 0;
 }
 
+/*
+ * The initiator's first FPDU never came within the MPA timeout: we may not
+ * send (RFC 5044: a responder waits for it, and siw's initiator drops a
+ * connection whose responder speaks first), so the connection fails here,
+ * its queued sends with it.  Nothing goes on the wire, not even a Terminate
+ * (it would be the first FPDU).
+ */
+static bool hold_expired(struct esock_qp *qp)
+{
+	struct esock_term t = { 0 };
+
+	if (!qp->tx_hold || !qp->hold_until || ep_now_ms() < qp->hold_until)
+		return false;
+	log_info("[qp %u fd %d] no first FPDU from the initiator within the MPA timeout: failed",
+		 qp->num, qp->fd);
+	esock_term_set(&t, ESOCK_TERM_LAYER_LLP, ESOCK_TERM_LLP_ETYPE_MPA, ESOCK_TERM_LLP_CONN_LOST, 0);
+	ep_qp_fail(qp, &t, false, -ETIMEDOUT, ESOCK_WC_FATAL_ERR);
+	return true;
+}
+
 void ep_tx_progress(struct esock_qp *qp)
 {
+	if (qp->tx_hold && hold_expired(qp))
+		return;
 	for (;;) {
 		if (qp->batch.left && !write_batch(qp))
 			return;
@@ -335,9 +357,13 @@ void ep_tx_progress(struct esock_qp *qp)
 	}
 	if (qp->pollout)
 		ep_engine_want_out(qp, false);
-	/* Graceful disconnect: once everything queued is out, close our side. */
-	if (atomic_load(&qp->state) == ESOCK_QPS_CLOSING && !ep_ring_ready(&qp->sqr, qp->sq_tx) &&
-	    !qp->irq_n && !qp->orq_n) {
+	/*
+	 * Graceful disconnect: once everything queued is out, close our side.
+	 * Still waiting for the initiator's first FPDU, nothing queued can go:
+	 * close now (the held sends are flushed) instead of lingering.
+	 */
+	if (atomic_load(&qp->state) == ESOCK_QPS_CLOSING &&
+	    ((!ep_ring_ready(&qp->sqr, qp->sq_tx) && !qp->irq_n && !qp->orq_n) || qp->tx_hold)) {
 		REAL(shutdown)(qp->fd, SHUT_WR);
 		ep_qp_fail(qp, NULL, false, 0, ESOCK_WC_WR_FLUSH_ERR);
 	}

@@ -866,6 +866,53 @@ START_TEST(read_response_attack)
 }
 END_TEST
 
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * The responder may not send before the initiator's first FPDU.  A client
+ * that completes MPA and then says nothing must not hold our sends for
+ * good: they fail once it closes (_i 0), or at the MPA timeout (_i 1), and
+ * nothing ever reaches it.
+ */
+START_TEST(silent_initiator)
+{
+	uint8_t buf[64] = "held";
+	struct esock_rdmap_msg m;
+	struct esock_mr *mr;
+	struct victim *v;
+	struct esock_wc wc;
+	int64_t t0, dt;
+
+	setenv("ESOCK_MPA_TIMEOUT_MS", "600", 1);
+	v = victim_open(NULL, NULL);
+	unsetenv("ESOCK_MPA_TIMEOUT_MS");
+	mr = ep_reg(&v->s, buf, sizeof(buf), ESOCK_ACCESS_LOCAL_WRITE);
+	ck_assert_int_eq(ep_post_send1(&v->s, 5, ESOCK_WR_SEND, buf, sizeof(buf), esock_mr_stag(mr), 0,
+				       0), 0);
+	t0 = now_ms();
+	if (_i == 0)
+		shutdown(v->e->fd, SHUT_WR);
+	ck_assert_int_eq(esock_cq_wait(v->s.scq, 1, &wc, 5000), 1);
+	dt = now_ms() - t0;
+	ck_assert_uint_eq(wc.wr_id, 5);
+	ck_assert_int_ne(wc.status, ESOCK_WC_SUCCESS);
+	if (_i == 0)
+		ck_assert_msg(dt < 500, "the Send failed %ld ms after the client's FIN", (long)dt);
+	else
+		ck_assert_msg(dt >= 300 && dt < 3000, "the Send failed after %ld ms", (long)dt);
+	ck_assert_int_eq(esock_qp_state(v->s.qp), ESOCK_QPS_ERROR);
+	ck_assert_int_le(evil_next(v->e, &m), 0); /* not one FPDU came out */
+	ck_assert_int_eq(esock_mr_dereg(mr), 0);
+	victim_close(v);
+}
+END_TEST
+
 START_TEST(exact_fit_accepted)
 {
 	struct victim *v;
@@ -936,14 +983,6 @@ START_TEST(garbage_request)
 	esock_listener_close(l);
 }
 END_TEST
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* A plain TCP listener on loopback that nobody answers; returns its fd. */
 static int mute_listener(struct sockaddr_in *sin)
@@ -1168,6 +1207,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, read_attack, 0, NREAD);
 	tcase_add_loop_test(tc, misc_attack, 0, NMISC);
 	tcase_add_loop_test(tc, read_response_attack, 0, NRESP);
+	tcase_add_loop_test(tc, silent_initiator, 0, 2);
 	tcase_add_loop_test(tc, version_attack, 0, NVERSION);
 	tcase_add_loop_test(tc, crc_attack, 0, NCRC);
 	tcase_add_loop_test(tc, send_inv_attack, 0, NINVAL);

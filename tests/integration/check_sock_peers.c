@@ -1053,6 +1053,91 @@ START_TEST(linger_zero_aborts)
 }
 END_TEST
 
+/* ---- a client that completes MPA and never sends (the responder's first-FPDU hold) ---- */
+
+struct writer {
+	int fd;
+	pthread_t th;
+	ssize_t rc;
+	int err;
+	int64_t t_done;
+};
+
+static void *writer_main(void *arg)
+{
+	struct writer *w = arg;
+	char buf[100] = "hello";
+
+	w->rc = write(w->fd, buf, sizeof(buf));
+	w->err = errno;
+	w->t_done = now_ms();
+	return NULL;
+}
+
+/* A blocking write held for the client's first FPDU ends with EPIPE once the client closes. */
+START_TEST(hold_blocking_write_peer_closes)
+{
+	struct sockaddr_in sa;
+	struct raw_mpa r;
+	struct writer w = { 0 };
+	int lfd = listener(0, 0, &sa);
+	int64_t t0;
+
+	alarm(20);
+	w.fd = accept_raw(lfd, &r, &sa);
+	ck_assert_int_eq(pthread_create(&w.th, NULL, writer_main, &w), 0);
+	usleep(300000);
+	t0 = now_ms();
+	close(r.fd);
+	pthread_join(w.th, NULL);
+	ck_assert_msg(w.rc == -1 && w.err == EPIPE, "write returned %zd (%s)", w.rc, strerror(w.err));
+	ck_assert_msg(w.t_done - t0 < 2000, "write returned %ld ms after the client closed",
+		      (long)(w.t_done - t0));
+	close(w.fd);
+	close(lfd);
+	alarm(0);
+}
+END_TEST
+
+/*
+ * A non-blocking server writes to a client that never sends: the write does
+ * not block, close() returns at once (nothing held can ever leave), and the
+ * next client is served at once.
+ */
+START_TEST(hold_nonblocking_close_prompt)
+{
+	struct sockaddr_in sa;
+	struct raw_mpa r;
+	struct client c;
+	int lfd = listener(0, 0, &sa), fd, fd2;
+	int64_t t0;
+	ssize_t n;
+
+	alarm(20);
+	fd = accept_raw(lfd, &r, &sa);
+	ck_assert_int_eq(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
+	t0 = now_ms();
+	n = write(fd, "hello", 5);
+	ck_assert_msg(n == 5 || (n == -1 && errno == EAGAIN), "write: %zd (%s)", n, strerror(errno));
+	ck_assert_msg(now_ms() - t0 < 500, "a non-blocking write took %ld ms", (long)(now_ms() - t0));
+	t0 = now_ms();
+	close(fd);
+	ck_assert_msg(now_ms() - t0 < 1000, "close took %ld ms", (long)(now_ms() - t0));
+	t0 = now_ms();
+	client_start(&c, &sa);
+	fd2 = accept(lfd, NULL, NULL);
+	ck_assert_int_ge(fd2, 0);
+	serve_one(fd2);
+	pthread_join(c.th, NULL);
+	ck_assert_int_eq(c.rc, 0);
+	ck_assert_msg(c.t_done - t0 < 1000, "the next client took %ld ms", (long)(c.t_done - t0));
+	close(fd2);
+	close(r.fd);
+	close(lfd);
+	alarm(0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sock peers");
@@ -1091,6 +1176,11 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, peer_ends_mid_fpdu, 0, 3);
 	tcase_add_test(tc, linger_zero_aborts);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("hold");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, hold_blocking_write_peer_closes);
+	tcase_add_test(tc, hold_nonblocking_close_prompt);
 	suite_add_tcase(s, tc);
 	return s;
 }
