@@ -96,6 +96,7 @@ struct esock_sock {
 	uint32_t *sfree;            /* stack of free slots */
 	uint32_t nsfree, sdepth, ssize;
 	uint32_t inflight;          /* sends posted, not yet completed */
+	uint64_t out_full;          /* times a write found no room (edge-triggered EPOLLOUT) */
 	uint64_t direct_seq, direct_done; /* blocking sends from caller memory */
 
 	uint32_t peer_msg_max;      /* largest Send the peer accepts */

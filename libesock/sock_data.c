@@ -598,6 +598,8 @@ ssize_t sock_send(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 		rc = send_slots(s, iov, iovcnt, total, chunk, block);
 	if (block && !s->o.msgmode && rc > 0)
 		s->stats->tx_msgs += (total + chunk - 1) / chunk;
+	if (rc == -EAGAIN || (rc >= 0 && (size_t)rc < total))
+		s->out_full++; /* the next room is a new EPOLLOUT edge */
 out:
 	pthread_mutex_unlock(&s->lock);
 	if (rc == -EPIPE && !(flags & MSG_NOSIGNAL))

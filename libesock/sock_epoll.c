@@ -45,7 +45,7 @@ struct ep_entry {
 	bool disabled;           /* EPOLLONESHOT fired */
 	bool queued;             /* in the set's look-at list */
 	uint64_t seen_rx;        /* ET: the socket's rx generation at the last report */
-	bool seen_out;           /* ET: writable at the last report */
+	uint64_t seen_out;       /* ET: the socket's out_full count at the last EPOLLOUT report */
 };
 
 struct epset {
@@ -293,7 +293,7 @@ int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_
 		e->fd = fd;
 		e->s = s;
 		e->ev = *ev;
-		e->seen_rx = ~0ull;
+		e->seen_rx = e->seen_out = ~0ull;
 		e->wfd = watched_fd(s);
 		/* The kernel checks epfd and gives its errors (EBADF, EINVAL, ELOOP). */
 		if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, e->wfd, &mark) < 0) {
@@ -315,8 +315,7 @@ int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_
 		}
 		e->ev = *ev;
 		e->disabled = false;
-		e->seen_rx = ~0ull;
-		e->seen_out = false;
+		e->seen_rx = e->seen_out = ~0ull;
 		enqueue(st, e);
 		break;
 	case EPOLL_CTL_DEL:
@@ -372,13 +371,16 @@ static uint32_t entry_events(int epfd, struct ep_entry *e, bool *again, bool *pe
 			r &= ~(uint32_t)(EPOLLIN | EPOLLRDHUP);
 		else
 			e->seen_rx = g;
+		/*
+		 * Room to send is an edge the first time, then again only after a
+		 * write found none (counted by the socket: no look at the entry
+		 * needs to happen while it is full).
+		 */
 		if (r & EPOLLOUT) {
-			if (e->seen_out)
+			if (e->seen_out == s->out_full)
 				r &= ~(uint32_t)EPOLLOUT;
 			else
-				e->seen_out = true;
-		} else {
-			e->seen_out = false; /* the next room is a new edge */
+				e->seen_out = s->out_full;
 		}
 		if (!(r & ~(uint32_t)(EPOLLERR | EPOLLHUP)) && (r & (EPOLLERR | EPOLLHUP)) &&
 		    e->seen_rx == g)

@@ -60,7 +60,7 @@ EOF
 	for f in blob small.txt; do
 		# shellcheck disable=SC2086
 		$limit $cli curl -sS --noproxy '*' -o "$tmp/got" "http://127.0.0.1:$port/$f" \
-			2>"$tmp/curl.err" || { cat "$tmp/curl.err"; fail "$mode: curl $f"; }
+			2>"$tmp/curl.err" || { st=$?; cat "$tmp/curl.err"; fail "$mode: curl $f (exit $st)"; }
 		cmp -s "$tmp/www/$f" "$tmp/got" || fail "$mode: $f differs"
 	done
 	stop "$srv_pid"

@@ -1138,6 +1138,65 @@ START_TEST(hold_nonblocking_close_prompt)
 }
 END_TEST
 
+struct drainer {
+	int fd;
+	pthread_t th;
+	size_t got;
+};
+
+/* Waits, then reads until EOF. */
+static void *drainer_main(void *arg)
+{
+	struct drainer *d = arg;
+	char *buf = malloc(1 << 16);
+	ssize_t n;
+
+	usleep(200000);
+	while (buf && (n = read(d->fd, buf, 1 << 16)) > 0)
+		d->got += (size_t)n;
+	free(buf);
+	return NULL;
+}
+
+/*
+ * Edge-triggered EPOLLOUT: reported once, then, after non-blocking writes
+ * filled everything (EAGAIN), reported again when the peer makes room, with
+ * no epoll_wait in between (nginx's pattern; a lost edge hung its transfers).
+ */
+START_TEST(epoll_edge_out_after_eagain)
+{
+	int cli[1], srv[1], ep = epoll_create1(0);
+	struct epoll_event ev = { .events = EPOLLOUT | EPOLLET, .data.u64 = 9 }, out[2];
+	struct drainer d = { 0 };
+	char *buf = calloc(1, 1 << 16);
+	size_t sent = 0;
+	ssize_t n;
+
+	alarm(60);
+	pairs(1, cli, srv);
+	ck_assert_int_eq(fcntl(srv[0], F_SETFL, fcntl(srv[0], F_GETFL) | O_NONBLOCK), 0);
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, srv[0], &ev), 0);
+	ck_assert_int_eq(epoll_wait(ep, out, 2, 1000), 1);
+	ck_assert(out[0].events & EPOLLOUT);
+	while ((n = write(srv[0], buf, 1 << 16)) > 0 && sent < (256u << 20))
+		sent += (size_t)n;
+	ck_assert_int_eq(n, -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	d.fd = cli[0];
+	ck_assert_int_eq(pthread_create(&d.th, NULL, drainer_main, &d), 0);
+	ck_assert_int_eq(epoll_wait(ep, out, 2, 10000), 1);
+	ck_assert_uint_eq(out[0].data.u64, 9);
+	ck_assert(out[0].events & EPOLLOUT);
+	close(srv[0]);
+	pthread_join(d.th, NULL);
+	ck_assert_uint_eq(d.got, sent);
+	close(cli[0]);
+	close(ep);
+	free(buf);
+	alarm(0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sock peers");
@@ -1167,6 +1226,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, epoll_many_entries);
 	tcase_add_test(tc, epoll_close_registered);
+	tcase_add_test(tc, epoll_edge_out_after_eagain);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("flow");
 	tcase_set_timeout(tc, 90);
