@@ -671,6 +671,9 @@ int sock_shutdown(struct esock_sock *s, int how)
 			rc = esock_qp_disconnect(s->qp);
 		}
 	}
+	/* Readiness changed without a completion: epoll waiters look again (sock_epoll.c). */
+	if (s->cq)
+		ep_cq_kick(s->cq);
 	pthread_mutex_unlock(&s->lock);
 	return rc;
 }
