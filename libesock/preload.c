@@ -23,6 +23,7 @@
 #include "libesock/fdtab.h"
 #include "libesock/real.h"
 #include "libesock/sock.h"
+#include "util/log.h"
 
 #define API __attribute__((visibility("default")))
 
@@ -335,6 +336,140 @@ API ssize_t sendfile64(int out, int in, off_t *off, size_t count)
 	return sendfile(out, in, off, count);
 }
 
+/* sendmmsg: each message one send, in order; stops at the first that does not go whole. */
+API int sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
+{
+	struct esock_sock *s = sock_get(fd);
+	unsigned int i;
+
+	if (!s)
+		return REAL(sendmmsg)(fd, v, n, flags);
+	for (i = 0; i < n && i < UIO_MAXIOV; i++) {
+		const struct msghdr *m = &v[i].msg_hdr;
+		size_t want = 0;
+		ssize_t rc;
+
+		for (size_t k = 0; k < m->msg_iovlen && m->msg_iovlen <= IOV_MAX; k++)
+			want += m->msg_iov[k].iov_len;
+		rc = m->msg_iovlen > IOV_MAX ? -EMSGSIZE
+					     : sock_send(s, m->msg_iov, (int)m->msg_iovlen, flags);
+		if (rc < 0) {
+			sock_put(s);
+			return i ? (int)i : (int)ret(rc);
+		}
+		v[i].msg_len = (unsigned int)rc;
+		if ((size_t)rc < want) {
+			i++;
+			break;
+		}
+	}
+	sock_put(s);
+	return (int)i;
+}
+
+/*
+ * recvmmsg: each message one receive of the stream, in order (as TCP does);
+ * MSG_WAITFORONE makes all but the first non-blocking.  The timeout is not
+ * applied (a DDPMODE socket honours SO_RCVTIMEO instead).
+ */
+API int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timespec *tmo)
+{
+	struct esock_sock *s = sock_get(fd);
+	unsigned int i;
+
+	if (!s)
+		return REAL(recvmmsg)(fd, v, n, flags, tmo);
+	for (i = 0; i < n && i < UIO_MAXIOV; i++) {
+		struct msghdr *m = &v[i].msg_hdr;
+		int f = flags & ~MSG_WAITFORONE, mf = 0;
+		ssize_t rc;
+
+		if (i && (flags & MSG_WAITFORONE))
+			f |= MSG_DONTWAIT;
+		rc = m->msg_iovlen > IOV_MAX ? -EMSGSIZE
+					     : sock_recv(s, m->msg_iov, (int)m->msg_iovlen, f, &mf);
+		if (rc < 0) {
+			sock_put(s);
+			return i ? (int)i : (int)ret(rc);
+		}
+		v[i].msg_len = (unsigned int)rc;
+		m->msg_flags = mf;
+		m->msg_controllen = 0;
+		if (m->msg_name && m->msg_namelen)
+			REAL(getpeername)(fd, m->msg_name, &m->msg_namelen);
+		if (rc == 0) { /* end of stream */
+			i++;
+			break;
+		}
+	}
+	sock_put(s);
+	return (int)i;
+}
+
+/*
+ * splice with a DDPMODE socket on one side (the other is a pipe or a file):
+ * the octets pass through a buffer here, the kernel cannot move them for
+ * us (it would read or write the raw MPA stream).  From the socket: peek,
+ * write what the other side takes, consume exactly that.  To the socket:
+ * read, then send all of it (even on a non-blocking socket: it has left the
+ * pipe already).
+ */
+static ssize_t ddp_splice(struct esock_sock *si, struct esock_sock *so, int in, loff_t *off_in,
+			  int out, loff_t *off_out, size_t len, unsigned int flags)
+{
+	size_t want = len < 65536 ? len : 65536;
+	char *buf = malloc(want ? want : 1);
+	struct iovec v = { buf, want };
+	ssize_t n, rc;
+
+	if (!buf)
+		return -ENOMEM;
+	if ((si && off_in) || (so && off_out) || (si && so)) {
+		rc = si && so ? -EINVAL : -ESPIPE;
+	} else if (si) {
+		n = sock_recv(si, &v, 1, MSG_PEEK | (flags & SPLICE_F_NONBLOCK ? MSG_DONTWAIT : 0), NULL);
+		rc = n;
+		if (n > 0) {
+			rc = off_out ? pwrite(out, buf, (size_t)n, *off_out) : REAL(write)(out, buf, (size_t)n);
+			if (rc < 0) {
+				rc = -errno;
+			} else {
+				v.iov_len = (size_t)rc;
+				if (rc > 0 && sock_recv(si, &v, 1, MSG_DONTWAIT, NULL) != rc)
+					log_error("fd %d: splice lost octets the socket had peeked", in);
+				if (off_out)
+					*off_out += rc;
+			}
+		}
+	} else {
+		n = off_in ? pread(in, buf, want, *off_in) : REAL(read)(in, buf, want);
+		rc = n < 0 ? -errno : n;
+		if (n > 0) {
+			v.iov_len = (size_t)n;
+			rc = sock_send_ex(so, &v, 1, MSG_NOSIGNAL, true);
+			if (rc > 0 && off_in)
+				*off_in += rc;
+		}
+	}
+	free(buf);
+	return rc;
+}
+
+API ssize_t splice(int in, loff_t *off_in, int out, loff_t *off_out, size_t len, unsigned int flags)
+{
+	struct esock_sock *si = sock_get(in), *so = sock_get(out);
+	ssize_t rc;
+
+	if (!si && !so)
+		return REAL(splice)(in, off_in, out, off_out, len, flags);
+	rc = ddp_splice(si, so, in, off_in, out, off_out, len, flags);
+	if (si)
+		sock_put(si);
+	if (so)
+		sock_put(so);
+	return ret(rc);
+}
+
 /* ---- options and descriptor control ---- */
 
 API int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
@@ -342,8 +477,16 @@ API int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 	struct esock_sock *s;
 	long rc;
 
-	if (level != SOL_ESOCK)
-		return REAL(setsockopt)(fd, level, name, val, len);
+	if (level != SOL_ESOCK) {
+		int r = REAL(setsockopt)(fd, level, name, val, len);
+
+		if (r == 0 && level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO) &&
+		    (s = sock_get(fd))) {
+			sock_timeo_read(s); /* a DDPMODE socket waits in user space: it needs them */
+			sock_put(s);
+		}
+		return r;
+	}
 	if (!(s = sock_get(fd))) {
 		int on = 0;
 
@@ -405,6 +548,9 @@ static int ddp_fcntl(struct esock_sock *s, int fd, int cmd, long arg)
 	/* A listener's file stays non-blocking (sock_listen); the application sees its own flag. */
 	bool lst = s->st == SOCK_LISTENING && s->lst;
 	int rc = REAL(fcntl)(fd, cmd, lst && cmd == F_SETFL ? arg | O_NONBLOCK : arg);
+
+	if (rc >= 0 && cmd == F_SETFD && !(arg & FD_CLOEXEC))
+		sock_keep_cloexec(s, fd); /* a connection never crosses exec */
 
 	if (rc >= 0) {
 		if (cmd == F_GETFL && lst)
@@ -537,6 +683,22 @@ API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sig
 	return rc;
 }
 
+/*
+ * fd_set bits by hand: glibc lets a program pass sets larger than
+ * FD_SETSIZE (nfds beyond 1024), which FD_ISSET's checked form would abort on.
+ */
+#define SET_BITS (8 * (int)sizeof(unsigned long))
+
+static inline bool in_set(const fd_set *set, int fd)
+{
+	return set && (((const unsigned long *)(const void *)set)[fd / SET_BITS] >> (fd % SET_BITS)) & 1;
+}
+
+static inline void set_clr(fd_set *set, int fd)
+{
+	((unsigned long *)(void *)set)[fd / SET_BITS] &= ~(1ul << (fd % SET_BITS));
+}
+
 /* select through sock_poll, when a DDPMODE descriptor is in the sets. */
 static int select_ddp(int nfds, fd_set *r, fd_set *w, fd_set *x, int timeout_ms)
 {
@@ -546,8 +708,8 @@ static int select_ddp(int nfds, fd_set *r, fd_set *w, fd_set *x, int timeout_ms)
 	if (nfds > 64 && !(p = calloc((size_t)nfds, sizeof(*p))))
 		return (int)ret(-ENOMEM);
 	for (int fd = 0; fd < nfds; fd++) {
-		short ev = (short)((r && FD_ISSET(fd, r) ? POLLIN : 0) |
-				   (w && FD_ISSET(fd, w) ? POLLOUT : 0) | (x && FD_ISSET(fd, x) ? POLLPRI : 0));
+		short ev = (short)((in_set(r, fd) ? POLLIN : 0) | (in_set(w, fd) ? POLLOUT : 0) |
+				   (in_set(x, fd) ? POLLPRI : 0));
 
 		if (ev)
 			p[n++] = (struct pollfd){ .fd = fd, .events = ev };
@@ -563,13 +725,13 @@ static int select_ddp(int nfds, fd_set *r, fd_set *w, fd_set *x, int timeout_ms)
 				rc = (int)ret(-EBADF);
 				break;
 			}
-			if (r && FD_ISSET(fd, r) && !(re & (POLLIN | POLLHUP | POLLERR)))
-				FD_CLR(fd, r);
-			if (w && FD_ISSET(fd, w) && !(re & (POLLOUT | POLLERR)))
-				FD_CLR(fd, w);
-			if (x && FD_ISSET(fd, x) && !(re & POLLPRI))
-				FD_CLR(fd, x);
-			rc += (r && FD_ISSET(fd, r)) + (w && FD_ISSET(fd, w)) + (x && FD_ISSET(fd, x));
+			if (in_set(r, fd) && !(re & (POLLIN | POLLHUP | POLLERR)))
+				set_clr(r, fd);
+			if (in_set(w, fd) && !(re & (POLLOUT | POLLERR)))
+				set_clr(w, fd);
+			if (in_set(x, fd) && !(re & POLLPRI))
+				set_clr(x, fd);
+			rc += in_set(r, fd) + in_set(w, fd) + in_set(x, fd);
 		}
 	}
 	if (p != small)
@@ -579,11 +741,10 @@ static int select_ddp(int nfds, fd_set *r, fd_set *w, fd_set *x, int timeout_ms)
 
 static bool sets_have_ddp(int nfds, fd_set *r, fd_set *w, fd_set *x)
 {
-	if (!atomic_load_explicit(&sock_count, memory_order_relaxed) || nfds > FD_SETSIZE)
+	if (!atomic_load_explicit(&sock_count, memory_order_relaxed) || nfds <= 0)
 		return false;
 	for (int fd = 0; fd < nfds; fd++)
-		if (((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (x && FD_ISSET(fd, x))) &&
-		    esock_fdtab_get(fd))
+		if ((in_set(r, fd) || in_set(w, fd) || in_set(x, fd)) && esock_fdtab_get(fd))
 			return true;
 	return false;
 }

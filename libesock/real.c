@@ -57,6 +57,9 @@ static void resolve(void)
 	*(void **)&r.recvfrom = need("recvfrom");
 	*(void **)&r.sendto = need("sendto");
 	*(void **)&r.sendfile = need("sendfile");
+	*(void **)&r.sendmmsg = need("sendmmsg");
+	*(void **)&r.recvmmsg = need("recvmmsg");
+	*(void **)&r.splice = need("splice");
 	*(void **)&r.accept = need("accept");
 	*(void **)&r.fcntl = need("fcntl");
 	*(void **)&r.ioctl = need("ioctl");

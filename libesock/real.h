@@ -46,6 +46,9 @@ struct esock_real {
 	ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
 	ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
 	ssize_t (*sendfile)(int, int, off_t *, size_t);
+	int (*sendmmsg)(int, struct mmsghdr *, unsigned int, int);
+	int (*recvmmsg)(int, struct mmsghdr *, unsigned int, int, struct timespec *);
+	ssize_t (*splice)(int, loff_t *, int, loff_t *, size_t, unsigned int);
 	int (*accept)(int, struct sockaddr *, socklen_t *);
 	int (*fcntl)(int, int, ...);
 	int (*ioctl)(int, unsigned long, ...);

@@ -122,6 +122,21 @@ void sock_defaults(struct sock_opts *o)
 	*o = defaults;
 }
 
+/* The kernel keeps SO_RCVTIMEO / SO_SNDTIMEO (setsockopt passes through); cached here. */
+void sock_timeo_read(struct esock_sock *s)
+{
+	int *dst[2] = { &s->rcvtimeo_ms, &s->sndtimeo_ms };
+	int names[2] = { SO_RCVTIMEO, SO_SNDTIMEO };
+
+	for (int i = 0; i < 2; i++) {
+		struct timeval tv = { 0 };
+		socklen_t len = sizeof(tv);
+
+		*dst[i] = REAL(getsockopt)(s->fd, SOL_SOCKET, names[i], &tv, &len) < 0 ? 0 :
+			  (int)(tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000);
+	}
+}
+
 static void atfork_init(void);
 
 struct esock_sock *sock_new(int fd)
@@ -156,6 +171,7 @@ struct esock_sock *sock_new(int fd)
 
 		s->nonblock = fl > 0 && (fl & O_NONBLOCK);
 	}
+	sock_timeo_read(s);
 	atomic_store(&s->nfds, 1);
 	sock_defaults(&s->o);
 	if (esock_fdtab_set(fd, s) < 0) {
@@ -234,6 +250,24 @@ int sock_close_fd(int fd)
 	return REAL(close)(fd);
 }
 
+/*
+ * A connection in DDPMODE cannot survive exec: the new image would read and
+ * write raw MPA octets.  So every descriptor naming it stays close-on-exec
+ * (a dup2 onto 0 or 1 before exec, as inetd-style servers do, leaves the new
+ * image without it instead of corrupting the stream), said once per process.
+ */
+void sock_keep_cloexec(struct esock_sock *s, int fd)
+{
+	static atomic_bool said;
+
+	if (s->st != SOCK_CONNECTED && s->st != SOCK_TCP_CONNECTING && s->st != SOCK_MPA_CONNECTING)
+		return;
+	REAL(fcntl)(fd, F_SETFD, FD_CLOEXEC);
+	if (!atomic_exchange(&said, true))
+		log_warn("fd %d: a DDPMODE connection stays close-on-exec (its descriptor %d too): "
+			 "a program started by exec could not continue its MPA stream", s->fd, fd);
+}
+
 int sock_dup_fd(int oldfd, int newfd)
 {
 	struct esock_sock *s = sock_get(oldfd);
@@ -245,6 +279,8 @@ int sock_dup_fd(int oldfd, int newfd)
 	rc = esock_fdtab_set(newfd, s);
 	if (rc < 0)
 		atomic_fetch_sub(&s->nfds, 1);
+	else
+		sock_keep_cloexec(s, newfd);
 	sock_put(s);
 	return rc;
 }

@@ -69,6 +69,7 @@ struct esock_sock {
 	int fd;                     /* the descriptor it was created on */
 	enum sock_state st;
 	bool nonblock;              /* O_NONBLOCK as the application set it */
+	int rcvtimeo_ms, sndtimeo_ms; /* SO_RCVTIMEO, SO_SNDTIMEO (0: none; sock_timeo_read) */
 	bool suspended;             /* copied by fork: resumed by the first call here */
 	bool shut_rd, shut_wr;
 	struct sock_opts o;
@@ -150,7 +151,9 @@ int sock_close_fd(int fd);                   /* the close wrapper's work */
 int sock_release_fd(int fd);                 /* the same without closing fd */
 extern atomic_int sock_count;                /* live socks: 0 lets poll/select pass */
 int sock_dup_fd(int oldfd, int newfd);       /* newfd now names oldfd's sock too */
+void sock_keep_cloexec(struct esock_sock *s, int fd); /* connections never cross exec */
 void sock_defaults(struct sock_opts *o);
+void sock_timeo_read(struct esock_sock *s);  /* SO_RCVTIMEO / SO_SNDTIMEO from the kernel */
 void sock_fork_child(void);
 
 /* sock_opt.c */
@@ -175,6 +178,9 @@ void sock_teardown(struct esock_sock *s, bool graceful);
 ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags,
 		  int *msg_flags);
 ssize_t sock_send(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags);
+/* |all|: every octet goes, waiting if need be (data already taken from elsewhere: splice). */
+ssize_t sock_send_ex(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags,
+		     bool all);
 void sock_drain(struct esock_sock *s);       /* takes completions (lock held) */
 unsigned sock_ready(struct esock_sock *s, unsigned events); /* poll bits now true */
 int sock_shutdown(struct esock_sock *s, int how);

@@ -239,11 +239,13 @@ void sock_drain(struct esock_sock *s)
  * driving the QP in this thread.  Returns 0, -EINTR, or -EBADF when the
  * socket was closed meanwhile (its QP is gone: touch nothing but the lock).
  */
-static int wait_some(struct esock_sock *s)
+static int wait_some(struct esock_sock *s, int64_t end)
 {
 	struct esock_wc wc[32];
 	int n, slice = s->waiters ? 10 : WAIT_SLICE_MS; /* others may take ours */
 
+	if (end >= 0 && end - ep_now_ms() < slice) /* SO_RCVTIMEO / SO_SNDTIMEO */
+		slice = end - ep_now_ms() > 0 ? (int)(end - ep_now_ms()) : 0;
 	s->waiters++;
 	pthread_mutex_unlock(&s->lock);
 	n = esock_cq_wait(s->cq, 32, wc, slice);
@@ -346,13 +348,22 @@ static size_t copy_out(struct esock_sock *s, const struct iovec *iov, int iovcnt
 	return got;
 }
 
+/* SO_RCVTIMEO or SO_SNDTIMEO (sock_timeo_ms) as a deadline in ep_now_ms() time, or -1. */
+static int64_t timeo_deadline(int ms)
+{
+	return ms > 0 ? ep_now_ms() + ms : -1;
+}
+
 ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags,
 		  int *msg_flags)
 {
 	size_t want = 0, got = 0;
 	bool trunc = false, block;
+	int64_t end = -2; /* SO_RCVTIMEO, read when a wait begins */
 	ssize_t rc;
 
+	if (flags & MSG_OOB)
+		return -EOPNOTSUPP; /* no urgent data over RDMA Sends */
 	for (int i = 0; i < iovcnt; i++)
 		want += iov[i].iov_len;
 	pthread_mutex_lock(&s->lock);
@@ -379,12 +390,14 @@ ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 		}
 		/* Nothing left to read: every consumed buffer goes back before we stop. */
 		repost_flush(s);
-		if (!block) {
+		if (end == -2)
+			end = timeo_deadline(s->rcvtimeo_ms);
+		if (!block || (end >= 0 && ep_now_ms() >= end)) {
 			if (!got)
 				rc = -EAGAIN;
 			break;
 		}
-		if ((rc = wait_some(s)) < 0) {
+		if ((rc = wait_some(s, end)) < 0) {
 			if (got && rc == -EINTR)
 				rc = 0;
 			break;
@@ -469,7 +482,7 @@ static ssize_t send_direct(struct esock_sock *s, const struct iovec *iov, int io
 			vo = save_vo;
 			if (rc != -ENOMEM)
 				break;
-			if ((rc = wait_some(s)) == -EBADF) /* send queue full: let some complete */
+			if ((rc = wait_some(s, -1)) == -EBADF) /* send queue full: let some complete */
 				return rc;
 			rc = 0;
 			continue;
@@ -483,7 +496,7 @@ static ssize_t send_direct(struct esock_sock *s, const struct iovec *iov, int io
 	 */
 	sock_drain(s);
 	while (s->direct_done < last)
-		if (wait_some(s) == -EBADF)
+		if (wait_some(s, -1) == -EBADF)
 			return -EBADF;
 	if (rc < 0 && !posted)
 		return rc;
@@ -503,7 +516,7 @@ static void seek(const struct iovec *iov, int iovcnt, size_t off, int *vi, size_
 
 /* Non-blocking (or many-piece) send: copies into send slots. */
 static ssize_t send_slots(struct esock_sock *s, const struct iovec *iov, int iovcnt, size_t total,
-			  size_t chunk, bool block)
+			  size_t chunk, bool block, int64_t end)
 {
 	int vi = 0, rc;
 	size_t vo = 0, sent = 0;
@@ -522,9 +535,9 @@ static ssize_t send_slots(struct esock_sock *s, const struct iovec *iov, int iov
 		if (s->err || s->tx_failed)
 			break;
 		if (!s->nsfree) {
-			if (!block)
+			if (!block || (end >= 0 && ep_now_ms() >= end)) /* (SO_SNDTIMEO) */
 				break;
-			if (wait_some(s) == -EBADF)
+			if (wait_some(s, end) == -EBADF)
 				return -EBADF;
 			continue;
 		}
@@ -548,8 +561,9 @@ static ssize_t send_slots(struct esock_sock *s, const struct iovec *iov, int iov
 		sge.lkey = esock_mr_stag(s->smr);
 		if ((rc = post_send(s, SOCK_WR_SLOT | slot, &sge, 1)) < 0) {
 			s->sfree[s->nsfree++] = slot;
-			if (rc == -ENOMEM && block) { /* send queue full: retry this chunk */
-				if (wait_some(s) == -EBADF)
+			if (rc == -ENOMEM && block && (end < 0 || ep_now_ms() < end)) {
+				/* send queue full: retry this chunk */
+				if (wait_some(s, end) == -EBADF)
 					return -EBADF;
 				seek(iov, iovcnt, sent, &vi, &vo);
 				continue;
@@ -569,10 +583,18 @@ static ssize_t send_slots(struct esock_sock *s, const struct iovec *iov, int iov
 
 ssize_t sock_send(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags)
 {
+	return sock_send_ex(s, iov, iovcnt, flags, false);
+}
+
+ssize_t sock_send_ex(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags,
+		     bool all)
+{
 	size_t total = 0, chunk;
 	bool block;
 	ssize_t rc;
 
+	if (flags & MSG_OOB)
+		return -EOPNOTSUPP; /* no urgent data over RDMA Sends */
 	for (int i = 0; i < iovcnt; i++)
 		total += iov[i].iov_len;
 	pthread_mutex_lock(&s->lock);
@@ -591,11 +613,16 @@ ssize_t sock_send(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 		rc = -EMSGSIZE;
 		goto out;
 	}
-	block = !s->nonblock && !(flags & MSG_DONTWAIT);
-	if (block && !s->o.msgmode)
+	block = all || (!s->nonblock && !(flags & MSG_DONTWAIT));
+	/*
+	 * A blocking write sends from the caller's memory and returns once all
+	 * of it is handed to TCP; with SO_SNDTIMEO it may return early, so it
+	 * copies into the send slots instead (its memory is free at once).
+	 */
+	if (block && !s->o.msgmode && s->sndtimeo_ms <= 0)
 		rc = send_direct(s, iov, iovcnt, total, chunk);
 	else
-		rc = send_slots(s, iov, iovcnt, total, chunk, block);
+		rc = send_slots(s, iov, iovcnt, total, chunk, block, block ? timeo_deadline(s->sndtimeo_ms) : -1);
 	if (block && !s->o.msgmode && rc > 0)
 		s->stats->tx_msgs += (total + chunk - 1) / chunk;
 	if (rc == -EAGAIN || (rc >= 0 && (size_t)rc < total))
@@ -662,7 +689,7 @@ int sock_shutdown(struct esock_sock *s, int how)
 			 * leaves, then our FIN; the peer reads EOF and may still send.
 			 */
 			while (s->inflight && !s->err)
-				if (wait_some(s) == -EBADF)
+				if (wait_some(s, -1) == -EBADF)
 					break;
 			if (s->qp && REAL(shutdown)(s->qp->fd, SHUT_WR) < 0)
 				rc = -errno;

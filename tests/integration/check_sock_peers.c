@@ -31,45 +31,10 @@
 #include <esock/mpa.h>
 #include <esock/rdmap.h>
 
+#include "tests/integration/sock_util.h"
 #include "tests/unit/testutil.h"
 
-static const int one = 1;
-
 #define ESOCK_ANNOUNCE_OCTETS 12 /* esock's announcement (libesock/sock_conn.c) */
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int ddp_socket(int type)
-{
-	int fd = socket(AF_INET, SOCK_STREAM | type, 0);
-
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(setsockopt(fd, SOL_ESOCK, ESOCK_DDPMODE, &one, sizeof(one)), 0);
-	return fd;
-}
-
-/* A DDPMODE listener on 127.0.0.1 (any port); |mpa_ms| > 0 sets its MPA timeout. */
-static int listener(int type, int mpa_ms, struct sockaddr_in *sa)
-{
-	int fd = ddp_socket(type);
-	socklen_t len = sizeof(*sa);
-
-	if (mpa_ms > 0)
-		ck_assert_int_eq(setsockopt(fd, SOL_ESOCK, ESOCK_MPA_TIMEOUT, &mpa_ms, sizeof(mpa_ms)), 0);
-	memset(sa, 0, sizeof(*sa));
-	sa->sin_family = AF_INET;
-	sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_int_eq(bind(fd, (struct sockaddr *)sa, sizeof(*sa)), 0);
-	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)sa, &len), 0);
-	ck_assert_int_eq(listen(fd, 16), 0);
-	return fd;
-}
 
 /* A plain TCP client that says nothing (|half|: the first 10 octets of a Request). */
 static int idle_client(const struct sockaddr_in *sa, bool half)
@@ -705,37 +670,6 @@ START_TEST(accept_both_silent_plain_client)
 END_TEST
 
 /* ---- epoll with many DDPMODE entries ---- */
-
-struct acceptor {
-	int lfd, n, *srv;
-	pthread_t th;
-};
-
-static void *acceptor_main(void *arg)
-{
-	struct acceptor *a = arg;
-
-	for (int i = 0; i < a->n; i++)
-		a->srv[i] = accept(a->lfd, NULL, NULL);
-	return NULL;
-}
-
-/* |n| DDPMODE connections: client ends in |cli|, server ends in |srv| (accepted in order). */
-static void pairs(int n, int *cli, int *srv)
-{
-	struct sockaddr_in sa;
-	struct acceptor a = { .lfd = listener(0, 0, &sa), .n = n, .srv = srv };
-
-	ck_assert_int_eq(pthread_create(&a.th, NULL, acceptor_main, &a), 0);
-	for (int i = 0; i < n; i++) {
-		cli[i] = ddp_socket(0);
-		ck_assert_int_eq(connect(cli[i], (struct sockaddr *)&sa, sizeof(sa)), 0);
-	}
-	pthread_join(a.th, NULL);
-	for (int i = 0; i < n; i++)
-		ck_assert_int_ge(srv[i], 0);
-	close(a.lfd);
-}
 
 /*
  * 64 level-triggered DDPMODE entries, one active at a time: each wait

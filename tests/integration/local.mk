@@ -61,6 +61,15 @@ tests_integration_check_sock_LDADD = libesock.la tests/unit/libtestutil.la $(CHE
 # Slow and silent peers against a DDPMODE server (issue 12).
 check_PROGRAMS += tests/integration/check_sock_peers
 TESTS += tests/integration/check_sock_peers
-tests_integration_check_sock_peers_SOURCES = tests/integration/check_sock_peers.c
+tests_integration_check_sock_peers_SOURCES = tests/integration/check_sock_peers.c \
+	tests/integration/sock_util.c tests/integration/sock_util.h
 tests_integration_check_sock_peers_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_integration_check_sock_peers_LDADD = libesock.la tests/unit/libtestutil.la $(CHECK_LIBS) -lpthread
+
+# Socket calls that must behave as with libc on DDPMODE sockets (issue 12).
+check_PROGRAMS += tests/integration/check_sock_calls
+TESTS += tests/integration/check_sock_calls
+tests_integration_check_sock_calls_SOURCES = tests/integration/check_sock_calls.c \
+	tests/integration/sock_util.c tests/integration/sock_util.h
+tests_integration_check_sock_calls_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_integration_check_sock_calls_LDADD = libesock.la tests/unit/libtestutil.la $(CHECK_LIBS) -lpthread

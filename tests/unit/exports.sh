@@ -8,7 +8,7 @@ lib=${top_builddir:-.}/.libs/libesock.so
 [ -f "$lib" ] || { echo "FAIL: $lib not built"; exit 1; }
 syms=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | sed 's/@.*//' | sort -u)
 libc='socket connect listen accept accept4 close shutdown read write readv writev recv send
-recvfrom sendto recvmsg sendmsg sendfile sendfile64 setsockopt getsockopt fcntl fcntl64 ioctl
+recvfrom sendto recvmsg sendmsg sendfile sendfile64 sendmmsg recvmmsg splice setsockopt getsockopt fcntl fcntl64 ioctl
 dup dup2 dup3 poll ppoll select pselect epoll_create epoll_create1 epoll_ctl epoll_wait epoll_pwait epoll_pwait2
 __read_chk __recv_chk __recvfrom_chk __poll_chk __ppoll_chk'
 allowed=$(printf '%s\n' $libc | paste -sd'|')

@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Legal socket calls on DDPMODE sockets behave as with libc, or fail with a
+ * documented errno; none may write raw octets into the MPA stream or miss
+ * data (linked against libesock.so, the ordinary calls): SO_RCVTIMEO and
+ * SO_SNDTIMEO, sendmmsg and recvmmsg, splice both ways, MSG_OOB, select
+ * beyond FD_SETSIZE, and a descriptor dup2'd onto stdout before exec.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <esock/esock.h>
+
+#include "tests/integration/sock_util.h"
+
+/* Reads exactly |len| octets (blocking), as a check. */
+static void read_exact(int fd, char *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, buf + got, len - got);
+
+		ck_assert_msg(n > 0, "read %zd (%s) after %zu of %zu", n, strerror(errno), got, len);
+		got += (size_t)n;
+	}
+}
+
+/* The pair still carries data both ways, intact (nothing corrupted the stream). */
+static void still_works(int a, int b)
+{
+	char buf[8];
+
+	ck_assert_int_eq(write(a, "ping", 4), 4);
+	read_exact(b, buf, 4);
+	ck_assert_int_eq(memcmp(buf, "ping", 4), 0);
+	ck_assert_int_eq(write(b, "pong", 4), 4);
+	read_exact(a, buf, 4);
+	ck_assert_int_eq(memcmp(buf, "pong", 4), 0);
+}
+
+/* A blocking read with SO_RCVTIMEO and nothing to read: EAGAIN after the timeout. */
+START_TEST(rcvtimeo)
+{
+	struct timeval tv = { 0, 300000 };
+	int cli, srv;
+	int64_t t0, dt;
+	char c;
+
+	alarm(20);
+	pairs(1, &cli, &srv);
+	ck_assert_int_eq(setsockopt(srv, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+	t0 = now_ms();
+	ck_assert_int_eq(read(srv, &c, 1), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	dt = now_ms() - t0;
+	ck_assert_msg(dt >= 250 && dt < 2000, "read gave up after %ld ms", (long)dt);
+	still_works(cli, srv);
+	close(cli);
+	close(srv);
+	alarm(0);
+}
+END_TEST
+
+/*
+ * A blocking write with SO_SNDTIMEO towards a peer that reads nothing: the
+ * writes stop with EAGAIN (or a short count) instead of blocking for good,
+ * and every octet written is delivered once the peer reads.
+ */
+START_TEST(sndtimeo)
+{
+	struct timeval tv = { 0, 300000 };
+	char *buf = calloc(1, 65536), *in = malloc(65536);
+	size_t sent = 0, got = 0;
+	int cli, srv;
+	ssize_t n = 0;
+	int64_t t0 = 0;
+
+	alarm(60);
+	pairs(1, &cli, &srv);
+	ck_assert_int_eq(setsockopt(srv, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)), 0);
+	while (sent < (512u << 20)) {
+		for (int i = 0; i < 65536; i++)
+			buf[i] = (char)(sent + (size_t)i);
+		t0 = now_ms();
+		if ((n = write(srv, buf, 65536)) < 65536)
+			break;
+		sent += (size_t)n;
+	}
+	ck_assert_msg(n < 65536, "512 MiB written to a peer that reads nothing");
+	if (n > 0)
+		sent += (size_t)n;
+	else
+		ck_assert_int_eq(errno, EAGAIN);
+	ck_assert_msg(now_ms() - t0 >= 200, "the last write gave up after %ld ms", (long)(now_ms() - t0));
+	while (got < sent) {
+		ssize_t k = read(cli, in, 65536);
+
+		ck_assert_int_gt(k, 0);
+		for (ssize_t i = 0; i < k; i++)
+			ck_assert_int_eq(in[i], (char)(got + (size_t)i));
+		got += (size_t)k;
+	}
+	ck_assert_uint_eq(got, sent);
+	{ /* and nothing more than was reported written */
+		struct pollfd p = { .fd = cli, .events = POLLIN };
+
+		ck_assert_int_eq(poll(&p, 1, 200), 0);
+	}
+	close(cli);
+	close(srv);
+	free(buf);
+	free(in);
+	alarm(0);
+}
+END_TEST
+
+/* sendmmsg and recvmmsg carry the messages in order through the MPA stream. */
+START_TEST(mmsg)
+{
+	char a[] = "aaa", b[] = "bbbb", c[] = "cc", r1[4], r2[16];
+	struct iovec v[3] = { { a, 3 }, { b, 4 }, { c, 2 } }, rv[2] = { { r1, 4 }, { r2, 16 } };
+	struct mmsghdr m[3], rm[2];
+	char all[9];
+	int cli, srv, n;
+
+	alarm(20);
+	pairs(1, &cli, &srv);
+	memset(m, 0, sizeof(m));
+	for (int i = 0; i < 3; i++) {
+		m[i].msg_hdr.msg_iov = &v[i];
+		m[i].msg_hdr.msg_iovlen = 1;
+	}
+	ck_assert_int_eq(sendmmsg(cli, m, 3, 0), 3);
+	ck_assert_uint_eq(m[0].msg_len, 3);
+	ck_assert_uint_eq(m[1].msg_len, 4);
+	ck_assert_uint_eq(m[2].msg_len, 2);
+	read_exact(srv, all, 9);
+	ck_assert_int_eq(memcmp(all, "aaabbbbcc", 9), 0);
+	ck_assert_int_eq(write(srv, "0123456789", 10), 10);
+	memset(rm, 0, sizeof(rm));
+	rm[0].msg_hdr.msg_iov = &rv[0];
+	rm[0].msg_hdr.msg_iovlen = 1;
+	rm[1].msg_hdr.msg_iov = &rv[1];
+	rm[1].msg_hdr.msg_iovlen = 1;
+	n = recvmmsg(cli, rm, 2, MSG_WAITFORONE, NULL);
+	ck_assert_int_ge(n, 1);
+	ck_assert_uint_eq(rm[0].msg_len, 4);
+	ck_assert_int_eq(memcmp(r1, "0123", 4), 0);
+	if (n == 2) {
+		ck_assert_uint_eq(rm[1].msg_len, 6);
+		ck_assert_int_eq(memcmp(r2, "456789", 6), 0);
+	} else {
+		read_exact(cli, r2, 6);
+		ck_assert_int_eq(memcmp(r2, "456789", 6), 0);
+	}
+	still_works(cli, srv);
+	close(cli);
+	close(srv);
+	alarm(0);
+}
+END_TEST
+
+/* splice from a pipe into a DDPMODE socket and from one into a pipe: the data, nothing raw. */
+START_TEST(splice_both_ways)
+{
+	int cli, srv, p[2], q[2];
+	char buf[16];
+
+	alarm(20);
+	pairs(1, &cli, &srv);
+	ck_assert_int_eq(pipe(p), 0);
+	ck_assert_int_eq(pipe(q), 0);
+	ck_assert_int_eq(write(p[1], "spliced!", 8), 8);
+	ck_assert_int_eq(splice(p[0], NULL, cli, NULL, 8, 0), 8);
+	read_exact(srv, buf, 8);
+	ck_assert_int_eq(memcmp(buf, "spliced!", 8), 0);
+	ck_assert_int_eq(write(srv, "back", 4), 4);
+	ck_assert_int_eq(splice(cli, NULL, q[1], NULL, 4, 0), 4);
+	ck_assert_int_eq(read(q[0], buf, sizeof(buf)), 4);
+	ck_assert_int_eq(memcmp(buf, "back", 4), 0);
+	/* Nothing waiting: a non-blocking splice says so. */
+	ck_assert_int_eq(splice(cli, NULL, q[1], NULL, 4, SPLICE_F_NONBLOCK), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	still_works(cli, srv);
+	close(p[0]);
+	close(p[1]);
+	close(q[0]);
+	close(q[1]);
+	close(cli);
+	close(srv);
+	alarm(0);
+}
+END_TEST
+
+/* Urgent data has no RDMA counterpart: MSG_OOB fails with EOPNOTSUPP, the stream is intact. */
+START_TEST(msg_oob)
+{
+	int cli, srv;
+	char c = 'u';
+
+	alarm(20);
+	pairs(1, &cli, &srv);
+	ck_assert_int_eq(send(cli, &c, 1, MSG_OOB), -1);
+	ck_assert_int_eq(errno, EOPNOTSUPP);
+	ck_assert_int_eq(recv(srv, &c, 1, MSG_OOB | MSG_DONTWAIT), -1);
+	ck_assert_int_eq(errno, EOPNOTSUPP);
+	still_works(cli, srv);
+	close(cli);
+	close(srv);
+	alarm(0);
+}
+END_TEST
+
+/* select with a DDPMODE descriptor above FD_SETSIZE (a larger set, as glibc allows). */
+START_TEST(select_beyond_fd_setsize)
+{
+	enum { BIG = 1500 };
+	struct rlimit rl;
+	unsigned long *set = calloc(BIG / (8 * sizeof(long)) + 1, sizeof(long));
+	struct timeval tv = { 5, 0 };
+	int cli, srv, big;
+	char buf[4];
+
+	alarm(20);
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	if (rl.rlim_max < BIG + 1) {
+		free(set);
+		return; /* this machine cannot open such a descriptor */
+	}
+	if (rl.rlim_cur < BIG + 1) {
+		rl.rlim_cur = BIG + 1;
+		ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	}
+	pairs(1, &cli, &srv);
+	ck_assert_int_eq(big = dup2(srv, BIG - 1), BIG - 1);
+	ck_assert_int_eq(write(cli, "sel!", 4), 4);
+	set[big / (8 * sizeof(long))] |= 1ul << (big % (8 * sizeof(long)));
+	ck_assert_int_eq(select(big + 1, (fd_set *)(void *)set, NULL, NULL, &tv), 1);
+	ck_assert(set[big / (8 * sizeof(long))] & (1ul << (big % (8 * sizeof(long)))));
+	read_exact(big, buf, 4);
+	ck_assert_int_eq(memcmp(buf, "sel!", 4), 0);
+	close(big);
+	close(cli);
+	close(srv);
+	free(set);
+	alarm(0);
+}
+END_TEST
+
+/*
+ * inetd style: a child dup2's the DDPMODE socket onto stdout and execs a
+ * program that writes there.  The connection cannot follow the exec: the
+ * descriptor is close-on-exec, the program's write fails, and the peer
+ * never sees raw octets in its MPA stream.
+ */
+START_TEST(dup2_onto_stdout_then_exec)
+{
+	int cli, srv, st;
+	char buf[4];
+	pid_t pid;
+
+	alarm(20);
+	pairs(1, &cli, &srv);
+	if ((pid = fork()) == 0) {
+		dup2(srv, 1);
+		execl("/bin/sh", "sh", "-c", "exec 2>/dev/null; echo raw-octets-into-the-stream; exit 0", (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	/* The peer received nothing, and the connection still works. */
+	{
+		struct pollfd p = { .fd = cli, .events = POLLIN };
+
+		ck_assert_int_eq(poll(&p, 1, 300), 0);
+	}
+	ck_assert_int_eq(write(srv, "ok!!", 4), 4);
+	read_exact(cli, buf, 4);
+	ck_assert_int_eq(memcmp(buf, "ok!!", 4), 0);
+	still_works(cli, srv);
+	close(cli);
+	close(srv);
+	alarm(0);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("sock calls");
+	TCase *tc = tcase_create("calls");
+
+	tcase_set_timeout(tc, 90);
+	tcase_add_test(tc, rcvtimeo);
+	tcase_add_test(tc, sndtimeo);
+	tcase_add_test(tc, mmsg);
+	tcase_add_test(tc, splice_both_ways);
+	tcase_add_test(tc, msg_oob);
+	tcase_add_test(tc, select_beyond_fd_setsize);
+	tcase_add_test(tc, dup2_onto_stdout_then_exec);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	srunner_set_fork_status(sr, CK_FORK); /* each test in its own process */
+	signal(SIGPIPE, SIG_IGN);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
