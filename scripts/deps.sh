@@ -10,7 +10,7 @@ set -euo pipefail
 build_pkgs=(build-essential autoconf automake libtool autoconf-archive pkg-config
 	libisal-dev check libpcap-dev zlib1g-dev)
 test_pkgs=(tshark valgrind clang libclang-rt-dev
-	nginx-light curl redis-server redis-tools iperf3 socat rsync)
+	nginx-light curl redis-server redis-tools iperf3 socat rsync nftables iproute2)
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")

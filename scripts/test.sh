@@ -8,18 +8,20 @@
 #   5. every libFuzzer target for FUZZ_SECONDS (default 60) each
 #   6. make distcheck
 #   7. demo: README command 1 (scripts/demo.sh) must run through and exit 0
+#   7b. faults (make check-faults): DDPMODE transfers between two network
+#      namespaces with packet loss, MSS 536 and either end killed
 #   8. interop (make check-interop): kernel siw in a qemu guest (rping, CRC
 #      on/off); ddpdump must decode the captures as tshark does; our iwping
 #      against rping both ways; the perftest anchor next to esock-bench
 #      (skipped, with a reason, where the guest cannot be prepared or run)
-# Stages can be picked: test.sh unit san valgrind portable fuzz distcheck demo interop
+# Stages can be picked: test.sh unit san valgrind portable fuzz distcheck demo faults interop
 # Ends with one line "N passed, N failed" counting test programs over all stages.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 out=${BUILD_ROOT:-$top/build-test}
 jobs=$(nproc)
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(unit san valgrind portable fuzz distcheck demo interop)
+[ ${#stages[@]} -eq 0 ] && stages=(unit san valgrind portable fuzz distcheck demo faults interop)
 
 bash "$top/scripts/deps.sh" test || { echo "dependency installation failed"; exit 1; }
 cd "$top" && { [ -x configure ] || autoreconf -fi >/dev/null; } || exit 1
@@ -86,6 +88,18 @@ for s in "${stages[@]}"; do
 			echo "=== stage demo: ok"; passed=$((passed + 1))
 		else tail -n 30 "$out/stage-demo.out"; echo "=== stage demo: FAILED (exit $rc)"
 			failed_stages+=(demo); failed=$((failed + 1)); fi ;;
+	faults)
+		echo "=== stage faults"
+		mkdir -p "$out/default"
+		( cd "$out/default" && { [ -f Makefile ] || "$top/configure" -q --enable-werror; } &&
+		  make -s -j"$jobs" && make -s check-faults ) >"$out/stage-faults.out" 2>&1
+		rc=$?
+		grep -E "^faults:|^FAIL|^SKIP|check-faults:" "$out/stage-faults.out"
+		if [ $rc -eq 0 ] && grep -qx "check-faults: SKIP" "$out/stage-faults.out"; then
+			echo "=== stage faults: skipped"
+		elif [ $rc -eq 0 ]; then echo "=== stage faults: ok"; passed=$((passed + 1))
+		else tail -n 30 "$out/stage-faults.out"; echo "=== stage faults: FAILED"
+			failed_stages+=(faults); failed=$((failed + 1)); fi ;;
 	interop)
 		echo "=== stage interop"
 		mkdir -p "$out/default"

@@ -6,6 +6,12 @@
 set -u
 b=${top_builddir:-.}
 [ -x "$b/tools/esock-connscale" ] || { echo "SKIP: esock-connscale not built"; exit 77; }
+lib=${ESOCK_LIB:-$b/.libs/libesock.so}
+# A sanitizer build's library cannot be preloaded into an uninstrumented program.
+if ldd "$lib" 2>/dev/null | grep -q libasan; then
+	echo "SKIP: $lib is built with sanitizers; it cannot be preloaded"
+	exit 77
+fi
 out=$(mktemp -d) || exit 99
 trap 'rm -rf "$out"' EXIT
 timeout 120 sh "$(dirname "$0")/connscale.sh" 40 20 10 1024 0.2 "$out" >"$out/log" 2>&1 ||
