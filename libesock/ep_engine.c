@@ -32,6 +32,31 @@ static int epfd = -1;
 static bool spin;
 static int doorbell = -1;       /* eventfd: wakes the engine to start its reattach timer */
 static atomic_int ndetached;    /* QPs whose input the engine does not watch */
+/*
+ * Numbers of the detached QPs (some may be stale: reattach_idle drops them),
+ * so that taking them back costs per detached QP, not per QP; and free QP
+ * numbers, so that a new QP's costs O(1), not a scan of the table.
+ */
+static pthread_mutex_t det_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t *det, ndet, capdet;
+static uint32_t *freenums, nfree, capfree;
+static uint32_t tab_next = 1;   /* first number never handed out */
+
+/* Appends |v| to the array |*a| (|*n| used of |*cap|); false without memory. */
+static bool push_u32(uint32_t **a, uint32_t *n, uint32_t *cap, uint32_t v)
+{
+	if (*n == *cap) {
+		uint32_t nc = *cap ? *cap * 2 : 64;
+		uint32_t *na = realloc(*a, nc * sizeof(*na));
+
+		if (!na)
+			return false;
+		*a = na;
+		*cap = nc;
+	}
+	(*a)[(*n)++] = v;
+	return true;
+}
 
 static void fork_handlers(void);
 
@@ -42,8 +67,7 @@ int ep_qpn_alloc(struct esock_qp *qp)
 
 	pthread_once(&once, fork_handlers);
 	pthread_mutex_lock(&tab_lock);
-	for (i = 1; i < tab_cap && tab[i]; i++)
-		;
+	i = nfree ? freenums[--nfree] : tab_next;
 	if (i >= tab_cap) {
 		uint32_t ncap = tab_cap ? tab_cap * 2 : 64;
 		struct esock_qp **t = realloc(tab, ncap * sizeof(*t));
@@ -53,10 +77,11 @@ int ep_qpn_alloc(struct esock_qp *qp)
 			return -ENOMEM;
 		}
 		memset(t + tab_cap, 0, (ncap - tab_cap) * sizeof(*t));
-		i = tab_cap ? tab_cap : 1;
 		tab = t;
 		tab_cap = ncap;
 	}
+	if (i == tab_next)
+		tab_next++;
 	tab[i] = qp;
 	qp->num = i;
 	pthread_mutex_unlock(&tab_lock);
@@ -66,8 +91,11 @@ int ep_qpn_alloc(struct esock_qp *qp)
 void ep_qpn_free(struct esock_qp *qp)
 {
 	pthread_mutex_lock(&tab_lock);
-	if (qp->num < tab_cap && tab[qp->num] == qp)
+	if (qp->num < tab_cap && tab[qp->num] == qp) {
 		tab[qp->num] = NULL;
+		if (!push_u32(&freenums, &nfree, &capfree, qp->num) && qp->num + 1 == tab_next)
+			tab_next--; /* (no memory to remember it: only the last one comes back) */
+	}
 	pthread_mutex_unlock(&tab_lock);
 }
 
@@ -90,18 +118,26 @@ static struct esock_qp *qp_get(uint32_t num)
 static void reattach_idle(void)
 {
 	int64_t now = ep_now_ms();
-	uint32_t cap;
+	uint32_t *nums, n;
 
-	pthread_mutex_lock(&tab_lock);
-	cap = tab_cap;
-	pthread_mutex_unlock(&tab_lock);
-	for (uint32_t i = 1; i < cap && atomic_load(&ndetached); i++) {
-		struct esock_qp *qp = qp_get(i);
+	pthread_mutex_lock(&det_lock); /* a snapshot: detaching threads append meanwhile */
+	n = ndet;
+	nums = n ? malloc(n * sizeof(*nums)) : NULL;
+	if (nums)
+		memcpy(nums, det, n * sizeof(*nums));
+	pthread_mutex_unlock(&det_lock);
+	if (!nums)
+		return;
+	for (uint32_t k = 0; k < n; k++) {
+		struct esock_qp *qp = qp_get(nums[k]);
 
+		nums[k] = 0; /* 0: drop it from the list (no QP has number 0) */
 		if (!qp)
 			continue;
-		if (atomic_load(&qp->detached) && !atomic_load(&qp->attended) &&
-		    now - atomic_load(&qp->left_ms) >= EP_REATTACH_MS) {
+		if (atomic_load(&qp->detached) &&
+		    (atomic_load(&qp->attended) || now - atomic_load(&qp->left_ms) < EP_REATTACH_MS)) {
+			nums[k] = qp->num; /* still waited on: keep it */
+		} else if (atomic_load(&qp->detached)) {
 			struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.u32 = qp->num };
 
 			pthread_mutex_lock(&qp->eng_lock);
@@ -113,10 +149,25 @@ static void reattach_idle(void)
 				atomic_fetch_sub(&ndetached, 1);
 			}
 			pthread_mutex_unlock(&qp->eng_lock);
+			if (atomic_load(&qp->detached))
+				nums[k] = qp->num; /* a waiter came meanwhile: later */
 			ep_qp_progress(qp, EP_WANT_RX | EP_WANT_DRAIN | EP_WANT_TX | EP_WANT_ENGINE);
 		}
 		atomic_fetch_sub(&qp->refs, 1);
 	}
+	/* The list: what is kept, then what was appended since the snapshot. */
+	pthread_mutex_lock(&det_lock);
+	{
+		uint32_t m = 0;
+
+		for (uint32_t k = 0; k < n; k++)
+			if (nums[k])
+				det[m++] = nums[k];
+		memmove(det + m, det + n, (ndet - n) * sizeof(*det));
+		ndet = m + (ndet - n);
+	}
+	pthread_mutex_unlock(&det_lock);
+	free(nums);
 }
 
 static void *engine_main(void *arg)
@@ -203,6 +254,8 @@ static void atfork_child(void)
 		REAL(close)(doorbell);
 	epfd = doorbell = -1;
 	atomic_store(&ndetached, 0);
+	pthread_mutex_init(&det_lock, NULL); /* another thread may have held it at the fork */
+	ndet = 0;
 	memcpy(&started, &fresh, sizeof(started));
 	for (uint32_t i = 0; i < tab_cap; i++)
 		if (tab[i])
@@ -325,6 +378,9 @@ void ep_engine_detach(struct esock_qp *qp)
 	if (!atomic_load(&qp->detached) && atomic_load(&qp->in_engine)) {
 		atomic_store(&qp->detached, true);
 		modify(qp);
+		pthread_mutex_lock(&det_lock);
+		push_u32(&det, &ndet, &capdet, qp->num); /* (without memory: taken back at its next wait) */
+		pthread_mutex_unlock(&det_lock);
 		/* The engine may sleep without a timeout: the first detached QP wakes it. */
 		if (atomic_fetch_add(&ndetached, 1) == 0)
 			(void)!REAL(write)(doorbell, &(uint64_t){ 1 }, sizeof(uint64_t));

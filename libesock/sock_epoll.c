@@ -403,8 +403,13 @@ static bool rearm(struct ep_entry *e)
 	return esock_cq_arm(cq, false) != 0;
 }
 
-/* Looks at the queued entries; fills |out| with what they report (lock held). */
-static int collect(struct epset *st, int epfd, struct epoll_event *out, int max, bool *pending)
+/*
+ * Looks at the queued entries; fills |out| with what they report (lock held).
+ * |*hot|: an entry's completions came between its look and its re-arm (no
+ * kick will tell): look again before any sleep.
+ */
+static int collect(struct epset *st, int epfd, struct epoll_event *out, int max, bool *pending,
+		   bool *hot)
 {
 	int n = 0;
 
@@ -424,7 +429,7 @@ static int collect(struct epset *st, int epfd, struct epoll_event *out, int max,
 			out[n++].data = e->ev.data;
 		}
 		if (rearm(e))
-			again = true;
+			again = *hot = true;
 		if (again) {
 			i++;
 		} else {
@@ -494,13 +499,13 @@ int sock_epoll_wait(int epfd, struct epoll_event *out, int max, int timeout_ms,
 	if (!st || !st->n || max <= 0)
 		return sock_epoll_pass(epfd, out, max, timeout_ms, mask);
 	for (;;) {
-		bool pending = false, marks = false;
+		bool pending = false, marks = false, hot = false;
 		int got, left = timeout_ms, kn;
 
 		pthread_mutex_lock(&st->lock);
-		got = collect(st, epfd, out, max, &pending);
+		got = collect(st, epfd, out, max, &pending, &hot);
 		pthread_mutex_unlock(&st->lock);
-		if (got)
+		if (got || hot)
 			left = 0;
 		else if (timeout_ms > 0 && (left = (int)(end - ep_now_ms())) < 0)
 			left = 0;
@@ -513,7 +518,7 @@ int sock_epoll_wait(int epfd, struct epoll_event *out, int max, int timeout_ms,
 		got = sort_kernel(st, out, got, kn, &marks);
 		if (got == 0 && marks) { /* a kick: look at those sockets now */
 			pthread_mutex_lock(&st->lock);
-			got = collect(st, epfd, out, max, &pending);
+			got = collect(st, epfd, out, max, &pending, &hot);
 			pthread_mutex_unlock(&st->lock);
 		}
 		if (got || timeout_ms == 0 || (timeout_ms > 0 && ep_now_ms() >= end))
