@@ -359,16 +359,12 @@ int sock_connect(struct esock_sock *s, const struct sockaddr *addr, socklen_t le
 	return rc == -EAGAIN ? -EINPROGRESS : rc;
 }
 
+/* Read at each listen (rare): a program may set it before its own listen. */
 static int accept_mode_both(void)
 {
-	static int v = -1;
+	const char *e = getenv("ESOCK_ACCEPT");
 
-	if (v < 0) {
-		const char *e = getenv("ESOCK_ACCEPT");
-
-		v = e && strcmp(e, "both") == 0;
-	}
-	return v;
+	return e && strcmp(e, "both") == 0;
 }
 
 /*

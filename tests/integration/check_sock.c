@@ -787,6 +787,7 @@ START_TEST(accept_both)
 
 	setenv("ESOCK_ACCEPT", "both", 1);
 	lfd = listener(true, &sa);
+	unsetenv("ESOCK_ACCEPT"); /* read at listen; later tests may share this process */
 	pthread_create(&th, NULL, accept_two, &lfd);
 	plain = socket(AF_INET, SOCK_STREAM, 0);
 	ck_assert_int_eq(connect(plain, (struct sockaddr *)&sa, sizeof(sa)), 0);
@@ -853,6 +854,7 @@ START_TEST(plain_peer)
 	ck_assert_int_eq(getsockopt(fd, SOL_ESOCK, ESOCK_STATS, &st, &sl), 0);
 	ck_assert_uint_eq(st.fallbacks, 1);
 	close(fd);
+	unsetenv("ESOCK_FALLBACK");
 	/* the third connection ends the server thread */
 	fd = socket(AF_INET, SOCK_STREAM, 0);
 	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);

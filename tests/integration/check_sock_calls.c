@@ -88,8 +88,17 @@ START_TEST(sndtimeo)
 	ssize_t n = 0;
 	int64_t t0 = 0;
 
-	alarm(60);
+	alarm(80);
+	/* A small receive pool and socket buffers: the peer is full after a few MiB. */
+	setenv("ESOCK_RCVDEPTH", "4", 1);
 	pairs(1, &cli, &srv);
+	unsetenv("ESOCK_RCVDEPTH"); /* the tests after this one run in the same process */
+	{
+		int small = 65536;
+
+		setsockopt(cli, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+		setsockopt(srv, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+	}
 	ck_assert_int_eq(setsockopt(srv, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)), 0);
 	while (sent < (512u << 20)) {
 		for (int i = 0; i < 65536; i++)
