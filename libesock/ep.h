@@ -169,6 +169,24 @@ struct ep_batch {
 };
 
 void ep_batch_reset(struct ep_batch *b);
+
+/*
+ * What a QP needs only while it transmits: the MPA transmitter's plan, the
+ * header scratch and the batch (38 KB).  Taken from a per-thread cache when
+ * a message is to go out and given back once everything is written, so an
+ * idle QP holds none (ep_txbatch.c).  The plan and header pieces lie before
+ * |batch|: ep_batch_add copies those.
+ */
+struct ep_txwork {
+	struct esock_mpa_tx tx;
+	uint8_t txhdr[ESOCK_RDMAP_HDR_MAX + 64];
+	struct ep_batch batch;
+};
+
+/* A work area set up to go on at stream position |pos|; NULL when out of memory. */
+struct ep_txwork *ep_txwork_get(bool crc, bool markers, uint32_t pos, bool pack);
+/* Gives |w| back (its batch written out); the stream position to go on at. */
+uint32_t ep_txwork_put(struct ep_txwork *w);
 /* True when one more FPDU plan fits. */
 bool ep_batch_room(const struct ep_batch *b);
 /* Appends the MPA plan of |tx| (copying pieces in [lo, lo + span)) and marks it written. */
@@ -224,13 +242,13 @@ struct esock_qp {
 	struct esock_conn_info info;
 	bool info_valid;            /* an MPA exchange filled info (a reject too) */
 	const struct ep_profile *prof;
-	struct esock_mpa_tx tx;
+	struct ep_txwork *txw;      /* while transmitting (ep_txwork_get), else NULL */
+	uint32_t tx_pos;            /* MPA stream position of the next FPDU (markers) */
+	bool tx_pack;               /* ep_batch.pack for this peer */
 	struct esock_mpa_rx rx;
 	struct esock_ddp_place place;
 	struct ep_tx_cur txc;
 	struct ep_rx_cur rxc;
-	uint8_t txhdr[ESOCK_RDMAP_HDR_MAX + 64];
-	struct ep_batch batch;
 	uint8_t termbuf[96];
 	size_t term_len;
 	uint32_t msn_tx[3];         /* next MSN to send on QN 0, 1, 2 */

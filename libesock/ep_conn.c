@@ -233,7 +233,7 @@ int ep_qp_start(struct esock_qp *qp, int fd, bool initiator)
 	qp->fd = fd;
 	qp->mss_checks = 16;
 	ep_qp_update_mulpdu(qp);
-	esock_mpa_tx_init(&qp->tx, qp->info.crc, qp->info.markers_tx, 0);
+	qp->tx_pos = 0; /* the transmitter itself comes with the first message (ep_tx.c) */
 	if ((rc = ep_rx_init(qp)) < 0)
 		return rc;
 	for (int q = 0; q < 3; q++)

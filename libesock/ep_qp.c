@@ -25,6 +25,7 @@ static void qp_free(struct esock_qp *qp)
 	free(qp->sq);
 	free(qp->rq);
 	free(qp->stage);
+	free(qp->txw); /* left with unwritten octets by a failure */
 	free(qp);
 }
 

@@ -13,6 +13,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -23,7 +24,7 @@
 /* Writes what is left of the batch.  True once it is all out. */
 static bool write_batch(struct esock_qp *qp)
 {
-	int rc = ep_batch_write(&qp->batch, qp->fd);
+	int rc = ep_batch_write(&qp->txw->batch, qp->fd);
 
 	if (rc == 0 && !qp->pollout)
 		ep_engine_want_out(qp, true);
@@ -253,11 +254,14 @@ _Static_assert(EP_FRAME_MAX + ESOCK_MPA_LEN_LEN + 3 + ESOCK_MPA_CRC_LEN <= EP_BA
 
 static int batch_fpdu(struct esock_qp *qp, const struct iovec *iov, int n, size_t ulen)
 {
-	if (!qp->tx.markers && ulen <= EP_FRAME_MAX)
-		return ep_batch_frame(&qp->batch, &qp->tx, iov, n) < 0 ? -EPROTO : 0;
-	if (esock_mpa_tx_build(&qp->tx, iov, n) < 0)
+	struct ep_txwork *w = qp->txw;
+
+	if (!w->tx.markers && ulen <= EP_FRAME_MAX)
+		return ep_batch_frame(&w->batch, &w->tx, iov, n) < 0 ? -EPROTO : 0;
+	if (esock_mpa_tx_build(&w->tx, iov, n) < 0)
 		return -EPROTO;
-	ep_batch_add(&qp->batch, &qp->tx, qp, sizeof(*qp));
+	/* Pieces in the plan's and header scratch are copied; payload and termbuf stay. */
+	ep_batch_add(&w->batch, &w->tx, w, offsetof(struct ep_txwork, batch));
 	return 0;
 }
 
@@ -284,9 +288,9 @@ static int build_fpdu(struct esock_qp *qp)
 	m.inval_stag = m.ddp.ulp_word;
 	if (m.opcode == ESOCK_RDMAP_READ_REQ)
 		m.u.read_req = c->read_req;
-	if ((hl = esock_rdmap_hdr_encode(&m, qp->txhdr, sizeof(qp->txhdr))) < 0)
+	if ((hl = esock_rdmap_hdr_encode(&m, qp->txw->txhdr, sizeof(qp->txw->txhdr))) < 0)
 		return (int)hl;
-	iov[0].iov_base = qp->txhdr;
+	iov[0].iov_base = qp->txw->txhdr;
 	iov[0].iov_len = (size_t)hl;
 	int n = 1 + payload_iov(c, off, len, iov + 1);
 
@@ -303,10 +307,10 @@ static int fill_batch(struct esock_qp *qp)
 		if (rc < 0)
 			return rc;
 		if (qp->txc.last_fpdu_built) {
-			qp->batch.ends_msg = true;
+			qp->txw->batch.ends_msg = true;
 			break;
 		}
-	} while (ep_batch_room(&qp->batch));
+	} while (ep_batch_room(&qp->txw->batch));
 	return 0;
 }
 
@@ -335,10 +339,12 @@ void ep_tx_progress(struct esock_qp *qp)
 	if (qp->tx_hold && hold_expired(qp))
 		return;
 	for (;;) {
-		if (qp->batch.left && !write_batch(qp))
+		struct ep_txwork *w = qp->txw;
+
+		if (w && w->batch.left && !write_batch(qp))
 			return;
-		if (qp->batch.ends_msg) {
-			qp->batch.ends_msg = false;
+		if (w && w->batch.ends_msg) {
+			w->batch.ends_msg = false;
 			if (qp->txc.kind != EP_TX_NONE) /* else abandoned for a Terminate */
 				msg_done(qp);
 		}
@@ -346,6 +352,15 @@ void ep_tx_progress(struct esock_qp *qp)
 			return;
 		if (qp->txc.kind == EP_TX_NONE && !pick_next(qp))
 			break;
+		if (!w && !(qp->txw = ep_txwork_get(qp->info.crc, qp->info.markers_tx, qp->tx_pos,
+						     qp->tx_pack))) {
+			struct esock_term t = { 0 };
+
+			esock_term_set(&t, ESOCK_TERM_LAYER_RDMAP, ESOCK_TERM_RDMAP_ETYPE_CATASTROPHIC,
+				       ESOCK_TERM_RDMAP_CATASTROPHIC_STREAM, 0);
+			ep_qp_fail(qp, &t, false, -ENOMEM, ESOCK_WC_LOC_QP_OP_ERR);
+			return;
+		}
 		if (fill_batch(qp) < 0) {
 			struct esock_term t = { 0 };
 
@@ -354,6 +369,10 @@ void ep_tx_progress(struct esock_qp *qp)
 			ep_qp_fail(qp, &t, false, -EPROTO, ESOCK_WC_LOC_QP_OP_ERR);
 			return;
 		}
+	}
+	if (qp->txw) { /* all written: an idle QP holds no transmit memory */
+		qp->tx_pos = ep_txwork_put(qp->txw);
+		qp->txw = NULL;
 	}
 	if (qp->pollout)
 		ep_engine_want_out(qp, false);

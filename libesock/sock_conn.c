@@ -76,7 +76,7 @@ static bool peer_agrees(void *arg, const struct esock_conn_info *info)
 	struct esock_sock *s = arg;
 
 	heard(s, info->private_data, info->private_data_len);
-	s->qp->batch.pack = s->peer_esock;
+	s->qp->tx_pack = s->peer_esock;
 	return s->peer_esock;
 }
 

@@ -87,7 +87,7 @@ static struct esock_qp *qp_open(uint8_t flags, int fd)
 	qp->info.markers_rx = flags & 2;
 	qp->info.ird = qp->info.ord = 2;
 	qp->mulpdu = 1024;
-	esock_mpa_tx_init(&qp->tx, qp->info.crc, false, 0);
+	qp->tx_pos = 0;
 	if (ep_rx_init(qp) < 0)
 		abort();
 	for (int q = 0; q < 3; q++)
