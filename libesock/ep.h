@@ -82,27 +82,31 @@ void ep_cq_kick(struct esock_cq *cq);
 int ep_cq_bind(struct esock_cq *cq, struct esock_qp *qp);
 void ep_cq_unbind(struct esock_cq *cq, struct esock_qp *qp);
 
-/* A send work request as queued (SGEs copied). */
+/*
+ * A send work request as queued (SGEs copied).  Slots are qp->sq_stride
+ * octets: the header and qp->max_sge SGEs, so a QP made for few SGEs (a
+ * socket's receive queue: one) costs few octets per slot.
+ */
 struct ep_sqe {
 	uint64_t wr_id;
+	uint64_t remote_addr;
+	uint64_t len;
 	enum esock_wr_opcode opcode;
 	unsigned flags;
 	uint32_t inval_stag;
-	uint64_t remote_addr;
 	uint32_t rkey;
 	int num_sge;
-	struct esock_sge sge[EP_SGE_MAX];
-	uint64_t len;
 	bool sent;       /* wholly on the wire (Read: request sent) */
 	bool done;
 	enum esock_wc_status status;
+	struct esock_sge sge[]; /* qp->max_sge */
 };
 
 struct ep_rqe {
 	uint64_t wr_id;
-	int num_sge;
-	struct esock_sge sge[EP_SGE_MAX];
 	uint64_t len;
+	int num_sge;
+	struct esock_sge sge[]; /* qp->max_recv_sge */
 };
 
 /* An inbound RDMA Read being answered (responder side). */
@@ -114,8 +118,10 @@ struct ep_irqe {
 };
 
 /* The slot of ring position |pos|. */
-#define EP_SQE(qp, pos) (&(qp)->sq[ep_ring_idx(&(qp)->sqr, (pos))])
-#define EP_RQE(qp, pos) (&(qp)->rq[ep_ring_idx(&(qp)->rqr, (pos))])
+#define EP_SQE(qp, pos) \
+	((struct ep_sqe *)((uint8_t *)(qp)->sq + (size_t)ep_ring_idx(&(qp)->sqr, (pos)) * (qp)->sq_stride))
+#define EP_RQE(qp, pos) \
+	((struct ep_rqe *)((uint8_t *)(qp)->rq + (size_t)ep_ring_idx(&(qp)->rqr, (pos)) * (qp)->rq_stride))
 
 enum ep_rx_kind { EP_RX_NONE, EP_RX_PLACE, EP_RX_CTRL };
 
@@ -212,7 +218,8 @@ struct esock_qp {
 	struct esock_pd *pd;
 	struct esock_cq *scq, *rcq;
 	bool sig_all;
-	uint32_t max_sge;
+	uint32_t max_sge, max_recv_sge;
+	uint32_t sq_stride, rq_stride; /* octets per slot (struct ep_sqe / ep_rqe) */
 	int fd;
 	_Atomic int state;          /* enum esock_qp_state */
 	atomic_int refs;            /* engine references */

@@ -34,7 +34,8 @@ ESOCK_EXPORT int esock_qp_create(const struct esock_qp_attr *a, struct esock_qp 
 	struct esock_qp *qp;
 	uint32_t sqd, rqd;
 
-	if (!a || !out || !a->pd || !a->send_cq || !a->recv_cq || a->max_sge > EP_SGE_MAX)
+	if (!a || !out || !a->pd || !a->send_cq || !a->recv_cq || a->max_sge > EP_SGE_MAX ||
+	    a->max_recv_sge > EP_SGE_MAX)
 		return -EINVAL;
 	sqd = a->sq_depth ? a->sq_depth : EP_DEPTH_DEFAULT;
 	rqd = a->rq_depth ? a->rq_depth : EP_DEPTH_DEFAULT;
@@ -42,9 +43,13 @@ ESOCK_EXPORT int esock_qp_create(const struct esock_qp_attr *a, struct esock_qp 
 		return -EINVAL;
 	if (!(qp = calloc(1, sizeof(*qp))))
 		return -ENOMEM;
+	qp->max_sge = a->max_sge ? a->max_sge : 4;
+	qp->max_recv_sge = a->max_recv_sge ? a->max_recv_sge : qp->max_sge;
+	qp->sq_stride = (uint32_t)(sizeof(struct ep_sqe) + qp->max_sge * sizeof(struct esock_sge));
+	qp->rq_stride = (uint32_t)(sizeof(struct ep_rqe) + qp->max_recv_sge * sizeof(struct esock_sge));
 	if (ep_ring_init(&qp->sqr, sqd) < 0 || ep_ring_init(&qp->rqr, rqd) < 0 ||
-	    !(qp->sq = calloc(qp->sqr.size, sizeof(*qp->sq))) ||
-	    !(qp->rq = calloc(qp->rqr.size, sizeof(*qp->rq))) || !(qp->stage = malloc(EP_STAGE_LEN)) ||
+	    !(qp->sq = calloc(qp->sqr.size, qp->sq_stride)) ||
+	    !(qp->rq = calloc(qp->rqr.size, qp->rq_stride)) || !(qp->stage = malloc(EP_STAGE_LEN)) ||
 	    ep_qpn_alloc(qp) < 0) {
 		qp_free(qp);
 		return -ENOMEM;
@@ -53,7 +58,6 @@ ESOCK_EXPORT int esock_qp_create(const struct esock_qp_attr *a, struct esock_qp 
 	qp->scq = a->send_cq;
 	qp->rcq = a->recv_cq;
 	qp->sig_all = a->sq_sig_all;
-	qp->max_sge = a->max_sge ? a->max_sge : 4;
 	qp->fd = -1;
 	pthread_mutex_init(&qp->eng_lock, NULL);
 	atomic_store(&qp->state, ESOCK_QPS_IDLE);
@@ -286,12 +290,12 @@ void ep_qp_fail(struct esock_qp *qp, const struct esock_term *t, bool send_term,
 
 /* ---- posting ---- */
 
-static int check_sges(struct esock_qp *qp, const struct esock_sge *sg, int n, unsigned need,
-		      uint64_t *len)
+static int check_sges(struct esock_qp *qp, const struct esock_sge *sg, int n, uint32_t max,
+		      unsigned need, uint64_t *len)
 {
 	uint64_t total = 0;
 
-	if (n < 0 || (uint32_t)n > qp->max_sge || (n && !sg))
+	if (n < 0 || (uint32_t)n > max || (n && !sg))
 		return -EINVAL;
 	for (int i = 0; i < n; i++) {
 		if (ep_mr_check_sge(qp->pd, &sg[i], need) < 0)
@@ -315,7 +319,7 @@ static int queue_send(struct esock_qp *qp, const struct esock_send_wr *wr)
 	if ((unsigned)wr->opcode > ESOCK_WR_RDMA_READ ||
 	    (wr->opcode == ESOCK_WR_RDMA_READ && wr->num_sge > 1))
 		return -EINVAL;
-	if ((rc = check_sges(qp, wr->sg_list, wr->num_sge, need, &len)) < 0)
+	if ((rc = check_sges(qp, wr->sg_list, wr->num_sge, qp->max_sge, need, &len)) < 0)
 		return rc;
 	if (!ep_ring_claim(&qp->sqr, &pos))
 		return -ENOMEM;
@@ -362,7 +366,8 @@ static int queue_recv(struct esock_qp *qp, const struct esock_recv_wr *wr)
 	uint64_t len;
 	int rc;
 
-	if ((rc = check_sges(qp, wr->sg_list, wr->num_sge, ESOCK_ACCESS_LOCAL_WRITE, &len)) < 0)
+	if ((rc = check_sges(qp, wr->sg_list, wr->num_sge, qp->max_recv_sge, ESOCK_ACCESS_LOCAL_WRITE,
+			      &len)) < 0)
 		return rc;
 	if (!ep_ring_claim(&qp->rqr, &pos))
 		return -ENOMEM;

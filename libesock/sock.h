@@ -135,6 +135,26 @@ struct esock_sock {
 /* SGEs per Send: a write's iovec pieces beyond it go into the next Send. */
 #define SOCK_MAX_SGE 15
 
+/*
+ * Send queue depth: the send slots (16), a blocking write's Sends from the
+ * caller's memory (it waits for room when the queue is full) and the
+ * extended API's operations (-EAGAIN beyond) share it.  Small, because every
+ * slot of it is memory an idle connection keeps.
+ */
+#define SOCK_SQ_DEPTH 64
+
+/* Receive queue depth for |rdepth| pool buffers (the extended API posts its own at 0). */
+static inline int sock_rq_depth(int rdepth)
+{
+	return rdepth > 64 ? rdepth : 64;
+}
+
+/* A CQ for everything the socket's queues can hold: it never overflows. */
+static inline int sock_cq_depth(int rdepth)
+{
+	return sock_rq_depth(rdepth) + SOCK_SQ_DEPTH;
+}
+
 /* wr_id kinds of the socket layer's work requests (top byte). */
 #define SOCK_WR_RECV (1ull << 56)
 #define SOCK_WR_SLOT (2ull << 56)

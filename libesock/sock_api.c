@@ -297,6 +297,8 @@ static int post(int fd, int op, void *buf, size_t len, uint64_t raddr, uint32_t 
 	}
 	if (rc < 0)
 		s->user_ops[i].used = false;
+	if (rc == -ENOMEM) /* the queue is full (SOCK_SQ_DEPTH): again once events came */
+		rc = -EAGAIN;
 out:
 	pthread_mutex_unlock(&s->lock);
 	sock_put(s);

@@ -116,7 +116,7 @@ static int make_qp(struct esock_sock *s)
 
 	if (!s->pd && (rc = esock_pd_alloc(&s->pd)) < 0)
 		return rc;
-	if (!s->cq && (rc = esock_cq_create(s->o.rdepth + 1024, &s->cq)) < 0)
+	if (!s->cq && (rc = esock_cq_create(sock_cq_depth(s->o.rdepth), &s->cq)) < 0)
 		return rc;
 	/* A local-only key for sends straight from the caller's memory. */
 	if (!s->all_mr && (rc = esock_mr_reg(s->pd, (void *)(uintptr_t)4096,
@@ -125,9 +125,10 @@ static int make_qp(struct esock_sock *s)
 		return rc;
 	qa.pd = s->pd;
 	qa.send_cq = qa.recv_cq = s->cq;
-	qa.sq_depth = 512;
-	qa.rq_depth = s->o.rdepth > 64 ? (uint32_t)s->o.rdepth : 64;
+	qa.sq_depth = SOCK_SQ_DEPTH;
+	qa.rq_depth = (uint32_t)sock_rq_depth(s->o.rdepth);
 	qa.max_sge = SOCK_MAX_SGE;
+	qa.max_recv_sge = 1; /* pool buffers and the extended API's receives are one piece */
 	qa.sq_sig_all = true;
 	if ((rc = esock_qp_create(&qa, &s->qp)) < 0)
 		return rc;

@@ -261,7 +261,7 @@ int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_
 		return -EFAULT;
 	pthread_mutex_lock(&s->lock);
 	if (!(s->st == SOCK_LISTENING && s->lst) && !s->cq &&
-	    (rc = esock_cq_create(s->o.rdepth + 1024, &s->cq)) < 0) {
+	    (rc = esock_cq_create(sock_cq_depth(s->o.rdepth), &s->cq)) < 0) {
 		pthread_mutex_unlock(&s->lock);
 		return rc;
 	}

@@ -223,6 +223,8 @@ int sock_setopt(struct esock_sock *s, int level, int name, const void *val, sock
 	case ESOCK_RCVDEPTH:
 		if (v < 0 || v > 4096)
 			rc = -EINVAL;
+		else if (s->cq && (uint32_t)sock_cq_depth(v) > s->cq->ring.size)
+			rc = -EBUSY; /* its CQ exists already (epoll_ctl), sized for the old depth */
 		else
 			s->o.rdepth = v;
 		break;

@@ -173,8 +173,9 @@ struct esock_qp_attr {
 	struct esock_cq *recv_cq;
 	uint32_t sq_depth;   /* outstanding send work requests (0: 128) */
 	uint32_t rq_depth;   /* posted receives (0: 128) */
-	uint32_t max_sge;    /* SGEs per work request (0: 4, at most 16) */
+	uint32_t max_sge;    /* SGEs per work request (0: 4, at most 15) */
 	bool sq_sig_all;     /* every send WR completes, signaled or not */
+	uint32_t max_recv_sge; /* SGEs per receive (0: max_sge); slots are sized by these */
 };
 
 /* Creates an unconnected QP.  Returns 0, -EINVAL, -ENOMEM. */
