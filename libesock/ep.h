@@ -36,7 +36,7 @@
 #define EP_ORD_DEFAULT 8
 #define EP_IRD_MAX 128
 #define EP_CTRL_MAX 128        /* whole ULPDU of a Read Request / Terminate */
-#define EP_STAGE_LEN (64 * 1024 + 64)
+#define EP_STAGE_LEN 8192       /* a read of the stage and a partial header before it */
 #define EP_DIRECT_MIN 2048     /* payload left worth a recv straight into place */
 #define EP_TIMEOUT_DEFAULT_MS 10000
 #define EP_REATTACH_MS 2          /* engine takes a detached QP back after this */
@@ -276,7 +276,7 @@ struct esock_qp {
 	bool term_pending;          /* a Terminate to send at the next FPDU boundary */
 	struct esock_qp_error err;
 	bool has_err;
-	uint8_t *stage;             /* received octets not yet fed to MPA */
+	uint8_t *stage;             /* received octets not yet fed to MPA (NULL when none: ep_spare.h) */
 	size_t stage_off, stage_len;
 	bool rx_wait;               /* esock_conn_param.wait_for_recv */
 	/*

@@ -49,8 +49,7 @@ ESOCK_EXPORT int esock_qp_create(const struct esock_qp_attr *a, struct esock_qp 
 	qp->rq_stride = (uint32_t)(sizeof(struct ep_rqe) + qp->max_recv_sge * sizeof(struct esock_sge));
 	if (ep_ring_init(&qp->sqr, sqd) < 0 || ep_ring_init(&qp->rqr, rqd) < 0 ||
 	    !(qp->sq = calloc(qp->sqr.size, qp->sq_stride)) ||
-	    !(qp->rq = calloc(qp->rqr.size, qp->rq_stride)) || !(qp->stage = malloc(EP_STAGE_LEN)) ||
-	    ep_qpn_alloc(qp) < 0) {
+	    !(qp->rq = calloc(qp->rqr.size, qp->rq_stride)) || ep_qpn_alloc(qp) < 0) {
 		qp_free(qp);
 		return -ENOMEM;
 	}

@@ -17,6 +17,7 @@
 #include <sys/uio.h>
 
 #include "libesock/ep.h"
+#include "libesock/ep_spare.h"
 #include "libesock/real.h"
 #include "util/byteorder.h"
 #include "util/log.h"
@@ -28,6 +29,7 @@
  */
 #define STAGE_READ (4096 + 64)
 #define STAGE_TAIL 64   /* read behind a payload: CRC, next header, a little more */
+_Static_assert(STAGE_READ + 256 <= EP_STAGE_LEN, "a read fits behind a partial header");
 
 static bool rx_alive(struct esock_qp *qp);
 
@@ -511,6 +513,8 @@ static ssize_t read_some(struct esock_qp *qp, size_t *direct, size_t *asked)
 	/* Behind what the stage still holds (a partial header kept for a look). */
 	iov[cnt].iov_base = qp->stage + qp->stage_len;
 	iov[cnt].iov_len = *direct ? STAGE_TAIL : STAGE_READ;
+	if (iov[cnt].iov_len > EP_STAGE_LEN - qp->stage_len) /* (it holds a few octets at most) */
+		iov[cnt].iov_len = EP_STAGE_LEN - qp->stage_len;
 	*asked = *direct + iov[cnt++].iov_len;
 	/* MSG_DONTWAIT: the socket may be a blocking one adopted from the application. */
 	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)cnt };
@@ -588,7 +592,7 @@ static void stage_compact(struct esock_qp *qp)
  * epoll is edge-triggered: it asks to |drain| to EAGAIN, or a FIN that came
  * with the last data would go unnoticed.
  */
-void ep_rx_progress(struct esock_qp *qp, bool drain)
+static void rx_progress(struct esock_qp *qp, bool drain)
 {
 	bool drained = false;
 
@@ -648,5 +652,29 @@ void ep_rx_progress(struct esock_qp *qp, bool drain)
 		qp->stage_len += (size_t)n - direct;
 		if (direct && feed_direct(qp, direct) < 0)
 			return;
+	}
+}
+
+/* The stage is held only while it holds octets: an idle QP keeps none (ep_spare.h). */
+void ep_rx_progress(struct esock_qp *qp, bool drain)
+{
+	if (!qp->stage) {
+		bool fresh;
+
+		if (!(qp->stage = ep_spare_get(EP_SPARE_STAGE, EP_STAGE_LEN, &fresh))) {
+			struct esock_term t = { 0 };
+
+			esock_term_set(&t, ESOCK_TERM_LAYER_RDMAP, ESOCK_TERM_RDMAP_ETYPE_CATASTROPHIC,
+				       ESOCK_TERM_RDMAP_CATASTROPHIC_STREAM, 0);
+			ep_qp_fail(qp, &t, true, -ENOMEM, ESOCK_WC_FATAL_ERR);
+			return;
+		}
+		qp->stage_off = qp->stage_len = 0;
+	}
+	rx_progress(qp, drain);
+	if (qp->stage_off == qp->stage_len) {
+		ep_spare_put(EP_SPARE_STAGE, qp->stage);
+		qp->stage = NULL;
+		qp->stage_off = qp->stage_len = 0;
 	}
 }

@@ -11,52 +11,28 @@
 #include "config.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
 #include "libesock/ep.h"
+#include "libesock/ep_spare.h"
 #include "libesock/real.h"
-
-/*
- * One spare work area per thread: a thread that transmits for QP after QP
- * (the engine, an application thread) takes and gives back the same one,
- * with no allocation; freed when the thread ends.
- */
-static __thread struct ep_txwork *spare;
-static __thread bool spare_keyed;
-static pthread_key_t spare_key;
-static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
-
-/* At thread exit (the thread's own variables still valid): the key holds &spare. */
-static void spare_free(void *slot)
-{
-	struct ep_txwork **p = slot;
-
-	free(*p);
-	*p = NULL;
-}
-
-static void spare_init(void)
-{
-	pthread_key_create(&spare_key, spare_free);
-}
 
 struct ep_txwork *ep_txwork_get(bool crc, bool markers, uint32_t pos, bool pack)
 {
-	struct ep_txwork *w = spare;
+	bool fresh;
+	struct ep_txwork *w = ep_spare_get(EP_SPARE_TX, sizeof(*w), &fresh);
 
-	if (w) {
-		spare = NULL;
+	if (!w)
+		return NULL;
+	if (fresh) {
+		esock_mpa_tx_init(&w->tx, crc, markers, pos);
+	} else {
 		/* Given back with its plan written out (left 0): only the stream settings differ. */
 		w->tx.crc = crc;
 		w->tx.markers = markers;
 		w->tx.pos = pos;
-	} else {
-		if (!(w = malloc(sizeof(*w))))
-			return NULL;
-		esock_mpa_tx_init(&w->tx, crc, markers, pos);
 	}
 	ep_batch_reset(&w->batch);
 	w->batch.pack = pack;
@@ -67,16 +43,7 @@ uint32_t ep_txwork_put(struct ep_txwork *w)
 {
 	uint32_t pos = w->tx.pos;
 
-	if (spare) {
-		free(w);
-		return pos;
-	}
-	if (!spare_keyed) {
-		pthread_once(&spare_once, spare_init);
-		pthread_setspecific(spare_key, &spare);
-		spare_keyed = true;
-	}
-	spare = w;
+	ep_spare_put(EP_SPARE_TX, w);
 	return pos;
 }
 

@@ -132,8 +132,12 @@ struct esock_sock {
  */
 #define SOCK_PEER_RSIZE_MIN 64
 
-/* SGEs per Send: a write's iovec pieces beyond it go into the next Send. */
-#define SOCK_MAX_SGE 15
+/*
+ * SGEs per Send: a blocking write's iovec pieces beyond it go into the next
+ * Send (stream mode only; message mode copies).  Each one costs 16 octets
+ * in every send-queue slot, memory an idle connection keeps.
+ */
+#define SOCK_MAX_SGE 4
 
 /*
  * Send queue depth: the send slots (16), a blocking write's Sends from the
