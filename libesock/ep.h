@@ -262,10 +262,11 @@ struct esock_qp {
 	uint32_t msn_rx[3];         /* next MSN expected on QN 0, 1, 2 */
 	uint32_t mo_rx;             /* next MO expected of the Send in progress (in-order LLP) */
 	uint64_t resp_got;          /* octets of the oldest Read's Response so far */
-	uint32_t orq[EP_IRD_MAX];   /* SQ indices of Reads in flight, oldest first */
-	uint32_t orq_head, orq_n;
-	struct ep_irqe irq[EP_IRD_MAX];
-	uint32_t irq_head, irq_n;
+	/* Sized by the negotiated ORD and IRD at ep_qp_start (ep_qp_reads_init). */
+	uint32_t *orq;              /* SQ indices of Reads in flight, oldest first */
+	uint32_t orq_cap, orq_head, orq_n;
+	struct ep_irqe *irq;        /* the peer's Reads being answered */
+	uint32_t irq_cap, irq_head, irq_n;
 	uint16_t mulpdu;
 	uint8_t mss_checks;         /* MSS re-reads left while the window opens */
 	uint8_t mss_skip;           /* then one re-read per 32 long messages */
@@ -306,6 +307,8 @@ void ep_qp_complete_sq(struct esock_qp *qp);
 void ep_qp_flush(struct esock_qp *qp);
 void ep_qp_flush_rq(struct esock_qp *qp);
 int ep_qp_start(struct esock_qp *qp, int fd, bool initiator);
+/* The Read queues for qp->info's IRD and ORD.  0 or -ENOMEM. */
+int ep_qp_reads_init(struct esock_qp *qp);
 void ep_qp_update_mulpdu(struct esock_qp *qp);
 
 /* ep_tx.c / ep_rx.c (token holder) */

@@ -234,7 +234,7 @@ int ep_qp_start(struct esock_qp *qp, int fd, bool initiator)
 	qp->mss_checks = 16;
 	ep_qp_update_mulpdu(qp);
 	qp->tx_pos = 0; /* the transmitter itself comes with the first message (ep_tx.c) */
-	if ((rc = ep_rx_init(qp)) < 0)
+	if ((rc = ep_qp_reads_init(qp)) < 0 || (rc = ep_rx_init(qp)) < 0)
 		return rc;
 	for (int q = 0; q < 3; q++)
 		qp->msn_tx[q] = qp->msn_rx[q] = 1;

@@ -26,6 +26,8 @@ static void qp_free(struct esock_qp *qp)
 	free(qp->rq);
 	free(qp->stage);
 	free(qp->txw); /* left with unwritten octets by a failure */
+	free(qp->orq);
+	free(qp->irq);
 	free(qp);
 }
 
@@ -285,6 +287,17 @@ void ep_qp_fail(struct esock_qp *qp, const struct esock_term *t, bool send_term,
 	ep_cq_kick(qp->rcq);
 	if (qp->scq != qp->rcq)
 		ep_cq_kick(qp->scq);
+}
+
+int ep_qp_reads_init(struct esock_qp *qp)
+{
+	qp->orq_cap = qp->info.ord ? qp->info.ord : 1;
+	qp->irq_cap = qp->info.ird ? qp->info.ird : 1;
+	free(qp->orq);
+	free(qp->irq);
+	qp->orq = calloc(qp->orq_cap, sizeof(*qp->orq));
+	qp->irq = calloc(qp->irq_cap, sizeof(*qp->irq));
+	return qp->orq && qp->irq ? 0 : -ENOMEM;
 }
 
 /* ---- posting ---- */

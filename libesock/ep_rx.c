@@ -153,7 +153,7 @@ static int resp_check(struct esock_qp *qp, const struct esock_ddp_hdr *h, size_t
 
 	if (qp->orq_n == 0)
 		return qp->rtr_read_out && len == 0 ? -1 : ESOCK_TERM_DDP_T_INV_STAG;
-	e = EP_SQE(qp, qp->orq[qp->orq_head % EP_IRD_MAX]);
+	e = EP_SQE(qp, qp->orq[qp->orq_head % qp->orq_cap]);
 	if (e->len == 0)
 		return len == 0 && h->last ? -1 : ESOCK_TERM_DDP_T_BASE_BOUNDS;
 	if (e->num_sge != 1 || h->stag != e->sge[0].lkey)
@@ -320,7 +320,7 @@ static void end_read_resp(struct esock_qp *qp)
 		qp->rtr_read_out = false;
 		return;
 	}
-	e = EP_SQE(qp, qp->orq[qp->orq_head % EP_IRD_MAX]);
+	e = EP_SQE(qp, qp->orq[qp->orq_head % qp->orq_cap]);
 	qp->resp_got = 0; /* the next Read's Response starts */
 	qp->orq_head++;
 	qp->orq_n--;
@@ -338,7 +338,7 @@ static void on_read_req(struct esock_qp *qp, const struct esock_rdmap_msg *m, co
 	struct esock_ddp_region reg = { 0 };
 	int code = -1;
 
-	if (qp->irq_n >= qp->info.ird || qp->irq_n >= EP_IRD_MAX)
+	if (qp->irq_n >= qp->info.ird || qp->irq_n >= qp->irq_cap)
 		/* More Reads than the IRD we announced: siw's code for it. */
 		return term_at(qp, ESOCK_TERM_LAYER_RDMAP, ESOCK_TERM_RDMAP_ETYPE_OPERATION,
 			       ESOCK_TERM_RDMAP_CATASTROPHIC_STREAM, hc, seg, len);
@@ -358,7 +358,7 @@ static void on_read_req(struct esock_qp *qp, const struct esock_rdmap_msg *m, co
 			return term_at(qp, ESOCK_TERM_LAYER_RDMAP, ESOCK_TERM_RDMAP_ETYPE_PROTECTION,
 				       (uint8_t)code, hc, seg, len);
 	}
-	struct ep_irqe *q = &qp->irq[(qp->irq_head + qp->irq_n) % EP_IRD_MAX];
+	struct ep_irqe *q = &qp->irq[(qp->irq_head + qp->irq_n) % qp->irq_cap];
 
 	q->src = r->size ? reg.addr + (r->src_to - reg.base) : NULL;
 	q->len = r->size;

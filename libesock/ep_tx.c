@@ -127,7 +127,7 @@ static void start_sqe(struct esock_qp *qp, struct ep_sqe *e)
 		m.ddp.to = e->remote_addr;
 	} else if (e->opcode == ESOCK_WR_RDMA_READ) {
 		m.ddp.msn = qp->msn_tx[ESOCK_DDP_QN_READ_REQ]++;
-		qp->orq[(qp->orq_head + qp->orq_n++) % EP_IRD_MAX] = qp->sq_tx;
+		qp->orq[(qp->orq_head + qp->orq_n++) % qp->orq_cap] = qp->sq_tx;
 		qp->txc.num_sge = 0; /* the Read Request carries no payload */
 		qp->txc.read_req = (struct esock_rdmap_read_req){
 			.sink_stag = e->num_sge ? e->sge[0].lkey : 0,
@@ -143,7 +143,7 @@ static void start_sqe(struct esock_qp *qp, struct ep_sqe *e)
 
 static void start_read_resp(struct esock_qp *qp)
 {
-	const struct ep_irqe *q = &qp->irq[qp->irq_head % EP_IRD_MAX];
+	const struct ep_irqe *q = &qp->irq[qp->irq_head % qp->irq_cap];
 	struct esock_rdmap_msg m;
 
 	esock_rdmap_msg_init(&m, ESOCK_RDMAP_READ_RESP);

@@ -230,11 +230,11 @@ int sock_release_fd(int fd)
 		s->cq = NULL;
 	if (s->pd && esock_pd_free(s->pd) == 0)
 		s->pd = NULL;
-	free(s->rbuf);
+	sock_region_free(s->rbuf, s->rbuf_len);
 	free(s->rdone);
 	free(s->rlen);
 	free(s->repost);
-	free(s->sbuf);
+	sock_region_free(s->sbuf, s->sbuf_len);
 	free(s->sfree);
 	sock_stat_detach(s);
 	s->rbuf = s->sbuf = NULL;

@@ -82,7 +82,8 @@ struct esock_sock {
 	struct esock_mr *all_mr;    /* local-only key for sends from any caller memory */
 
 	/* Receive pool: rdepth buffers of rsize octets, ring of completed ones. */
-	uint8_t *rbuf;
+	uint8_t *rbuf;              /* sock_region_alloc'd, rbuf_len octets */
+	size_t rbuf_len;
 	struct esock_mr *rmr;
 	uint32_t *rdone;            /* buffer indices in arrival order */
 	uint32_t *rlen;             /* message length per buffer */
@@ -92,7 +93,8 @@ struct esock_sock {
 	uint32_t *repost, nrepost;  /* consumed buffers waiting to be posted again */
 
 	/* Send slots: sdepth slots of ssize octets for non-blocking writes. */
-	uint8_t *sbuf;
+	uint8_t *sbuf;              /* sock_region_alloc'd, sbuf_len octets */
+	size_t sbuf_len;
 	struct esock_mr *smr;
 	uint32_t *sfree;            /* stack of free slots */
 	uint32_t nsfree, sdepth, ssize;
@@ -152,6 +154,14 @@ static inline int sock_rq_depth(int rdepth)
 {
 	return rdepth > 64 ? rdepth : 64;
 }
+
+/*
+ * Pool and slot memory straight from mmap: page-aligned, and untouched
+ * pages cost nothing (a malloc'd block of this size writes its header into
+ * its first page: 4 KiB of every idle connection).  NULL when out of memory.
+ */
+void *sock_region_alloc(size_t len);
+void sock_region_free(void *p, size_t len);
 
 /* A CQ for everything the socket's queues can hold: it never overflows. */
 static inline int sock_cq_depth(int rdepth)

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <esock/rdmap.h>
 
@@ -29,6 +30,21 @@
 #define SLOT_SIZE 65536
 
 /* ---- receive pool ---- */
+
+void *sock_region_alloc(size_t len)
+{
+	/* MAP_NORESERVE: thousands of idle pools need no swap reserved for pages never touched. */
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		       -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void sock_region_free(void *p, size_t len)
+{
+	if (p)
+		munmap(p, len);
+}
 
 static int post_rbuf(struct esock_sock *s, uint32_t i)
 {
@@ -88,7 +104,8 @@ int sock_pool_setup(struct esock_sock *s)
 
 	if (n == 0)
 		return 0;
-	s->rbuf = aligned_alloc(64, (n * sz + 63) & ~(size_t)63);
+	s->rbuf_len = n * sz;
+	s->rbuf = sock_region_alloc(s->rbuf_len);
 	s->rdone = calloc(n, sizeof(*s->rdone));
 	s->rlen = calloc(n, sizeof(*s->rlen));
 	s->repost = calloc(n, sizeof(*s->repost));
@@ -108,7 +125,8 @@ static int slots_setup(struct esock_sock *s)
 
 	s->sdepth = SEND_SLOTS;
 	s->ssize = SLOT_SIZE;
-	s->sbuf = aligned_alloc(64, (size_t)s->sdepth * s->ssize);
+	s->sbuf_len = (size_t)s->sdepth * s->ssize;
+	s->sbuf = sock_region_alloc(s->sbuf_len);
 	s->sfree = calloc(s->sdepth, sizeof(*s->sfree));
 	if (!s->sbuf || !s->sfree)
 		return -ENOMEM;

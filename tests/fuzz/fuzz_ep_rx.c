@@ -88,7 +88,7 @@ static struct esock_qp *qp_open(uint8_t flags, int fd)
 	qp->info.ird = qp->info.ord = 2;
 	qp->mulpdu = 1024;
 	qp->tx_pos = 0;
-	if (ep_rx_init(qp) < 0)
+	if (ep_qp_reads_init(qp) < 0 || ep_rx_init(qp) < 0)
 		abort();
 	for (int q = 0; q < 3; q++)
 		qp->msn_tx[q] = qp->msn_rx[q] = 1;
