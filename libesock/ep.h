@@ -221,6 +221,13 @@ struct esock_qp {
 	uint32_t max_sge, max_recv_sge;
 	uint32_t sq_stride, rq_stride; /* octets per slot (struct ep_sqe / ep_rqe) */
 	int fd;
+	/*
+	 * |fd| is the application's own descriptor (the socket layer: one
+	 * descriptor per connection): the QP never closes it, and moves to a
+	 * private copy when the application closes it but keeps a dup
+	 * (ep_engine_move).
+	 */
+	bool fd_borrowed;
 	_Atomic int state;          /* enum esock_qp_state */
 	atomic_int refs;            /* engine references */
 	atomic_bool busy;           /* progress token */
@@ -328,6 +335,13 @@ int ep_engine_add(struct esock_qp *qp);
 /* Test seam: when set, called inside ep_engine_add after the epoll ADD (tests widen that window). */
 extern void (*ep_engine_add_gap)(struct esock_qp *qp);
 void ep_engine_del(struct esock_qp *qp);
+/*
+ * Moves |qp| to descriptor |nfd| (a dup of its socket) while it runs: the
+ * progress token is taken, the engine watches |nfd| instead.  0 or -errno.
+ */
+int ep_engine_move(struct esock_qp *qp, int nfd);
+/* ep_conn.c: an active MPA exchange in progress goes on on |nfd|. */
+void ep_conn_move_fd(struct esock_qp *qp, int nfd);
 void ep_engine_want_out(struct esock_qp *qp, bool on);
 /* Stops the engine watching |qp|'s input while a waiter does (no-op when done). */
 void ep_engine_detach(struct esock_qp *qp);
@@ -345,7 +359,18 @@ struct esock_conn_req {
 	int64_t deadline;         /* ep_now_ms() by which the Request must be in */
 	bool sniffing;            /* the listener hands out plain TCP: peeking, nothing read */
 	bool plain;               /* a plain TCP connection (sniffing said so) */
+	/*
+	 * esock_accept failing leaves |fd| open, the request freed (the socket
+	 * layer: the descriptor is the application's, which closes it itself).
+	 */
+	bool keep_fd;
 };
+/*
+ * Moves the request's connection to the lowest free descriptor (accept's
+ * rule: the listener accepted it earlier, when lower ones may have been in
+ * use).  Returns that descriptor (the request keeps it) or -errno.
+ */
+int ep_conn_req_lowest_fd(struct esock_conn_req *r);
 /*
  * Reads what |fd| has towards one start frame (Request or Reply) into
  * buf[*have..] without blocking and without reading past the frame.

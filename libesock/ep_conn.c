@@ -486,6 +486,12 @@ ESOCK_EXPORT int esock_qp_connect_start(struct esock_qp *qp, int fd,
 	return rc < 0 ? rc : connect_begin(qp, fd, &pol, param, deadline);
 }
 
+void ep_conn_move_fd(struct esock_qp *qp, int nfd)
+{
+	if (qp->connecting)
+		qp->connecting->fd = nfd;
+}
+
 ESOCK_EXPORT int esock_qp_connect_continue(struct esock_qp *qp)
 {
 	return qp ? connect_step(qp) : -EINVAL;
@@ -511,6 +517,14 @@ static int send_reply(struct esock_conn_req *r, const struct esock_mpa_frame *re
 	return n < 0 ? (int)n : write_all(r->fd, out, (size_t)n, deadline_of(0));
 }
 
+/* Bad arguments: the request stays the caller's, unless it asked to keep only its fd. */
+static int bad_accept(struct esock_conn_req *r)
+{
+	if (r->keep_fd)
+		free(r);
+	return -EINVAL;
+}
+
 ESOCK_EXPORT int esock_accept(struct esock_conn_req *r, struct esock_qp *qp,
 			      const struct esock_conn_param *param)
 {
@@ -520,12 +534,14 @@ ESOCK_EXPORT int esock_accept(struct esock_conn_req *r, struct esock_qp *qp,
 	struct esock_term t = { 0 };
 	int expect = ESOCK_QPS_IDLE, rc;
 
-	if (!r || !qp || !(qp->prof = ep_profile_pick(param ? param->peer : NULL)) ||
-	    make_policy(param, qp->prof, &pol, false) < 0)
+	if (!r || !qp)
 		return -EINVAL;
+	if (!(qp->prof = ep_profile_pick(param ? param->peer : NULL)) ||
+	    make_policy(param, qp->prof, &pol, false) < 0)
+		return bad_accept(r);
 	take_param(qp, param);
 	if (!atomic_compare_exchange_strong(&qp->state, &expect, ESOCK_QPS_CONNECTING))
-		return -EINVAL;
+		return bad_accept(r);
 	rc = esock_mpa_reply_build(&pol, &r->req, &rep, &mp, &t);
 	if (rc == 0 || rc == -ECONNREFUSED) {
 		int wrc = send_reply(r, &rep);
@@ -540,7 +556,9 @@ ESOCK_EXPORT int esock_accept(struct esock_conn_req *r, struct esock_qp *qp,
 	if (rc < 0) {
 		log_info("accept: %s", rc == -ECONNREFUSED ? esock_term_str(t.layer, t.etype, t.ecode)
 							  : strerror(-rc));
-		REAL(close)(r->fd);
+		ep_engine_del(qp);
+		if (!r->keep_fd)
+			REAL(close)(r->fd);
 		qp->fd = -1;
 		atomic_store(&qp->state, ESOCK_QPS_IDLE);
 	}

@@ -353,6 +353,32 @@ void ep_engine_del(struct esock_qp *qp)
 	pthread_mutex_unlock(&qp->eng_lock);
 }
 
+int ep_engine_move(struct esock_qp *qp, int nfd)
+{
+	int rc = 0;
+
+	ep_qp_quiesce(qp); /* nobody reads or writes the old descriptor meanwhile */
+	pthread_mutex_lock(&qp->eng_lock);
+	if (atomic_load(&qp->in_engine)) {
+		/* ADD first: an edge-triggered ADD reports what is already waiting. */
+		struct epoll_event ev = { .events = events_of(qp), .data.u32 = qp->num };
+
+		if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, nfd, &ev) < 0)
+			rc = -errno;
+		else
+			REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, qp->fd, NULL);
+	}
+	if (rc == 0) {
+		qp->fd = nfd;
+		ep_conn_move_fd(qp, nfd);
+	}
+	pthread_mutex_unlock(&qp->eng_lock);
+	ep_qp_unquiesce(qp);
+	if (rc == 0) /* wishes left while the token was held */
+		ep_qp_progress(qp, EP_WANT_RX | EP_WANT_DRAIN | EP_WANT_TX);
+	return rc;
+}
+
 /* Rewrites the QP's interest set; under eng_lock. */
 static void modify(struct esock_qp *qp)
 {

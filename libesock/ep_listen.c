@@ -19,6 +19,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -591,6 +592,20 @@ ESOCK_EXPORT int esock_request_from_fd(int fd, struct esock_conn_req **out)
 ESOCK_EXPORT int esock_conn_req_fd(const struct esock_conn_req *r)
 {
 	return r ? r->fd : -EINVAL;
+}
+
+int ep_conn_req_lowest_fd(struct esock_conn_req *r)
+{
+	int fd = REAL(fcntl)(r->fd, F_DUPFD, 0);
+
+	if (fd < 0)
+		return -errno;
+	if (fd > r->fd) { /* none lower is free */
+		REAL(close)(fd);
+		return r->fd;
+	}
+	REAL(close)(r->fd);
+	return r->fd = fd;
 }
 
 ESOCK_EXPORT int esock_conn_req_take_plain(struct esock_conn_req *r)

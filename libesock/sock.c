@@ -165,7 +165,6 @@ struct esock_sock *sock_new(int fd)
 		atomic_store(&s->refs, refs);
 	}
 	s->fd = fd;
-	s->mpa_fd = -1;
 	{ /* SOCK_NONBLOCK or O_NONBLOCK set before DDPMODE: the file's flag is the truth */
 		int fl = REAL(fcntl)(fd, F_GETFL);
 
@@ -210,14 +209,51 @@ static bool linger_abort(int fd)
  * disconnects gracefully, sends still queued drain first, bounded by the
  * linger time), then the application's descriptor is closed.
  */
+/*
+ * The application closes the descriptor the QP runs on but keeps a dup of
+ * it (dup2 onto 0 and 1, then close: inetd style): the QP moves to a
+ * private copy of its own, the socket's one extra descriptor from then on.
+ */
+static void fd_gone(struct esock_sock *s, int fd)
+{
+	struct esock_qp *qp;
+	int nfd;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->fd != fd) {
+		pthread_mutex_unlock(&s->lock);
+		return;
+	}
+	if ((nfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+		log_error("fd %d: cannot keep the connection past this close: %s", fd, strerror(errno));
+	} else if ((qp = s->qp) && qp->fd == fd && qp->fd_borrowed) {
+		if (ep_engine_move(qp, nfd) == 0) {
+			qp->fd_borrowed = false;
+			s->fd = nfd;
+		} else {
+			log_error("fd %d: cannot move the connection to fd %d", fd, nfd);
+			REAL(close)(nfd);
+		}
+	} else if (!s->qp && !s->lst) {
+		/* Not connected yet: the copy is the library's (the QP borrows it later). */
+		s->fd = nfd;
+		s->fd_private = true;
+	} else {
+		REAL(close)(nfd);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
 int sock_release_fd(int fd)
 {
 	struct esock_sock *s = esock_fdtab_take(fd);
 
 	if (!s)
 		return 0;
-	if (atomic_fetch_sub(&s->nfds, 1) > 1)
+	if (atomic_fetch_sub(&s->nfds, 1) > 1) {
+		fd_gone(s, fd);
 		return 0;
+	}
 	atomic_store(&s->closing, true);
 	if (s->epregs)
 		sock_epoll_forget(s);
@@ -237,6 +273,9 @@ int sock_release_fd(int fd)
 	sock_region_free(s->sbuf, s->sbuf_len);
 	free(s->sfree);
 	sock_stat_detach(s);
+	if (s->fd_private) /* the application's descriptors are all closed: ours goes too */
+		REAL(close)(s->fd);
+	s->fd_private = false;
 	s->rbuf = s->sbuf = NULL;
 	s->rdone = s->rlen = s->sfree = s->repost = NULL;
 	pthread_mutex_unlock(&s->lock);

@@ -71,6 +71,7 @@ struct esock_sock {
 	bool nonblock;              /* O_NONBLOCK as the application set it */
 	int rcvtimeo_ms, sndtimeo_ms; /* SO_RCVTIMEO, SO_SNDTIMEO (0: none; sock_timeo_read) */
 	bool suspended;             /* copied by fork: resumed by the first call here */
+	bool fd_private;            /* |fd| is the library's copy (the application closed its own) */
 	bool shut_rd, shut_wr;
 	struct sock_opts o;
 
@@ -78,7 +79,6 @@ struct esock_sock {
 	struct esock_cq *cq;        /* send and receive completions */
 	struct esock_qp *qp;
 	struct esock_listener *lst; /* listening: reads MPA Requests without blocking */
-	int mpa_fd;                 /* SOCK_MPA_CONNECTING: the QP's socket until it takes it */
 	struct esock_mr *all_mr;    /* local-only key for sends from any caller memory */
 
 	/* Receive pool: rdepth buffers of rsize octets, ring of completed ones. */

@@ -132,6 +132,7 @@ static int make_qp(struct esock_sock *s)
 	qa.sq_sig_all = true;
 	if ((rc = esock_qp_create(&qa, &s->qp)) < 0)
 		return rc;
+	s->qp->fd_borrowed = true; /* it runs on the application's descriptor */
 	return sock_pool_setup(s);
 }
 
@@ -224,23 +225,16 @@ static int mpa_begin(struct esock_sock *s)
 {
 	struct esock_conn_param p;
 	uint8_t pd[256 + ESOCK_ANNOUNCE_LEN];
-	int hidden, rc;
+	int rc;
 
 	if ((rc = make_qp(s)) < 0) {
 		ended_setup(s, rc);
 		return rc;
 	}
-	if ((hidden = REAL(fcntl)(s->fd, F_DUPFD_CLOEXEC, 3)) < 0) {
-		rc = -errno;
-		ended_setup(s, rc);
-		return rc;
-	}
 	conn_param(s, &p, pd);
-	if ((rc = esock_qp_connect_start(s->qp, hidden, &p)) < 0) {
-		REAL(close)(hidden);
+	/* On the application's own descriptor: one per connection, as with plain TCP. */
+	if ((rc = esock_qp_connect_start(s->qp, s->fd, &p)) < 0)
 		return mpa_failed(s, rc);
-	}
-	s->mpa_fd = hidden;
 	s->st = SOCK_MPA_CONNECTING;
 	sock_stat_describe(s);
 	return 0;
@@ -264,18 +258,14 @@ static int mpa_step(struct esock_sock *s)
 	if (rc == -EINPROGRESS)
 		return rc;
 	if (rc == 0 && size_refused(s)) {
-		s->mpa_fd = -1; /* the QP's: its destruction resets the connection */
 		ended_setup(s, -EPROTO);
 		REAL(shutdown)(s->fd, SHUT_RDWR);
 		return -EPROTO;
 	}
 	if (rc == 0) {
-		s->mpa_fd = -1; /* the QP's now */
 		connected(s, true);
 		return 0;
 	}
-	REAL(close)(s->mpa_fd);
-	s->mpa_fd = -1;
 	return mpa_failed(s, rc);
 }
 
@@ -297,7 +287,7 @@ int sock_connect_progress(struct esock_sock *s, bool block)
 			return rc;
 	}
 	while (s->st == SOCK_MPA_CONNECTING) {
-		struct pollfd p = { .fd = s->mpa_fd, .events = POLLIN };
+		struct pollfd p = { .fd = s->fd, .events = POLLIN };
 
 		if ((rc = mpa_step(s)) != -EINPROGRESS)
 			return rc;
@@ -312,7 +302,7 @@ int sock_connect_progress(struct esock_sock *s, bool block)
 int sock_connect_watch(struct esock_sock *s, int *fd, short *events)
 {
 	if (s->st == SOCK_MPA_CONNECTING) {
-		*fd = s->mpa_fd;
+		*fd = s->fd;
 		*events = POLLIN;
 		return esock_qp_connect_wait_ms(s->qp);
 	}
@@ -441,9 +431,10 @@ static int hand_plain(struct esock_sock *ls, int fd, int flags)
 }
 
 /*
- * The passive MPA exchange of a connection whose Request is in: the
- * application gets its own descriptor (the lowest free, as accept gives),
- * the QP keeps the listener's.  Returns the descriptor or -errno.
+ * The passive MPA exchange of a connection whose Request is in.  The
+ * application and the QP share one descriptor, the lowest free (as accept
+ * gives); close-on-exec whatever |flags| say (connected()).  A failed
+ * exchange closes it (esock_reject, esock_accept).  Returns it or -errno.
  */
 static int hand_mpa(struct esock_sock *ls, struct esock_conn_req *req, int flags)
 {
@@ -452,15 +443,12 @@ static int hand_mpa(struct esock_sock *ls, struct esock_conn_req *req, int flags
 	struct esock_sock *s;
 	int fd, rc;
 
-	fd = REAL(fcntl)(esock_conn_req_fd(req), flags & SOCK_CLOEXEC ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
-	if (fd < 0) {
-		rc = -errno;
+	if ((fd = ep_conn_req_lowest_fd(req)) < 0) {
 		esock_reject(req, NULL, 0);
-		return rc;
+		return fd;
 	}
 	if ((rc = set_nonblock(fd, flags & SOCK_NONBLOCK)) < 0 || !(s = sock_new(fd))) {
 		esock_reject(req, NULL, 0);
-		REAL(close)(fd);
 		return rc < 0 ? rc : -ENOMEM;
 	}
 	s->nonblock = (flags & SOCK_NONBLOCK) != 0;
@@ -471,16 +459,20 @@ static int hand_mpa(struct esock_sock *ls, struct esock_conn_req *req, int flags
 		esock_conn_req_info(req, &ri);
 		heard(s, ri.private_data, ri.private_data_len);
 	}
+	/* Failing, the descriptor leaves the table before it is closed: its number is free then. */
 	if (size_refused(s)) {
+		sock_release_fd(fd);
 		esock_reject(req, NULL, 0);
-		rc = -EPROTO;
-	} else if ((rc = make_qp(s)) < 0) {
-		esock_reject(req, NULL, 0);
-	} else {
-		conn_param(s, &p, pd);
-		rc = esock_accept(req, s->qp, &p);
+		return -EPROTO;
 	}
-	if (rc < 0) {
+	if ((rc = make_qp(s)) < 0) {
+		sock_release_fd(fd);
+		esock_reject(req, NULL, 0);
+		return rc;
+	}
+	conn_param(s, &p, pd);
+	req->keep_fd = true;
+	if ((rc = esock_accept(req, s->qp, &p)) < 0) {
 		log_warn("fd %d: MPA accept failed (%s); connection closed", fd, strerror(-rc));
 		sock_close_fd(fd);
 		return rc;
@@ -545,15 +537,11 @@ void sock_teardown(struct esock_sock *s, bool graceful)
 	struct esock_qp *qp;
 
 	pthread_mutex_lock(&s->lock);
-	if (s->mpa_fd >= 0) { /* closed half-way through the MPA exchange */
-		REAL(close)(s->mpa_fd);
-		s->mpa_fd = -1;
-	}
 	if ((qp = s->qp)) {
 		if (s->suspended) {
 			/* A copy from fork: the other process may own the connection. */
 			ep_engine_del(qp);
-			if (qp->fd >= 0)
+			if (qp->fd >= 0 && !qp->fd_borrowed)
 				REAL(close)(qp->fd);
 			qp->fd = -1;
 		} else if (graceful && esock_qp_state(qp) == ESOCK_QPS_RTS) {

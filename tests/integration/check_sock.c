@@ -11,6 +11,7 @@
 
 #include <arpa/inet.h>
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -486,6 +487,86 @@ START_TEST(dup_keeps_connection)
 	ck_assert_int_eq(memcmp(buf, "pong", 4), 0);
 	close(fd);
 	echo_stop(&e);
+}
+END_TEST
+
+/* Open descriptors of this process. */
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+#define ONE_FD_CONNS 8
+
+struct acceptor_n {
+	int lfd, fds[ONE_FD_CONNS];
+};
+
+static void *accept_n(void *arg)
+{
+	struct acceptor_n *a = arg;
+
+	for (int i = 0; i < ONE_FD_CONNS; i++)
+		a->fds[i] = accept(a->lfd, NULL, NULL);
+	return NULL;
+}
+
+/*
+ * A DDPMODE connection costs one descriptor besides its own (its CQ's
+ * eventfd), on each end, as plain TCP costs none: the QP runs on the
+ * application's descriptor.
+ */
+START_TEST(one_descriptor_each)
+{
+	struct sockaddr_in sa;
+	struct acceptor_n a;
+	pthread_t th;
+	int cli[ONE_FD_CONNS], before, after;
+	char c = 'x';
+
+	a.lfd = listener(true, &sa);
+	{ /* the engine's own descriptors come with the first connection: not counted */
+		struct echo e;
+		int fd;
+
+		e.lfd = a.lfd;
+		e.total = 0;
+		ck_assert_int_eq(pthread_create(&e.th, NULL, echo_main, &e), 0);
+		fd = ddp_connect(&sa);
+		write_all(fd, &c, 1);
+		read_all(fd, &c, 1);
+		close(fd);
+		pthread_join(e.th, NULL);
+	}
+	before = open_fds();
+	ck_assert_int_eq(pthread_create(&th, NULL, accept_n, &a), 0);
+	for (int i = 0; i < ONE_FD_CONNS; i++)
+		cli[i] = ddp_connect(&sa);
+	pthread_join(th, NULL);
+	for (int i = 0; i < ONE_FD_CONNS; i++) {
+		ck_assert_int_ge(a.fds[i], 0);
+		write_all(cli[i], &c, 1);
+		read_all(a.fds[i], &c, 1);
+		write_all(a.fds[i], &c, 1);
+		read_all(cli[i], &c, 1);
+	}
+	after = open_fds();
+	ck_assert_msg(after - before <= 4 * ONE_FD_CONNS,
+		      "%d connections (both ends here) took %d descriptors (at most 4 each)",
+		      ONE_FD_CONNS, after - before);
+	for (int i = 0; i < ONE_FD_CONNS; i++) {
+		close(cli[i]);
+		close(a.fds[i]);
+	}
+	close(a.lfd);
 }
 END_TEST
 
@@ -1248,6 +1329,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, eof_and_epipe);
 	tcase_add_test(tc, half_close);
 	tcase_add_test(tc, dup_keeps_connection);
+	tcase_add_test(tc, one_descriptor_each);
 	tcase_add_test(tc, close_during_blocked_read);
 	tcase_add_test(tc, eintr);
 	tcase_add_test(tc, threads_share_fd);
