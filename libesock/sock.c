@@ -270,14 +270,13 @@ int sock_release_fd(int fd)
 	free(s->rdone);
 	free(s->rlen);
 	free(s->repost);
-	sock_region_free(s->sbuf, s->sbuf_len);
-	free(s->sfree);
+	sock_slots_release(s);
 	sock_stat_detach(s);
 	if (s->fd_private) /* the application's descriptors are all closed: ours goes too */
 		REAL(close)(s->fd);
 	s->fd_private = false;
-	s->rbuf = s->sbuf = NULL;
-	s->rdone = s->rlen = s->sfree = s->repost = NULL;
+	s->rbuf = NULL;
+	s->rdone = s->rlen = s->repost = NULL;
 	pthread_mutex_unlock(&s->lock);
 	sock_recycle(s);
 	return 0;

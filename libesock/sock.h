@@ -60,6 +60,9 @@ struct sock_eq;
 struct esock_stat_slot;
 struct user_op;
 
+#define SOCK_SLOT_SIZE 65536
+#define SOCK_SLOTS_MAX 16
+
 struct esock_sock {
 	pthread_mutex_t lock;       /* state below; never held while blocking */
 	atomic_int refs;            /* calls in progress */
@@ -92,12 +95,9 @@ struct esock_sock {
 	uint64_t rready;            /* octets ready to read */
 	uint32_t *repost, nrepost;  /* consumed buffers waiting to be posted again */
 
-	/* Send slots: sdepth slots of ssize octets for non-blocking writes. */
-	uint8_t *sbuf;              /* sock_region_alloc'd, sbuf_len octets */
-	size_t sbuf_len;
-	struct esock_mr *smr;
-	uint32_t *sfree;            /* stack of free slots */
-	uint32_t nsfree, sdepth, ssize;
+	/* Send slots taken from the process's pool (sock_slots.c), by Send in flight. */
+	uint32_t slots[SOCK_SLOTS_MAX];
+	uint32_t nslots;
 	uint32_t inflight;          /* sends posted, not yet completed */
 	uint64_t out_full;          /* times a write found no room (edge-triggered EPOLLOUT) */
 	uint64_t direct_seq, direct_done; /* blocking sends from caller memory */
@@ -162,6 +162,17 @@ static inline int sock_rq_depth(int rdepth)
  */
 void *sock_region_alloc(size_t len);
 void sock_region_free(void *p, size_t len);
+/* Slots held for Sends that will never complete (the QP is gone) go back. */
+void sock_slots_release(struct esock_sock *s);
+
+/*
+ * Send slots (sock_slots.c): a process-wide pool of SOCK_SLOT_SIZE blocks
+ * for non-blocking writes; a socket holds at most SOCK_SLOTS_MAX at a time.
+ * get: 0 or -ENOMEM.
+ */
+int sock_slot_get(uint32_t *id);
+uint8_t *sock_slot_addr(uint32_t id);
+void sock_slot_put(uint32_t id);
 
 /* A CQ for everything the socket's queues can hold: it never overflows. */
 static inline int sock_cq_depth(int rdepth)

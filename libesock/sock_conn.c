@@ -569,10 +569,8 @@ void sock_teardown(struct esock_sock *s, bool graceful)
 	sock_api_release(s);
 	if (s->rmr)
 		esock_mr_dereg(s->rmr);
-	if (s->smr)
-		esock_mr_dereg(s->smr);
 	if (s->all_mr)
 		esock_mr_dereg(s->all_mr);
-	s->rmr = s->smr = s->all_mr = NULL;
+	s->rmr = s->all_mr = NULL;
 	pthread_mutex_unlock(&s->lock);
 }

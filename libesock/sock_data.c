@@ -26,8 +26,6 @@
 #include "util/log.h"
 
 #define WAIT_SLICE_MS 100
-#define SEND_SLOTS 16
-#define SLOT_SIZE 65536
 
 /* ---- receive pool ---- */
 
@@ -119,23 +117,21 @@ int sock_pool_setup(struct esock_sock *s)
 	return 0;
 }
 
-static int slots_setup(struct esock_sock *s)
+/* A Send from slot |id| completed: the slot goes back to the pool. */
+static void slot_done(struct esock_sock *s, uint32_t id)
 {
-	int rc;
+	for (uint32_t i = 0; i < s->nslots; i++)
+		if (s->slots[i] == id) {
+			s->slots[i] = s->slots[--s->nslots];
+			sock_slot_put(id);
+			return;
+		}
+}
 
-	s->sdepth = SEND_SLOTS;
-	s->ssize = SLOT_SIZE;
-	s->sbuf_len = (size_t)s->sdepth * s->ssize;
-	s->sbuf = sock_region_alloc(s->sbuf_len);
-	s->sfree = calloc(s->sdepth, sizeof(*s->sfree));
-	if (!s->sbuf || !s->sfree)
-		return -ENOMEM;
-	if ((rc = esock_mr_reg(s->pd, s->sbuf, (size_t)s->sdepth * s->ssize, 0, 0, &s->smr)) < 0)
-		return rc;
-	for (uint32_t i = 0; i < s->sdepth; i++)
-		s->sfree[i] = s->sdepth - 1 - i;
-	s->nsfree = s->sdepth;
-	return 0;
+void sock_slots_release(struct esock_sock *s)
+{
+	while (s->nslots)
+		sock_slot_put(s->slots[--s->nslots]);
 }
 
 /* ---- completions ---- */
@@ -208,7 +204,7 @@ static void handle_wc(struct esock_sock *s, const struct esock_wc *wc)
 	case SOCK_WR_SLOT:
 	case SOCK_WR_DIRECT:
 		if (kind == SOCK_WR_SLOT)
-			s->sfree[s->nsfree++] = idx;
+			slot_done(s, idx);
 		else
 			s->direct_done++;
 		s->inflight--;
@@ -539,10 +535,8 @@ static ssize_t send_slots(struct esock_sock *s, const struct iovec *iov, int iov
 	int vi = 0, rc;
 	size_t vo = 0, sent = 0;
 
-	if (!s->sbuf && (rc = slots_setup(s)) < 0)
-		return rc;
-	if (chunk > s->ssize)
-		chunk = s->ssize;
+	if (chunk > SOCK_SLOT_SIZE)
+		chunk = SOCK_SLOT_SIZE;
 	while (sent < total) {
 		size_t len = total - sent < chunk ? total - sent : chunk, done = 0;
 		struct esock_sge sge;
@@ -552,15 +546,20 @@ static ssize_t send_slots(struct esock_sock *s, const struct iovec *iov, int iov
 		sock_drain(s);
 		if (s->err || s->tx_failed)
 			break;
-		if (!s->nsfree) {
+		if (s->nslots == SOCK_SLOTS_MAX) {
 			if (!block || (end >= 0 && ep_now_ms() >= end)) /* (SO_SNDTIMEO) */
 				break;
 			if (wait_some(s, end) == -EBADF)
 				return -EBADF;
 			continue;
 		}
-		slot = s->sfree[--s->nsfree];
-		dst = s->sbuf + (size_t)slot * s->ssize;
+		if ((rc = sock_slot_get(&slot)) < 0) {
+			if (sent)
+				break;
+			return rc;
+		}
+		s->slots[s->nslots++] = slot;
+		dst = sock_slot_addr(slot);
 		while (done < len) {
 			size_t take = iov[vi].iov_len - vo;
 
@@ -576,9 +575,9 @@ static ssize_t send_slots(struct esock_sock *s, const struct iovec *iov, int iov
 		}
 		sge.addr = (uintptr_t)dst;
 		sge.length = (uint32_t)len;
-		sge.lkey = esock_mr_stag(s->smr);
+		sge.lkey = esock_mr_stag(s->all_mr); /* (the whole address space, local access) */
 		if ((rc = post_send(s, SOCK_WR_SLOT | slot, &sge, 1)) < 0) {
-			s->sfree[s->nsfree++] = slot;
+			slot_done(s, slot);
 			if (rc == -ENOMEM && block && (end < 0 || ep_now_ms() < end)) {
 				/* send queue full: retry this chunk */
 				if (wait_some(s, end) == -EBADF)
@@ -679,7 +678,7 @@ unsigned sock_ready(struct esock_sock *s, unsigned events)
 				    esock_qp_state(s->qp) != ESOCK_QPS_RTS))
 			r |= POLLHUP;
 		if (!s->err && !s->tx_failed && !s->shut_wr && s->qp &&
-		    esock_qp_state(s->qp) == ESOCK_QPS_RTS && (!s->sbuf || s->nsfree))
+		    esock_qp_state(s->qp) == ESOCK_QPS_RTS && s->nslots < SOCK_SLOTS_MAX)
 			r |= POLLOUT | POLLWRNORM;
 	} else if (s->st == SOCK_FAILED) {
 		r = POLLERR | POLLHUP | POLLOUT;
