@@ -147,7 +147,7 @@ struct esock_sock {
  * extended API's operations (-EAGAIN beyond) share it.  Small, because every
  * slot of it is memory an idle connection keeps.
  */
-#define SOCK_SQ_DEPTH 64
+#define SOCK_SQ_DEPTH 32
 
 /* Receive queue depth for |rdepth| pool buffers (the extended API posts its own at 0). */
 static inline int sock_rq_depth(int rdepth)

@@ -111,7 +111,7 @@ struct esock_event {
 /*
  * Every call returns 0 (or a count, or a handle) or a negative errno.
  * Buffers given to send/recv/write/read belong to the library until their
- * event arrives.  A socket's send queue holds 64 operations (its own
+ * event arrives.  A socket's send queue holds 32 operations (its own
  * writes share it): send/write/read return -EAGAIN when it is full, until
  * events have come.  Operations complete on the event queue bound to the socket
  * for their type (bind_eq), in posting order per socket.
