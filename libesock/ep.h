@@ -64,21 +64,44 @@ int ep_mr_check_sge(const struct esock_pd *pd, const struct esock_sge *sge, unsi
 /* Remote invalidation (Send with Invalidate): 0, -ENOENT (not ours), -EINVAL. */
 int ep_mr_invalidate_remote(const struct esock_pd *pd, uint32_t stag);
 
+/*
+ * Who hears of a CQ's completions (only when armed, or while somebody sleeps
+ * on it): its own eventfd, made only for whoever asks for it (esock_cq_fd,
+ * esock_cq_arm: the endpoint API, poll and the extended API's event
+ * queues); watchers (an epoll set's doorbell, sock_epoll.c); and the
+ * threads sleeping in esock_cq_wait, each on an eventfd of its own.  So a
+ * connection watched by epoll costs no descriptor for its CQ.
+ */
+struct ep_cq_watch {
+	void (*fn)(void *arg, int key);
+	void *arg;
+	int key;
+};
+
 struct esock_cq {
 	struct ep_ring ring;   /* lock-free: many QPs produce, many threads poll */
 	struct esock_wc *wc;   /* slots */
 	atomic_bool overflow;
-	int efd;               /* eventfd: notifications and sleeping waiters */
+	_Atomic int efd;       /* its own eventfd, or -1 (none asked for) */
 	atomic_int armed;      /* 0, 1 any completion, 2 solicited only */
 	atomic_int sleepers;
 	atomic_int refs;       /* QPs bound */
-	pthread_mutex_t lock;  /* the bound-QP list only (bind, unbind, waiters) */
+	pthread_mutex_t lock;  /* the lists below */
 	struct esock_qp **qps; /* bound QPs, for progress while waiting */
 	int nqps, qcap;
+	struct ep_cq_watch *watch;
+	int nwatch, capwatch;
+	int *sleep_efd;        /* eventfds of the threads sleeping on it */
+	int nsleep, capsleep;
 };
 
 void ep_cq_push(struct esock_cq *cq, const struct esock_wc *wc, bool solicited);
 void ep_cq_kick(struct esock_cq *cq);
+/* Adds / removes a watcher (|fn| runs under the CQ's lock: it must not take it). 0 or -ENOMEM. */
+int ep_cq_watch(struct esock_cq *cq, void (*fn)(void *arg, int key), void *arg, int key);
+void ep_cq_unwatch(struct esock_cq *cq, void *arg, int key);
+/* Arms |cq| like esock_cq_arm without making it an eventfd; true when completions wait. */
+bool ep_cq_arm(struct esock_cq *cq, bool solicited_only);
 int ep_cq_bind(struct esock_cq *cq, struct esock_qp *qp);
 void ep_cq_unbind(struct esock_cq *cq, struct esock_qp *qp);
 

@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Completion queues: a lock-free ring (QPs progressed by several threads
- * complete into one CQ, several threads may poll it), an eventfd written only
- * when somebody sleeps or asked for a notification (no syscall per
- * completion otherwise), and the waiting call that makes the bound QPs
- * progress in the caller's thread.
+ * complete into one CQ, several threads may poll it), notifications only
+ * when somebody sleeps or asked for one (no syscall per completion
+ * otherwise; who hears of them: ep.h), and the waiting call that makes the
+ * bound QPs progress in the caller's thread.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,15 +65,7 @@ ESOCK_EXPORT int esock_cq_create(int depth, struct esock_cq **cq)
 		free(c);
 		return -ENOMEM;
 	}
-	c->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (c->efd < 0) {
-		int e = errno;
-
-		ep_ring_fini(&c->ring);
-		free(c->wc);
-		free(c);
-		return -e;
-	}
+	atomic_init(&c->efd, -1); /* made when asked for (esock_cq_fd) */
 	pthread_mutex_init(&c->lock, NULL);
 	*cq = c;
 	return 0;
@@ -84,10 +77,13 @@ ESOCK_EXPORT int esock_cq_destroy(struct esock_cq *cq)
 		return -EINVAL;
 	if (atomic_load(&cq->refs))
 		return -EBUSY;
-	REAL(close)(cq->efd);
+	if (atomic_load(&cq->efd) >= 0)
+		REAL(close)(atomic_load(&cq->efd));
 	pthread_mutex_destroy(&cq->lock);
 	ep_ring_fini(&cq->ring);
 	free(cq->qps);
+	free(cq->watch);
+	free(cq->sleep_efd);
 	free(cq->wc);
 	free(cq);
 	return 0;
@@ -98,6 +94,59 @@ static void kick_fd(int fd)
 	uint64_t one = 1;
 
 	(void)!REAL(write)(fd, &one, sizeof(one));
+}
+
+/* Tells everybody who listens (ep.h). */
+static void notify(struct esock_cq *cq)
+{
+	int efd = atomic_load(&cq->efd);
+
+	if (efd >= 0)
+		kick_fd(efd);
+	pthread_mutex_lock(&cq->lock);
+	for (int i = 0; i < cq->nwatch; i++)
+		cq->watch[i].fn(cq->watch[i].arg, cq->watch[i].key);
+	for (int i = 0; i < cq->nsleep; i++)
+		kick_fd(cq->sleep_efd[i]);
+	pthread_mutex_unlock(&cq->lock);
+}
+
+/* Grows |*arr| (|*cap| entries of |size|) to hold one more.  0 or -ENOMEM. */
+static int room(void **arr, int *cap, int n, size_t size)
+{
+	void *a;
+	int nc;
+
+	if (n < *cap)
+		return 0;
+	nc = *cap ? *cap * 2 : 4;
+	if (!(a = realloc(*arr, (size_t)nc * size)))
+		return -ENOMEM;
+	*arr = a;
+	*cap = nc;
+	return 0;
+}
+
+int ep_cq_watch(struct esock_cq *cq, void (*fn)(void *arg, int key), void *arg, int key)
+{
+	int rc;
+
+	pthread_mutex_lock(&cq->lock);
+	if ((rc = room((void **)&cq->watch, &cq->capwatch, cq->nwatch, sizeof(*cq->watch))) == 0)
+		cq->watch[cq->nwatch++] = (struct ep_cq_watch){ fn, arg, key };
+	pthread_mutex_unlock(&cq->lock);
+	return rc;
+}
+
+void ep_cq_unwatch(struct esock_cq *cq, void *arg, int key)
+{
+	pthread_mutex_lock(&cq->lock);
+	for (int i = 0; i < cq->nwatch; i++)
+		if (cq->watch[i].arg == arg && cq->watch[i].key == key) {
+			cq->watch[i] = cq->watch[--cq->nwatch];
+			break;
+		}
+	pthread_mutex_unlock(&cq->lock);
 }
 
 void ep_cq_push(struct esock_cq *cq, const struct esock_wc *wc, bool solicited)
@@ -117,9 +166,9 @@ void ep_cq_push(struct esock_cq *cq, const struct esock_wc *wc, bool solicited)
 	armed = atomic_load(&cq->armed);
 	if (armed && (armed == 1 || solicited || wc->status != ESOCK_WC_SUCCESS) &&
 	    atomic_compare_exchange_strong(&cq->armed, &armed, 0))
-		kick_fd(cq->efd);
+		notify(cq);
 	else if (atomic_load(&cq->sleepers))
-		kick_fd(cq->efd);
+		notify(cq);
 }
 
 /*
@@ -134,7 +183,7 @@ void ep_cq_kick(struct esock_cq *cq)
 	atomic_thread_fence(memory_order_seq_cst);
 	if ((armed && atomic_compare_exchange_strong(&cq->armed, &armed, 0)) ||
 	    atomic_load(&cq->sleepers))
-		kick_fd(cq->efd);
+		notify(cq);
 }
 
 ESOCK_EXPORT int esock_cq_poll(struct esock_cq *cq, int n, struct esock_wc *wc)
@@ -152,16 +201,41 @@ ESOCK_EXPORT int esock_cq_poll(struct esock_cq *cq, int n, struct esock_wc *wc)
 
 ESOCK_EXPORT int esock_cq_fd(struct esock_cq *cq)
 {
-	return cq->efd;
+	int fd = atomic_load(&cq->efd), none = -1;
+
+	if (fd >= 0)
+		return fd;
+	if ((fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+		return -errno;
+	if (!atomic_compare_exchange_strong(&cq->efd, &none, fd)) { /* another thread was first */
+		REAL(close)(fd);
+		fd = none;
+	}
+	return fd;
+}
+
+bool ep_cq_arm(struct esock_cq *cq, bool solicited_only)
+{
+	int fd = atomic_load(&cq->efd);
+
+	if (fd >= 0) {
+		uint64_t v;
+
+		(void)!REAL(read)(fd, &v, sizeof(v));
+	}
+	atomic_store(&cq->armed, solicited_only ? 2 : 1);
+	/* The arm must be visible before we look (ep_cq_push publishes, then looks at armed). */
+	atomic_thread_fence(memory_order_seq_cst);
+	return ep_ring_count(&cq->ring) > 0;
 }
 
 ESOCK_EXPORT int esock_cq_arm(struct esock_cq *cq, bool solicited_only)
 {
-	uint64_t v;
+	int fd = esock_cq_fd(cq); /* arming asks for a notification: its eventfd */
 
-	(void)!REAL(read)(cq->efd, &v, sizeof(v));
-	atomic_store(&cq->armed, solicited_only ? 2 : 1);
-	return ep_ring_count(&cq->ring) > 0;
+	if (fd < 0)
+		return fd;
+	return ep_cq_arm(cq, solicited_only);
 }
 
 int ep_cq_bind(struct esock_cq *cq, struct esock_qp *qp)
@@ -230,8 +304,61 @@ static void unpin(struct esock_qp **qps, int m, int64_t now_ms)
 	}
 }
 
+/*
+ * The calling thread's eventfd for sleeping on CQs (closed when the thread
+ * ends): one per thread, not one per CQ.
+ */
+static __thread int my_efd = -1;
+static pthread_key_t efd_key;
+static pthread_once_t efd_once = PTHREAD_ONCE_INIT;
+
+static void efd_close(void *arg)
+{
+	int *fd = arg;
+
+	if (*fd >= 0)
+		REAL(close)(*fd);
+	*fd = -1;
+}
+
+static void efd_key_init(void)
+{
+	pthread_key_create(&efd_key, efd_close);
+}
+
+static int thread_efd(void)
+{
+	if (my_efd < 0 && (my_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) >= 0) {
+		pthread_once(&efd_once, efd_key_init);
+		pthread_setspecific(efd_key, &my_efd);
+	}
+	return my_efd;
+}
+
+/* Counts the caller as sleeping on |cq| (its eventfd kicked by every notification). */
+static void sleeper_add(struct esock_cq *cq, int efd)
+{
+	pthread_mutex_lock(&cq->lock);
+	if (efd >= 0 && room((void **)&cq->sleep_efd, &cq->capsleep, cq->nsleep, sizeof(int)) == 0)
+		cq->sleep_efd[cq->nsleep++] = efd;
+	pthread_mutex_unlock(&cq->lock);
+	atomic_fetch_add(&cq->sleepers, 1);
+}
+
+static void sleeper_del(struct esock_cq *cq, int efd)
+{
+	atomic_fetch_sub(&cq->sleepers, 1);
+	pthread_mutex_lock(&cq->lock);
+	for (int i = 0; i < cq->nsleep; i++)
+		if (cq->sleep_efd[i] == efd) {
+			cq->sleep_efd[i] = cq->sleep_efd[--cq->nsleep];
+			break;
+		}
+	pthread_mutex_unlock(&cq->lock);
+}
+
 /* Sleeps until a socket of |qps| is readable or a completion is kicked in. */
-static int sleep_on(struct esock_cq *cq, struct esock_qp **qps, int m, int left)
+static int sleep_on(struct esock_cq *cq, struct esock_qp **qps, int m, int left, int efd)
 {
 	struct pollfd pfd[WAIT_FDS + 1];
 	int nfd = 0, rc;
@@ -247,14 +374,15 @@ static int sleep_on(struct esock_cq *cq, struct esock_qp **qps, int m, int left)
 			pfd[nfd++].revents = 0;
 		}
 	}
-	pfd[nfd].fd = cq->efd;
+	(void)cq;
+	pfd[nfd].fd = efd; /* (-1 without one: then the sockets and the timeout only) */
 	pfd[nfd].events = POLLIN;
 	pfd[nfd].revents = 0;
-	rc = REAL(poll)(pfd, (nfds_t)nfd + 1, left);
+	rc = REAL(poll)(pfd, (nfds_t)nfd + 1, left < 0 && efd < 0 ? 10 : left);
 	if (pfd[nfd].revents & POLLIN) {
 		uint64_t v;
 
-		(void)!REAL(read)(cq->efd, &v, sizeof(v));
+		(void)!REAL(read)(efd, &v, sizeof(v));
 	}
 	return rc < 0 ? -errno : rc;
 }
@@ -292,7 +420,7 @@ ESOCK_EXPORT int esock_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, 
 {
 	struct esock_qp *qps[WAIT_FDS];
 	int64_t t, end, spin_end;
-	int m, got, rc;
+	int m, got, rc, efd;
 
 	if ((got = esock_cq_poll(cq, n, wc)))
 		return got;
@@ -309,6 +437,7 @@ ESOCK_EXPORT int esock_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, 
 		if ((got = progress_pinned(cq, qps, &m, n, wc)))
 			goto out;
 	}
+	efd = thread_efd();
 	for (;;) {
 		int left = -1;
 
@@ -325,13 +454,13 @@ ESOCK_EXPORT int esock_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, 
 				if (left < 0 || l < left)
 					left = (int)l;
 			}
-		atomic_fetch_add(&cq->sleepers, 1);
+		sleeper_add(cq, efd);
 		if ((got = esock_cq_poll(cq, n, wc))) {
-			atomic_fetch_sub(&cq->sleepers, 1);
+			sleeper_del(cq, efd);
 			break;
 		}
-		rc = sleep_on(cq, qps, m, left);
-		atomic_fetch_sub(&cq->sleepers, 1);
+		rc = sleep_on(cq, qps, m, left, efd);
+		sleeper_del(cq, efd);
 		t = now_us();
 		if ((got = progress_pinned(cq, qps, &m, n, wc)))
 			break;

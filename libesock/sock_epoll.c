@@ -3,13 +3,18 @@
  * epoll for DDPMODE sockets.  The kernel's readiness of the TCP socket is
  * not the application's (the engine reads the socket; a message may be
  * buffered while the socket looks empty), so a DDPMODE socket is watched
- * through another descriptor: its CQ's eventfd (a listener: its poll
- * descriptor, ep_listen.c).  epoll_ctl registers that descriptor in the
- * application's epoll instance with a marker value (a per-process random
- * high half whose top bit is set, never a user-space pointer, and the
- * application's fd in the low half), and epoll_wait turns marker events back
- * into the application's events and data after asking the socket layer
- * (sock_ready).  Marker values never reach the application.
+ * through its CQ: the set has one doorbell (an eventfd in the application's
+ * epoll instance) and a list of kicked descriptors, and each socket's CQ
+ * has the set as a watcher (ep_cq_watch), which notes the socket and rings
+ * the bell once until the next look.  So a connection costs no descriptor
+ * for this, and a thousand completions between two epoll_wait calls wake
+ * the application once.  A listener is watched through its poll descriptor
+ * (ep_listen.c), in the kernel's set.  Both are registered with a marker
+ * value (a per-process random high half whose top bit is set, never a
+ * user-space pointer; the low half is the application's fd, or all ones
+ * for the doorbell), and epoll_wait turns marker events back into the
+ * application's events and data after asking the socket layer (sock_ready).
+ * Marker values never reach the application.
  *
  * Cost is per ready entry, not per entry: an entry is looked at only when
  * its marker event fired, when it was just added or modified, when it is
@@ -29,6 +34,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,7 +45,8 @@
 
 struct ep_entry {
 	int fd;                  /* the application's descriptor */
-	int wfd;                 /* what the kernel's set watches for it */
+	int wfd;                 /* what the kernel's set watches for it (a listener), or -1 */
+	struct esock_cq *wcq;    /* the CQ that rings the set's doorbell for it, or NULL */
 	struct esock_sock *s;
 	struct epoll_event ev;   /* what the application registered */
 	bool disabled;           /* EPOLLONESHOT fired */
@@ -54,7 +61,15 @@ struct epset {
 	int capfd, n;
 	struct ep_entry **q;     /* entries to look at before the next sleep */
 	int nq, capq;
+	int bell;                /* the doorbell eventfd, or -1; in the kernel's set when in_kernel */
+	bool bell_in_kernel;
+	pthread_mutex_t kick_lock; /* (a leaf lock: taken under CQ locks) the list below */
+	int *kicked, nkicked, capkicked;
+	bool kick_lost;          /* the list could not grow: look at every entry */
+	bool rung;               /* the bell rang since the last look at the list */
 };
+
+#define BELL_KEY 0xffffffffu /* the low half of the doorbell's marker */
 
 atomic_int sock_epoll_regs; /* DDPMODE entries in all sets: 0 lets epoll_wait pass */
 atomic_bool sock_epoll_used; /* a marker was ever registered (pass-through filters them) */
@@ -70,6 +85,16 @@ static void init_marker(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	marker_hi = ((uint64_t)(0x80000000u | ((uint32_t)ts.tv_nsec ^ (uint32_t)getpid() << 12)))
 		    << 32;
+}
+
+static uint64_t mark_of(int fd)
+{
+	return marker_hi | (uint32_t)fd;
+}
+
+static bool is_mark(const struct epoll_event *ev)
+{
+	return (ev->data.u64 & 0xffffffff00000000ull) == marker_hi;
 }
 
 static struct epset *set_of(int epfd, bool create)
@@ -95,6 +120,8 @@ static struct epset *set_of(int epfd, bool create)
 		st = sets[epfd];
 		if (!st && create && (st = calloc(1, sizeof(*st)))) {
 			pthread_mutex_init(&st->lock, NULL);
+			pthread_mutex_init(&st->kick_lock, NULL);
+			st->bell = -1;
 			sets[epfd] = st;
 		}
 	}
@@ -136,10 +163,87 @@ static void dequeue(struct epset *st, struct ep_entry *e)
 	e->queued = false;
 }
 
+/*
+ * A CQ watcher (under that CQ's lock): the socket of |fd| has news.  Notes
+ * it and rings the bell, once until the next look at the list.
+ */
+static void set_kick(void *arg, int fd)
+{
+	struct epset *st = arg;
+	bool ring;
+
+	pthread_mutex_lock(&st->kick_lock);
+	if (st->nkicked == st->capkicked) {
+		int nc = st->capkicked ? st->capkicked * 2 : 64;
+		int *k = realloc(st->kicked, (size_t)nc * sizeof(*k));
+
+		if (k) {
+			st->kicked = k;
+			st->capkicked = nc;
+		}
+	}
+	if (st->nkicked < st->capkicked)
+		st->kicked[st->nkicked++] = fd;
+	else
+		st->kick_lost = true;
+	ring = !st->rung;
+	st->rung = true;
+	pthread_mutex_unlock(&st->kick_lock);
+	if (ring) {
+		uint64_t one = 1;
+
+		(void)!REAL(write)(st->bell, &one, sizeof(one));
+	}
+}
+
+static void enqueue(struct epset *st, struct ep_entry *e);
+
+/* The bell rang: the kicked entries are looked at next (st->lock held). */
+static void bell_rang(struct epset *st)
+{
+	uint64_t v;
+	bool lost;
+
+	(void)!REAL(read)(st->bell, &v, sizeof(v));
+	pthread_mutex_lock(&st->kick_lock);
+	for (int i = 0; i < st->nkicked; i++) {
+		int fd = st->kicked[i];
+
+		if (fd >= 0 && fd < st->capfd && st->byfd[fd])
+			enqueue(st, st->byfd[fd]);
+	}
+	st->nkicked = 0;
+	lost = st->kick_lost;
+	st->kick_lost = false;
+	st->rung = false;
+	pthread_mutex_unlock(&st->kick_lock);
+	if (lost)
+		for (int fd = 0; fd < st->capfd; fd++)
+			if (st->byfd[fd])
+				enqueue(st, st->byfd[fd]);
+}
+
+/* The set's doorbell, in the kernel's set |epfd| (st->lock held).  0 or -errno. */
+static int bell_ready(struct epset *st, int epfd)
+{
+	struct epoll_event mark = { .events = EPOLLIN, .data.u64 = marker_hi | BELL_KEY };
+
+	if (st->bell < 0 && (st->bell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+		return -errno;
+	if (!st->bell_in_kernel) {
+		if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, st->bell, &mark) < 0)
+			return -errno;
+		st->bell_in_kernel = true;
+	}
+	return 0;
+}
+
 /* Forgets entry |e| of |st| (lock held); |kernel|: also out of the kernel's set |epfd|. */
 static void remove_entry(struct epset *st, int epfd, struct ep_entry *e, bool kernel)
 {
-	if (kernel)
+	if (e->wcq)
+		ep_cq_unwatch(e->wcq, st, e->fd);
+	if (kernel && e->wfd >= 0)
 		REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, e->wfd, NULL);
 	dequeue(st, e);
 	st->byfd[e->fd] = NULL;
@@ -159,11 +263,23 @@ void sock_epoll_fresh(int epfd)
 	for (int fd = 0; fd < st->capfd && st->n; fd++)
 		if (st->byfd[fd])
 			remove_entry(st, epfd, st->byfd[fd], false);
+	/* No CQ rings the old bell any more (unwatched): it goes, the new set gets its own. */
+	if (st->bell >= 0)
+		REAL(close)(st->bell);
+	st->bell = -1;
+	st->bell_in_kernel = false;
+	pthread_mutex_lock(&st->kick_lock);
+	st->nkicked = 0;
+	st->rung = st->kick_lost = false;
+	pthread_mutex_unlock(&st->kick_lock);
 	pthread_mutex_unlock(&st->lock);
 }
 
-/* Remembers in |s| that (epfd, fd) names it, so that its close finds it at once. */
-static void reg_add(struct esock_sock *s, int epfd, int fd)
+/*
+ * Remembers in |s| that (epfd, fd) names it, so that its close finds it at
+ * once (and its CQ is unwatched before it goes).  0 or -ENOMEM.
+ */
+static int reg_add(struct esock_sock *s, int epfd, int fd)
 {
 	pthread_mutex_lock(&s->lock);
 	if (s->nepregs == s->capepregs) {
@@ -172,13 +288,14 @@ static void reg_add(struct esock_sock *s, int epfd, int fd)
 
 		if (!n) {
 			pthread_mutex_unlock(&s->lock);
-			return;
+			return -ENOMEM;
 		}
 		s->epregs = n;
 		s->capepregs = nc;
 	}
 	s->epregs[s->nepregs++] = (struct sock_epreg){ .epfd = epfd, .fd = fd };
 	pthread_mutex_unlock(&s->lock);
+	return 0;
 }
 
 static void reg_del(struct esock_sock *s, int epfd, int fd)
@@ -230,28 +347,49 @@ static uint64_t rx_gen(struct esock_sock *s)
 	return s->stats->rx_msgs + (s->eof ? 1u << 30 : 0) + (s->err ? 1u << 31 : 0);
 }
 
-/* What the application's epoll instance watches for |s|: its CQ's eventfd, or a listener's poll fd. */
+/* A listener's poll descriptor (in the kernel's set), or -1: its CQ rings the bell. */
 static int watched_fd(struct esock_sock *s)
 {
-	if (s->st == SOCK_LISTENING && s->lst)
-		return esock_listener_poll_fd(s->lst);
-	return s->cq ? esock_cq_fd(s->cq) : -1;
+	return s->st == SOCK_LISTENING && s->lst ? esock_listener_poll_fd(s->lst) : -1;
 }
 
-static uint64_t mark_of(int fd)
+/*
+ * Watches |e|'s socket the way its state asks (st->lock held): a listener's
+ * poll descriptor in the kernel's set, else its CQ through the bell.
+ * 0 or -errno.
+ */
+static int watch(struct epset *st, int epfd, struct ep_entry *e)
 {
-	return marker_hi | (uint32_t)fd;
-}
+	struct esock_sock *s = e->s;
+	int wfd = watched_fd(s), rc;
 
-static bool is_mark(const struct epoll_event *ev)
-{
-	return (ev->data.u64 & 0xffffffff00000000ull) == marker_hi;
+	if (wfd >= 0) {
+		struct epoll_event mark = { .events = EPOLLIN, .data.u64 = mark_of(e->fd) };
+
+		if (wfd == e->wfd)
+			return 0;
+		if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, wfd, &mark) < 0)
+			return -errno;
+		if (e->wfd >= 0)
+			REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, e->wfd, NULL);
+		e->wfd = wfd;
+		if (e->wcq) { /* it began to listen */
+			ep_cq_unwatch(e->wcq, st, e->fd);
+			e->wcq = NULL;
+		}
+		return 0;
+	}
+	if (e->wcq || !s->cq)
+		return 0;
+	if ((rc = bell_ready(st, epfd)) < 0 || (rc = ep_cq_watch(s->cq, set_kick, st, e->fd)) < 0)
+		return rc;
+	e->wcq = s->cq;
+	return 0;
 }
 
 int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_event *ev)
 {
 	struct epset *st = set_of(epfd, true);
-	struct epoll_event mark = { .events = EPOLLIN, .data.u64 = mark_of(fd) };
 	struct ep_entry *e;
 	int rc = 0;
 
@@ -294,10 +432,14 @@ int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_
 		e->s = s;
 		e->ev = *ev;
 		e->seen_rx = e->seen_out = ~0ull;
-		e->wfd = watched_fd(s);
+		e->wfd = -1;
 		/* The kernel checks epfd and gives its errors (EBADF, EINVAL, ELOOP). */
-		if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, e->wfd, &mark) < 0) {
-			rc = -errno;
+		if ((rc = reg_add(s, epfd, fd)) < 0) {
+			free(e);
+			break;
+		}
+		if ((rc = watch(st, epfd, e)) < 0) {
+			reg_del(s, epfd, fd);
 			free(e);
 			break;
 		}
@@ -306,7 +448,6 @@ int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_
 		st->n++;
 		atomic_fetch_add(&sock_epoll_regs, 1);
 		enqueue(st, e); /* a first look at the next wait */
-		reg_add(s, epfd, fd);
 		break;
 	case EPOLL_CTL_MOD:
 		if (!e) {
@@ -338,12 +479,12 @@ int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_
  * |*again|: look at it before the next sleep too (connecting, or
  * level-triggered and ready).
  */
-static uint32_t entry_events(int epfd, struct ep_entry *e, bool *again, bool *pending)
+static uint32_t entry_events(struct epset *st, int epfd, struct ep_entry *e, bool *again,
+			     bool *pending)
 {
 	struct esock_sock *s = e->s;
 	uint32_t want = e->ev.events, r;
 	bool et = want & EPOLLET;
-	int wfd;
 
 	*again = false;
 	if (e->disabled)
@@ -355,14 +496,9 @@ static uint32_t entry_events(int epfd, struct ep_entry *e, bool *again, bool *pe
 	/* Connecting (TCP or MPA): sock_ready drives the exchange; its events do not kick the CQ. */
 	if (s->st == SOCK_TCP_CONNECTING || s->st == SOCK_MPA_CONNECTING)
 		*again = *pending = true;
-	/* It began to listen (or got its CQ) after it was added: watch the right descriptor. */
-	if ((wfd = watched_fd(s)) >= 0 && wfd != e->wfd) {
-		struct epoll_event mark = { .events = EPOLLIN, .data.u64 = mark_of(e->fd) };
-
-		REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, e->wfd, NULL);
-		if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, wfd, &mark) == 0)
-			e->wfd = wfd;
-	}
+	/* It began to listen after it was added: watch its poll descriptor instead. */
+	if (watched_fd(s) != e->wfd)
+		(void)watch(st, epfd, e);
 	r = sock_ready(s, want & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI));
 	if (et) {
 		uint64_t g = rx_gen(s);
@@ -400,7 +536,7 @@ static bool rearm(struct ep_entry *e)
 
 	if (!cq || atomic_load(&cq->armed))
 		return false; /* still armed: nothing came since */
-	return esock_cq_arm(cq, false) != 0;
+	return ep_cq_arm(cq, false);
 }
 
 /*
@@ -423,7 +559,7 @@ static int collect(struct epset *st, int epfd, struct epoll_event *out, int max,
 			e->queued = false;
 			continue;
 		}
-		r = entry_events(epfd, e, &again, pending);
+		r = entry_events(st, epfd, e, &again, pending);
 		if (r) {
 			out[n].events = r;
 			out[n++].data = e->ev.data;
@@ -449,6 +585,12 @@ static int sort_kernel(struct epset *st, struct epoll_event *out, int from, int 
 	for (int i = from; i < from + kn; i++) {
 		if (!is_mark(&out[i])) {
 			out[n++] = out[i];
+			continue;
+		}
+		if ((uint32_t)out[i].data.u64 == BELL_KEY) {
+			if (st->bell >= 0)
+				bell_rang(st);
+			*marks = true;
 			continue;
 		}
 		struct ep_entry *e = find(st, (int)(uint32_t)out[i].data.u64);
