@@ -251,6 +251,15 @@ struct esock_qp {
 	 * (ep_engine_move).
 	 */
 	bool fd_borrowed;
+	/*
+	 * Its input is read by the calls of whoever waits for it (a socket:
+	 * read, poll, epoll_wait, esock_cq_wait), as a TCP socket's is: the
+	 * engine watches it only while a responder holds for the first FPDU, so
+	 * no thread wake-up sits between the wire and the application.  Set by
+	 * the socket layer before the QP starts (ep_engine_lazy_ok); off for
+	 * sockets that expose memory to one-sided operations.
+	 */
+	bool lazy;
 	_Atomic int state;          /* enum esock_qp_state */
 	atomic_int refs;            /* engine references */
 	atomic_bool busy;           /* progress token */
@@ -358,6 +367,10 @@ int ep_engine_add(struct esock_qp *qp);
 /* Test seam: when set, called inside ep_engine_add after the epoll ADD (tests widen that window). */
 extern void (*ep_engine_add_gap)(struct esock_qp *qp);
 void ep_engine_del(struct esock_qp *qp);
+/* True when QPs may leave their input to their callers (the engine does not busy-poll). */
+bool ep_engine_lazy_ok(void);
+/* The engine's interest in |qp| follows a change of qp->lazy or qp->tx_hold. */
+void ep_engine_refresh(struct esock_qp *qp);
 /*
  * Moves |qp| to descriptor |nfd| (a dup of its socket) while it runs: the
  * progress token is taken, the engine watches |nfd| instead.  0 or -errno.

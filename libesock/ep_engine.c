@@ -59,6 +59,7 @@ static bool push_u32(uint32_t **a, uint32_t *n, uint32_t *cap, uint32_t v)
 }
 
 static void fork_handlers(void);
+static void modify(struct esock_qp *qp);
 
 int ep_qpn_alloc(struct esock_qp *qp)
 {
@@ -138,14 +139,11 @@ static void reattach_idle(void)
 		    (atomic_load(&qp->attended) || now - atomic_load(&qp->left_ms) < EP_REATTACH_MS)) {
 			nums[k] = qp->num; /* still waited on: keep it */
 		} else if (atomic_load(&qp->detached)) {
-			struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.u32 = qp->num };
-
 			pthread_mutex_lock(&qp->eng_lock);
 			if (atomic_load(&qp->detached) && !atomic_load(&qp->attended) &&
 			    atomic_load(&qp->in_engine)) {
-				ev.events |= qp->pollout ? EPOLLOUT : 0;
-				REAL(epoll_ctl)(epfd, EPOLL_CTL_MOD, qp->fd, &ev);
 				atomic_store(&qp->detached, false);
+				modify(qp);
 				atomic_fetch_sub(&ndetached, 1);
 			}
 			pthread_mutex_unlock(&qp->eng_lock);
@@ -307,10 +305,22 @@ static void engine_start(void)
 		 cpu ? ", CPU " : "", cpu ? cpu : "");
 }
 
+/* Input: unless a waiter reads it (detached) or its callers do (lazy, once the hold is over). */
+static bool watch_in(const struct esock_qp *qp)
+{
+	return !atomic_load(&qp->detached) && (!qp->lazy || qp->tx_hold);
+}
+
+/* (Edge-triggered always: a hang-up, reported whatever the mask, must not repeat.) */
 static uint32_t events_of(const struct esock_qp *qp)
 {
-	return (atomic_load(&qp->detached) ? 0 : EPOLLIN | EPOLLRDHUP | EPOLLET) |
-	       (qp->pollout ? EPOLLOUT | EPOLLET : 0);
+	return EPOLLET | (watch_in(qp) ? EPOLLIN | EPOLLRDHUP : 0) | (qp->pollout ? EPOLLOUT : 0);
+}
+
+bool ep_engine_lazy_ok(void)
+{
+	pthread_once(&started, engine_start);
+	return !spin;
 }
 
 void (*ep_engine_add_gap)(struct esock_qp *qp);
@@ -388,6 +398,13 @@ static void modify(struct esock_qp *qp)
 		log_error("[qp %u fd %d] engine: epoll_ctl MOD: %s", qp->num, qp->fd, strerror(errno));
 }
 
+void ep_engine_refresh(struct esock_qp *qp)
+{
+	pthread_mutex_lock(&qp->eng_lock);
+	modify(qp);
+	pthread_mutex_unlock(&qp->eng_lock);
+}
+
 void ep_engine_want_out(struct esock_qp *qp, bool on)
 {
 	pthread_mutex_lock(&qp->eng_lock);
@@ -398,7 +415,8 @@ void ep_engine_want_out(struct esock_qp *qp, bool on)
 
 void ep_engine_detach(struct esock_qp *qp)
 {
-	if (atomic_load(&qp->detached) || !atomic_load(&qp->in_engine))
+	/* (A lazy QP past its hold: the engine does not watch its input anyway.) */
+	if (atomic_load(&qp->detached) || !atomic_load(&qp->in_engine) || (qp->lazy && !qp->tx_hold))
 		return;
 	pthread_mutex_lock(&qp->eng_lock);
 	if (!atomic_load(&qp->detached) && atomic_load(&qp->in_engine)) {

@@ -412,6 +412,8 @@ static void on_end(struct esock_qp *qp)
 
 	if (qp->tx_hold) { /* the initiator's first FPDU (RTR or not) came and was valid */
 		qp->tx_hold = false;
+		if (qp->lazy) /* from now on its callers read its input */
+			ep_engine_refresh(qp);
 		/* Not before: the ACK of our Reply, made on our CPU, was the last segment in. */
 		ep_sockbuf_tune(qp);
 		atomic_fetch_or(&qp->want, EP_WANT_TX);

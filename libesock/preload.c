@@ -595,7 +595,7 @@ API int ioctl(int fd, unsigned long req, ...)
 		return REAL(ioctl)(fd, req, arg);
 	if (req == FIONREAD && arg) {
 		pthread_mutex_lock(&s->lock);
-		sock_drain(s);
+		sock_pull(s);
 		*(int *)arg = (int)(s->o.msgmode && s->rcount
 				    ? s->rlen[s->rdone[s->rhead]] : s->rready > 0x7fffffff
 				    ? 0x7fffffff : s->rready);

@@ -75,6 +75,12 @@ struct esock_sock {
 	int rcvtimeo_ms, sndtimeo_ms; /* SO_RCVTIMEO, SO_SNDTIMEO (0: none; sock_timeo_read) */
 	bool suspended;             /* copied by fork: resumed by the first call here */
 	bool fd_private;            /* |fd| is the library's copy (the application closed its own) */
+	/*
+	 * The extended API was used (registrations, operations, event queues):
+	 * its completions and one-sided targets progress without the
+	 * application's calls, so the engine reads the QP (not lazy).
+	 */
+	bool async_api;
 	bool shut_rd, shut_wr;
 	struct sock_opts o;
 
@@ -162,6 +168,10 @@ static inline int sock_rq_depth(int rdepth)
  */
 void *sock_region_alloc(size_t len);
 void sock_region_free(void *p, size_t len);
+/* The extended API is in use on |s| (lock held): the engine reads its QP from now on. */
+void sock_api_async(struct esock_sock *s);
+/* Reads what its QP has waiting (a lazy QP: sock_data.c), then takes completions.  Lock held. */
+void sock_pull(struct esock_sock *s);
 /* Slots held for Sends that will never complete (the QP is gone) go back. */
 void sock_slots_release(struct esock_sock *s);
 

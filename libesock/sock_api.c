@@ -194,6 +194,7 @@ static int api_bind_eq(int fd, unsigned ops, int h)
 		return -EINVAL;
 	}
 	pthread_mutex_lock(&s->lock);
+	sock_api_async(s);
 	if (!s->cq)
 		rc = -ENOTCONN;
 	else if ((rc = eq_attach(q, s)) == 0)
@@ -259,6 +260,7 @@ static int post(int fd, int op, void *buf, size_t len, uint64_t raddr, uint32_t 
 		return -EMSGSIZE;
 	}
 	pthread_mutex_lock(&s->lock);
+	sock_api_async(s);
 	if (s->st != SOCK_CONNECTED || !s->qp) {
 		rc = -ENOTCONN;
 		goto out;
@@ -389,6 +391,16 @@ static int api_eq_poll(int h, struct esock_event *ev, int n, int timeout_ms)
 	}
 }
 
+void sock_api_async(struct esock_sock *s)
+{
+	s->async_api = true;
+	if (s->qp && s->qp->lazy) {
+		s->qp->lazy = false;
+		ep_engine_refresh(s->qp);
+		ep_qp_progress(s->qp, EP_WANT_RX | EP_WANT_DRAIN); /* what came while it was lazy */
+	}
+}
+
 static int api_reg(int fd, void *addr, size_t len, unsigned access, uint32_t *stag)
 {
 	struct esock_sock *s = sock_get(fd);
@@ -398,6 +410,7 @@ static int api_reg(int fd, void *addr, size_t len, unsigned access, uint32_t *st
 	if (!s)
 		return -ENOTSOCK;
 	pthread_mutex_lock(&s->lock);
+	sock_api_async(s);
 	if (!s->pd && (rc = esock_pd_alloc(&s->pd)) < 0)
 		goto out;
 	if ((rc = esock_mr_reg(s->pd, addr, len, access, 0, &mr)) < 0)

@@ -133,6 +133,7 @@ static int make_qp(struct esock_sock *s)
 	if ((rc = esock_qp_create(&qa, &s->qp)) < 0)
 		return rc;
 	s->qp->fd_borrowed = true; /* it runs on the application's descriptor */
+	s->qp->lazy = ep_engine_lazy_ok() && !s->async_api;
 	return sock_pool_setup(s);
 }
 

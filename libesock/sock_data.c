@@ -218,6 +218,19 @@ static void handle_wc(struct esock_sock *s, const struct esock_wc *wc)
 	}
 }
 
+void sock_pull(struct esock_sock *s)
+{
+	struct esock_qp *qp = s->qp;
+
+	if (qp && qp->lazy && !s->suspended) {
+		int st = esock_qp_state(qp);
+
+		if (st == ESOCK_QPS_RTS || st == ESOCK_QPS_CLOSING)
+			ep_qp_progress(qp, EP_WANT_RX);
+	}
+	sock_drain(s);
+}
+
 void sock_drain(struct esock_sock *s)
 {
 	struct esock_wc wc[32];
@@ -372,7 +385,7 @@ ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 		  int *msg_flags)
 {
 	size_t want = 0, got = 0;
-	bool trunc = false, block;
+	bool trunc = false, block, pulled = false;
 	int64_t end = -2; /* SO_RCVTIMEO, read when a wait begins */
 	ssize_t rc;
 
@@ -407,6 +420,12 @@ ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 		if (end == -2)
 			end = timeo_deadline(s->rcvtimeo_ms);
 		if (!block || (end >= 0 && ep_now_ms() >= end)) {
+			if (!pulled && s->qp && s->qp->lazy) {
+				/* Its input is ours to read (lazy): look at the socket once before EAGAIN. */
+				pulled = true;
+				sock_pull(s);
+				continue;
+			}
 			if (!got)
 				rc = -EAGAIN;
 			break;

@@ -14,7 +14,10 @@
  * user-space pointer; the low half is the application's fd, or all ones
  * for the doorbell), and epoll_wait turns marker events back into the
  * application's events and data after asking the socket layer (sock_ready).
- * Marker values never reach the application.
+ * Marker values never reach the application.  A connected socket whose
+ * input the engine leaves to its callers (a lazy QP, ep.h) is in the
+ * kernel's set itself, edge-triggered, under its marker: epoll_wait reads
+ * it in the calling thread, as the kernel's TCP would have, before it looks.
  *
  * Cost is per ready entry, not per entry: an entry is looked at only when
  * its marker event fired, when it was just added or modified, when it is
@@ -47,6 +50,8 @@ struct ep_entry {
 	int fd;                  /* the application's descriptor */
 	int wfd;                 /* what the kernel's set watches for it (a listener), or -1 */
 	struct esock_cq *wcq;    /* the CQ that rings the set's doorbell for it, or NULL */
+	int sfd;                 /* a lazy QP's socket in the kernel's set (its input is read here), or -1 */
+	bool rx_kick;            /* that socket had news: read it at the next look */
 	struct esock_sock *s;
 	struct epoll_event ev;   /* what the application registered */
 	bool disabled;           /* EPOLLONESHOT fired */
@@ -245,6 +250,8 @@ static void remove_entry(struct epset *st, int epfd, struct ep_entry *e, bool ke
 		ep_cq_unwatch(e->wcq, st, e->fd);
 	if (kernel && e->wfd >= 0)
 		REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, e->wfd, NULL);
+	if (kernel && e->sfd >= 0)
+		REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, e->sfd, NULL);
 	dequeue(st, e);
 	st->byfd[e->fd] = NULL;
 	st->n--;
@@ -353,6 +360,41 @@ static int watched_fd(struct esock_sock *s)
 	return s->st == SOCK_LISTENING && s->lst ? esock_listener_poll_fd(s->lst) : -1;
 }
 
+/* The QP whose input epoll_wait reads for |e| (lazy, connected), or NULL. */
+static struct esock_qp *lazy_qp(const struct ep_entry *e)
+{
+	struct esock_qp *qp = e->s->qp;
+
+	return e->s->st == SOCK_CONNECTED && qp && qp->lazy && qp->fd >= 0 && !e->s->suspended
+		       ? qp : NULL;
+}
+
+/*
+ * A lazy QP's socket into the kernel's set (or out of it, once the QP is
+ * not lazy any more; or moved, when the QP moved to another descriptor).
+ */
+static int watch_socket(int epfd, struct ep_entry *e)
+{
+	struct esock_qp *qp = lazy_qp(e);
+	int want = qp ? qp->fd : -1;
+
+	if (want == e->sfd)
+		return 0;
+	if (e->sfd >= 0) /* (fails harmlessly when that descriptor is closed already) */
+		REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, e->sfd, NULL);
+	e->sfd = -1;
+	if (want >= 0) {
+		struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET,
+					  .data.u64 = mark_of(e->fd) };
+
+		if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, want, &ev) < 0)
+			return -errno;
+		e->sfd = want;
+		e->rx_kick = true; /* what came before it was watched */
+	}
+	return 0;
+}
+
 /*
  * Watches |e|'s socket the way its state asks (st->lock held): a listener's
  * poll descriptor in the kernel's set, else its CQ through the bell.
@@ -379,12 +421,12 @@ static int watch(struct epset *st, int epfd, struct ep_entry *e)
 		}
 		return 0;
 	}
-	if (e->wcq || !s->cq)
-		return 0;
-	if ((rc = bell_ready(st, epfd)) < 0 || (rc = ep_cq_watch(s->cq, set_kick, st, e->fd)) < 0)
-		return rc;
-	e->wcq = s->cq;
-	return 0;
+	if (!e->wcq && s->cq) {
+		if ((rc = bell_ready(st, epfd)) < 0 || (rc = ep_cq_watch(s->cq, set_kick, st, e->fd)) < 0)
+			return rc;
+		e->wcq = s->cq;
+	}
+	return watch_socket(epfd, e);
 }
 
 int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_event *ev)
@@ -432,7 +474,7 @@ int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_
 		e->s = s;
 		e->ev = *ev;
 		e->seen_rx = e->seen_out = ~0ull;
-		e->wfd = -1;
+		e->wfd = e->sfd = -1;
 		/* The kernel checks epfd and gives its errors (EBADF, EINVAL, ELOOP). */
 		if ((rc = reg_add(s, epfd, fd)) < 0) {
 			free(e);
@@ -496,9 +538,20 @@ static uint32_t entry_events(struct epset *st, int epfd, struct ep_entry *e, boo
 	/* Connecting (TCP or MPA): sock_ready drives the exchange; its events do not kick the CQ. */
 	if (s->st == SOCK_TCP_CONNECTING || s->st == SOCK_MPA_CONNECTING)
 		*again = *pending = true;
-	/* It began to listen after it was added: watch its poll descriptor instead. */
-	if (watched_fd(s) != e->wfd)
+	/* It began to listen, connected, or changed its QP's ways since: watch it as it is now. */
+	if (watched_fd(s) != e->wfd || (lazy_qp(e) ? lazy_qp(e)->fd : -1) != e->sfd)
 		(void)watch(st, epfd, e);
+	if (e->rx_kick) {
+		struct esock_qp *qp = lazy_qp(e);
+
+		e->rx_kick = false;
+		if (qp) {
+			/* Our own completions need no bell: disarmed until the look is over (rearm). */
+			if (s->cq)
+				atomic_store(&s->cq->armed, 0);
+			ep_qp_progress(qp, EP_WANT_RX | EP_WANT_DRAIN);
+		}
+	}
 	r = sock_ready(s, want & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI));
 	if (et) {
 		uint64_t g = rx_gen(s);
@@ -596,6 +649,7 @@ static int sort_kernel(struct epset *st, struct epoll_event *out, int from, int 
 		struct ep_entry *e = find(st, (int)(uint32_t)out[i].data.u64);
 
 		if (e) {
+			e->rx_kick = e->sfd >= 0; /* (a listener's poll descriptor needs no reading) */
 			enqueue(st, e);
 			*marks = true;
 		}

@@ -72,35 +72,39 @@ int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 		for (nfds_t i = 0; i < n; i++)
 			if (ss[i] && (fds[i].revents = (short)sock_ready(ss[i], (unsigned)fds[i].events)))
 				ready++;
+		bool pulled = false;
+
 		wait = ready ? 0 : timeout_ms < 0 ? -1 : timeout_ms == 0 ? 0 : (int)left_ms(end);
-		if (!ready)
-			for (nfds_t i = 0; i < n; i++) {
-				struct esock_qp *qp = ss[i] ? ss[i]->qp : NULL;
+		for (nfds_t i = 0; i < n; i++) {
+			struct esock_qp *qp = ss[i] ? ss[i]->qp : NULL;
 
-				k[n + i].fd = -1;
-				if (ss[i] && (ss[i]->st == SOCK_TCP_CONNECTING ||
-					      ss[i]->st == SOCK_MPA_CONNECTING)) {
-					/* A non-blocking connect: TCP up, or the MPA Reply's octets, or its timeout. */
-					int t = sock_connect_watch(ss[i], &k[i].fd, &k[i].events);
+			k[n + i].fd = -1;
+			if (ss[i] && (ss[i]->st == SOCK_TCP_CONNECTING || ss[i]->st == SOCK_MPA_CONNECTING)) {
+				/* A non-blocking connect: TCP up, or the MPA Reply's octets, or its timeout. */
+				int t = sock_connect_watch(ss[i], &k[i].fd, &k[i].events);
 
-					if (t >= 0 && (wait < 0 || t < wait))
-						wait = t;
-					continue;
-				}
-				if (ss[i] && ss[i]->st == SOCK_PLAIN) /* fell back while connecting */
-					k[i] = fds[i];
-				else if (ss[i] && ss[i]->st != SOCK_LISTENING) /* connected meanwhile: its CQ */
-					k[i] = (struct pollfd){ .fd = ss[i]->cq ? esock_cq_fd(ss[i]->cq) : -1,
-								.events = POLLIN };
-				if (!qp)
-					continue;
-				if (esock_cq_arm(ss[i]->cq, false))
-					wait = 0; /* completions came meanwhile: look again */
-				if (!ss[i]->suspended && qp->fd >= 0 &&
-				    esock_qp_state(qp) == ESOCK_QPS_RTS && !atomic_load(&qp->rx_paused) &&
-				    !atomic_load(&qp->rx_eof))
-					k[n + i].fd = qp->fd;
+				if (!ready && t >= 0 && (wait < 0 || t < wait))
+					wait = t;
+				continue;
 			}
+			if (ss[i] && ss[i]->st == SOCK_PLAIN) /* fell back while connecting */
+				k[i] = fds[i];
+			else if (ss[i] && ss[i]->st != SOCK_LISTENING && !ready) /* its CQ, to sleep on */
+				k[i] = (struct pollfd){ .fd = ss[i]->cq ? esock_cq_fd(ss[i]->cq) : -1,
+							.events = POLLIN };
+			if (!qp)
+				continue;
+			if (!ready && esock_cq_arm(ss[i]->cq, false))
+				wait = 0; /* completions came meanwhile: look again */
+			/*
+			 * Its socket too, even when something else is ready: a lazy
+			 * QP's input is read by its callers only (this poll included).
+			 */
+			if (!ss[i]->suspended && qp->fd >= 0 && esock_qp_state(qp) == ESOCK_QPS_RTS &&
+			    !atomic_load(&qp->rx_paused) && !atomic_load(&qp->rx_eof) &&
+			    (!ready || (qp->lazy && (fds[i].events & POLLIN))))
+				k[n + i].fd = qp->fd;
+		}
 		rc = REAL(poll)(k, 2 * n, wait);
 		if (rc < 0)
 			break;
@@ -111,9 +115,11 @@ int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 				rc += k[i].revents != 0;
 			} else if (k[n + i].fd >= 0 && k[n + i].revents) {
 				ep_qp_progress(ss[i]->qp, EP_WANT_RX); /* read it here, not via the engine */
+				pulled = true;
 			}
 		}
-		if (!ready && nddp) {
+		if ((!ready || pulled) && nddp) {
+			rc -= ready;
 			for (nfds_t i = 0; i < n; i++)
 				if (ss[i] && (fds[i].revents = (short)sock_ready(ss[i], (unsigned)fds[i].events)))
 					rc++;

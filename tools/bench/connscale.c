@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -225,6 +226,10 @@ int main(int argc, char **argv)
 	if (pipe(pipefd) < 0)
 		die("pipe");
 	if ((srv = fork()) == 0) {
+		/* The client may die (EMFILE at the descriptor limit): the server goes with it. */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() == 1)
+			_exit(0);
 		close(pipefd[0]);
 		serve(lfd, pipefd[1]);
 		_exit(0);
