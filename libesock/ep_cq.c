@@ -24,6 +24,10 @@
 #include "util/log.h"
 
 #define WAIT_FDS 32 /* QPs a waiter drives and watches at once */
+#define SPIN_LOST_US 200     /* a spin round this long: the CPU went to somebody else */
+#define SPIN_OFF_US 1000000  /* then no spinning for this long (this thread) */
+
+static __thread int64_t spin_off_until; /* now_us() before which this thread does not spin */
 
 static int64_t now_us(void)
 {
@@ -427,15 +431,28 @@ ESOCK_EXPORT int esock_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, 
 	/* One clock read per round: a 64-octet round trip is only ~15 µs. */
 	t = now_us();
 	end = timeout_ms >= 0 ? t + (int64_t)timeout_ms * 1000 : INT64_MAX;
-	spin_end = t + spin_us();
+	spin_end = t < spin_off_until ? t : t + spin_us();
 	m = pin_bound(cq, qps);
 	for (int i = 0; i < m; i++)
 		ep_engine_detach(qps[i]);
 	/* Yield first: on one CPU the peer runs and answers before we look. */
-	for (; t < spin_end && t < end; t = now_us()) {
+	for (; t < spin_end && t < end;) {
+		int64_t t0 = t;
+
 		sched_yield();
 		if ((got = progress_pinned(cq, qps, &m, n, wc)))
 			goto out;
+		t = now_us();
+		if (t - t0 > SPIN_LOST_US) {
+			/*
+			 * The yield lost the CPU to another busy thread for a whole
+			 * slice (milliseconds): on a loaded machine spinning costs
+			 * that every time.  Sleep instead (a wake-up gets the CPU
+			 * back at once) for a while.
+			 */
+			spin_off_until = t + SPIN_OFF_US;
+			break;
+		}
 	}
 	efd = thread_efd();
 	for (;;) {
