@@ -6,7 +6,8 @@
 # Fragments (mpa/*.mk, ddp/local.mk, rdmap/local.mk, tools/local.mk) append
 # to FUZZ_TARGETS and declare their replay programs.
 FUZZ_SECONDS ?= 60
-EXTRA_DIST += tests/fuzz/standalone.c tests/fuzz/corpus tests/fuzz/dict tests/fuzz/run-fuzzers.sh
+EXTRA_DIST += tests/fuzz/standalone.c tests/fuzz/corpus tests/fuzz/dict tests/fuzz/run-fuzzers.sh \
+	tests/fuzz/deep-fuzz.sh
 
 FUZZ_CORE_SRCS = $(addprefix $(srcdir)/,$(filter %.c,$(libesock_core_la_SOURCES)))
 FUZZ_FLAGS = -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
