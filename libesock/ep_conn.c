@@ -194,10 +194,19 @@ static void take_param(struct esock_qp *qp, const struct esock_conn_param *param
 	qp->half_close = param && param->half_close;
 }
 
-/* The peer's frame is in: the addresses, then the caller's verdict, before the QP reads. */
-static void peer_known(struct esock_qp *qp, int fd, const struct esock_conn_param *param)
+/*
+ * The peer's frame is in: the addresses (|r|'s when it has them: the
+ * listener asked for them already), then the caller's verdict, before the QP reads.
+ */
+static void peer_known(struct esock_qp *qp, int fd, const struct esock_conn_req *r,
+		       const struct esock_conn_param *param)
 {
-	sockaddrs(fd, &qp->info);
+	if (r && r->local.ss_family && r->remote.ss_family) {
+		qp->info.local = r->local;
+		qp->info.remote = r->remote;
+	} else {
+		sockaddrs(fd, &qp->info);
+	}
 	if (param && param->peer_agrees && !param->peer_agrees(param->peer_agrees_arg, &qp->info))
 		qp->rx_wait = qp->half_close = false;
 }
@@ -402,7 +411,7 @@ static int connect_step(struct esock_qp *qp)
 		struct esock_conn_param hook = { .peer_agrees = c->peer_agrees,
 						 .peer_agrees_arg = c->peer_agrees_arg };
 
-		peer_known(qp, c->fd, &hook);
+		peer_known(qp, c->fd, NULL, &hook);
 		rc = ep_qp_start(qp, c->fd, true);
 	}
 	connecting_end(qp, rc);
@@ -550,7 +559,7 @@ ESOCK_EXPORT int esock_accept(struct esock_conn_req *r, struct esock_qp *qp,
 	}
 	if (rc == 0) {
 		set_info(qp, &mp, &r->req, qp->prof);
-		peer_known(qp, r->fd, param);
+		peer_known(qp, r->fd, r, param);
 		rc = ep_qp_start(qp, r->fd, false);
 	}
 	if (rc < 0) {

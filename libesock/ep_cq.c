@@ -325,9 +325,16 @@ static void efd_close(void *arg)
 	*fd = -1;
 }
 
+/* A forked child's thread must not share its eventfd with the parent's (kicks would be stolen). */
+static void efd_fork_child(void)
+{
+	efd_close(&my_efd);
+}
+
 static void efd_key_init(void)
 {
 	pthread_key_create(&efd_key, efd_close);
+	pthread_atfork(NULL, NULL, efd_fork_child);
 }
 
 static int thread_efd(void)

@@ -234,11 +234,19 @@ static void qp_fork_child(struct esock_qp *qp)
 	atomic_store(&qp->refs, 0);
 	atomic_store(&qp->busy, false);
 	atomic_store(&qp->attended, 0);
-	/* The bound-QP lists: waiters of the parent pinned them under these (NULL: a QP being made). */
-	if (qp->scq)
-		pthread_mutex_init(&qp->scq->lock, NULL);
-	if (qp->rcq)
-		pthread_mutex_init(&qp->rcq->lock, NULL);
+	/*
+	 * The bound-QP lists: waiters of the parent pinned them under these
+	 * (NULL: a QP being made); its sleeping threads are not the child's.
+	 */
+	for (int k = 0; k < 2; k++) {
+		struct esock_cq *cq = k ? qp->rcq : qp->scq;
+
+		if (!cq)
+			continue;
+		pthread_mutex_init(&cq->lock, NULL);
+		cq->nsleep = 0;
+		atomic_store(&cq->sleepers, 0);
+	}
 }
 
 static void atfork_child(void)

@@ -48,6 +48,7 @@ struct esock_listener {
 	struct esock_conn_req **done; /* ready to take, oldest first */
 	size_t ndone, capdone;
 	int64_t next_deadline;   /* earliest pending deadline, or -1 */
+	int64_t armed_deadline;  /* what the timer is set for, or -1 (not set, or it fired) */
 	int timeout_ms, sniff_ms, max_pending;
 	uint64_t completed;
 };
@@ -305,11 +306,19 @@ static void expire(struct esock_listener *l)
 	l->next_deadline = next;
 }
 
+/*
+ * The timer is set only for a deadline earlier than the one it is set for
+ * (a connection after another comes 10 s out, later than the one before):
+ * one system call per connection less.  Firing early costs one look (expire).
+ */
 static void arm_timer(struct esock_listener *l)
 {
 	struct itimerspec it = { 0 };
 
-	if (l->next_deadline >= 0) {
+	if (l->next_deadline < 0 || (l->armed_deadline >= 0 && l->armed_deadline <= l->next_deadline))
+		return;
+	l->armed_deadline = l->next_deadline;
+	{
 		int64_t left = l->next_deadline - ep_now_ms();
 
 		if (left < 1)
@@ -331,6 +340,7 @@ static int setup(struct esock_listener *l)
 		return -errno;
 	if ((l->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC)) < 0)
 		goto fail;
+	l->armed_deadline = -1; /* a new timer (a forked child's) is not set */
 	ev.data.u64 = KEY_LISTEN;
 	if (REAL(epoll_ctl)(l->epfd, EPOLL_CTL_ADD, l->fd, &ev) < 0)
 		goto fail;
@@ -367,6 +377,7 @@ static int progress(struct esock_listener *l)
 			uint64_t v;
 
 			(void)!REAL(read)(l->tfd, &v, sizeof(v));
+			l->armed_deadline = -1;
 		} else {
 			size_t k = find(l, ev[i].data.ptr);
 
@@ -392,7 +403,7 @@ static int listener_new(int fd, bool own, struct esock_listener **out)
 	l->fd = fd;
 	l->own = own;
 	l->epfd = l->tfd = -1;
-	l->next_deadline = -1;
+	l->next_deadline = l->armed_deadline = -1;
 	pthread_mutex_init(&l->lock, NULL);
 	esock_listener_configure(l, NULL);
 	pthread_mutex_lock(&all_lock);
@@ -596,7 +607,7 @@ ESOCK_EXPORT int esock_conn_req_fd(const struct esock_conn_req *r)
 
 int ep_conn_req_lowest_fd(struct esock_conn_req *r)
 {
-	int fd = REAL(fcntl)(r->fd, F_DUPFD, 0);
+	int fd = REAL(fcntl)(r->fd, F_DUPFD_CLOEXEC, 0); /* (close-on-exec, as accepted: sock_conn.c) */
 
 	if (fd < 0)
 		return -errno;

@@ -1,55 +1,45 @@
 /* SPDX-License-Identifier: MIT */
-/* Per-thread spare blocks (ep_spare.h). */
+/*
+ * Spare blocks (ep_spare.h): a few per kind for the whole process, each
+ * slot taken and given back with one atomic exchange.  Not per thread: a
+ * forked child keeps only the forking thread, and blocks held by the other
+ * threads' variables would be lost to it; these stay reachable.
+ */
 #include "config.h"
 
-#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "libesock/ep_spare.h"
 
-static __thread void *spare[EP_SPARE_KINDS];
-static __thread bool keyed;
-static pthread_key_t key;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+#define SLOTS 4 /* per kind: the engine and a few application threads at once */
 
-/* At thread exit (its own variables still valid): the key holds the thread's array. */
-static void spare_free(void *arg)
-{
-	void **s = arg;
-
-	for (int k = 0; k < EP_SPARE_KINDS; k++) {
-		free(s[k]);
-		s[k] = NULL;
-	}
-}
-
-static void key_init(void)
-{
-	pthread_key_create(&key, spare_free);
-}
+static void *_Atomic spare[EP_SPARE_KINDS][SLOTS];
 
 void *ep_spare_get(enum ep_spare_kind kind, size_t size, bool *fresh)
 {
-	void *p = spare[kind];
+	for (int i = 0; i < SLOTS; i++) {
+		void *p;
 
-	*fresh = !p;
-	if (p) {
-		spare[kind] = NULL;
-		return p;
+		if (atomic_load_explicit(&spare[kind][i], memory_order_relaxed) &&
+		    (p = atomic_exchange_explicit(&spare[kind][i], NULL, memory_order_acquire))) {
+			*fresh = false;
+			return p;
+		}
 	}
+	*fresh = true;
 	return malloc(size);
 }
 
 void ep_spare_put(enum ep_spare_kind kind, void *p)
 {
-	if (spare[kind]) {
-		free(p);
-		return;
+	for (int i = 0; i < SLOTS; i++) {
+		void *none = NULL;
+
+		if (!atomic_load_explicit(&spare[kind][i], memory_order_relaxed) &&
+		    atomic_compare_exchange_strong_explicit(&spare[kind][i], &none, p,
+							    memory_order_release, memory_order_relaxed))
+			return;
 	}
-	if (!keyed) {
-		pthread_once(&once, key_init);
-		pthread_setspecific(key, spare);
-		keyed = true;
-	}
-	spare[kind] = p;
+	free(p);
 }

@@ -139,7 +139,20 @@ void sock_timeo_read(struct esock_sock *s)
 
 static void atfork_init(void);
 
+static struct esock_sock *sock_make(int fd, const struct esock_sock *ls);
+
 struct esock_sock *sock_new(int fd)
+{
+	return sock_make(fd, NULL);
+}
+
+struct esock_sock *sock_new_accepted(int fd, const struct esock_sock *ls)
+{
+	return sock_make(fd, ls);
+}
+
+/* |ls|: the listener |fd| was accepted from (flags and timeouts known: no system calls). */
+static struct esock_sock *sock_make(int fd, const struct esock_sock *ls)
 {
 	struct esock_sock *s;
 
@@ -165,12 +178,16 @@ struct esock_sock *sock_new(int fd)
 		atomic_store(&s->refs, refs);
 	}
 	s->fd = fd;
-	{ /* SOCK_NONBLOCK or O_NONBLOCK set before DDPMODE: the file's flag is the truth */
+	if (ls) {
+		/* Accepted: the caller set the flag; the kernel copied the listener's timeouts. */
+		s->rcvtimeo_ms = ls->rcvtimeo_ms;
+		s->sndtimeo_ms = ls->sndtimeo_ms;
+	} else { /* SOCK_NONBLOCK or O_NONBLOCK set before DDPMODE: the file's flag is the truth */
 		int fl = REAL(fcntl)(fd, F_GETFL);
 
 		s->nonblock = fl > 0 && (fl & O_NONBLOCK);
+		sock_timeo_read(s);
 	}
-	sock_timeo_read(s);
 	atomic_store(&s->nfds, 1);
 	sock_defaults(&s->o);
 	if (esock_fdtab_set(fd, s) < 0) {

@@ -202,6 +202,8 @@ struct esock_sock *sock_get(int fd);        /* a reference, or NULL (pass-throug
 struct esock_sock *sock_get_any(int fd);    /* the same, fallen-back sockets included */
 void sock_put(struct esock_sock *s);
 struct esock_sock *sock_new(int fd);         /* installed in the table, nfds 1 */
+/* The same for a connection accepted from listener |ls| (its flags set by the caller). */
+struct esock_sock *sock_new_accepted(int fd, const struct esock_sock *ls);
 int sock_close_fd(int fd);                   /* the close wrapper's work */
 int sock_release_fd(int fd);                 /* the same without closing fd */
 extern atomic_int sock_count;                /* live socks: 0 lets poll/select pass */

@@ -164,8 +164,12 @@ static void connected(struct esock_sock *s, bool initiator)
 			s->direct_seq++;
 		}
 	}
-	/* DDP state does not survive exec: the image after it would see MPA octets. */
-	REAL(fcntl)(s->fd, F_SETFD, REAL(fcntl)(s->fd, F_GETFD) | FD_CLOEXEC);
+	/*
+	 * DDP state does not survive exec: the image after it would see MPA
+	 * octets.  (An accepted one is close-on-exec from the listener on.)
+	 */
+	if (initiator)
+		REAL(fcntl)(s->fd, F_SETFD, FD_CLOEXEC);
 	sock_stat_describe(s);
 	log_info("fd %d: DDPMODE connected (peer %s, messages up to %u octets, CRC %s)", s->fd,
 		 s->peer_esock ? "esock" : "plain RDMA", s->peer_msg_max, info.crc ? "on" : "off");
@@ -448,7 +452,9 @@ static int hand_mpa(struct esock_sock *ls, struct esock_conn_req *req, int flags
 		esock_reject(req, NULL, 0);
 		return fd;
 	}
-	if ((rc = set_nonblock(fd, flags & SOCK_NONBLOCK)) < 0 || !(s = sock_new(fd))) {
+	/* The listener's accepted connections are non-blocking; the application's may not be. */
+	if ((!(flags & SOCK_NONBLOCK) && REAL(fcntl)(fd, F_SETFL, 0) < 0 && (rc = -errno)) ||
+	    !(s = sock_new_accepted(fd, ls))) {
 		esock_reject(req, NULL, 0);
 		return rc < 0 ? rc : -ENOMEM;
 	}

@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "libesock/ep.h"
 #include "libesock/real.h"
 #include "libesock/sock.h"
 #include "libesock/sock_stat.h"
@@ -170,12 +171,19 @@ void sock_stat_describe(struct esock_sock *s)
 	snprintf(sl->mode, sizeof(sl->mode), "%s", modes[s->st]);
 	snprintf(sl->peer, sizeof(sl->peer), "%s",
 		 s->st != SOCK_CONNECTED ? "-" : s->peer_esock ? "esock" : s->o.peer[0] ? s->o.peer : "rdma");
-	len = sizeof(ss);
-	if (REAL(getsockname)(s->fd, (struct sockaddr *)&ss, &len) == 0)
-		addr_str(&ss, sl->local, sizeof(sl->local));
-	len = sizeof(ss);
-	if (REAL(getpeername)(s->fd, (struct sockaddr *)&ss, &len) == 0)
-		addr_str(&ss, sl->remote, sizeof(sl->remote));
+	if (s->qp && s->qp->info.local.ss_family && s->qp->info.remote.ss_family) {
+		/* Connected in DDPMODE: the MPA exchange took the addresses already. */
+		addr_str(&s->qp->info.local, sl->local, sizeof(sl->local));
+		addr_str(&s->qp->info.remote, sl->remote, sizeof(sl->remote));
+	} else if (s->st != SOCK_TCP_CONNECTING && s->st != SOCK_MPA_CONNECTING) {
+		/* (Connecting: told again once connected.) */
+		len = sizeof(ss);
+		if (REAL(getsockname)(s->fd, (struct sockaddr *)&ss, &len) == 0)
+			addr_str(&ss, sl->local, sizeof(sl->local));
+		len = sizeof(ss);
+		if (REAL(getpeername)(s->fd, (struct sockaddr *)&ss, &len) == 0)
+			addr_str(&ss, sl->remote, sizeof(sl->remote));
+	}
 	sl->c.peer_msg_max = s->peer_msg_max;
 	sl->c.peer_is_esock = s->peer_esock;
 }
