@@ -145,7 +145,8 @@ ESOCK_EXPORT int esock_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, 
 /*
  * esock_cq_fd gives a descriptor that becomes readable after
  * esock_cq_arm() once a (solicited, when asked) completion arrives; use it
- * with poll/epoll, then esock_cq_poll().  Owned by the CQ.
+ * with poll/epoll, then esock_cq_poll().  Owned by the CQ; made at the first
+ * call (a CQ nobody asks costs no descriptor).  -errno when it cannot be made.
  */
 ESOCK_EXPORT int esock_cq_fd(struct esock_cq *cq);
 
@@ -153,7 +154,8 @@ ESOCK_EXPORT int esock_cq_fd(struct esock_cq *cq);
  * esock_cq_arm asks for one notification through esock_cq_fd(): at the
  * next completion, or (|solicited_only|) at the next receive of a Send with
  * Solicited Event or an error completion.  Clears a pending notification.
- * Returns 1 when completions are already queued (poll them first), else 0.
+ * Returns 1 when completions are already queued (poll them first), else 0
+ * (or -errno when the descriptor cannot be made).
  */
 ESOCK_EXPORT int esock_cq_arm(struct esock_cq *cq, bool solicited_only);
 
