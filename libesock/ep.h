@@ -254,12 +254,14 @@ struct esock_qp {
 	/*
 	 * Its input is read by the calls of whoever waits for it (a socket:
 	 * read, poll, epoll_wait, esock_cq_wait), as a TCP socket's is: the
-	 * engine watches it only while a responder holds for the first FPDU, so
-	 * no thread wake-up sits between the wire and the application.  Set by
+	 * engine watches it only while a responder holds sends back until the
+	 * first FPDU (a server that speaks first, then waits for nothing), so no
+	 * thread wake-up sits between the wire and the application.  Set by
 	 * the socket layer before the QP starts (ep_engine_lazy_ok); off for
 	 * sockets that expose memory to one-sided operations.
 	 */
 	bool lazy;
+	bool hold_watch;            /* lazy, held, with sends waiting: the engine reads for the first FPDU */
 	_Atomic int state;          /* enum esock_qp_state */
 	atomic_int refs;            /* engine references */
 	atomic_bool busy;           /* progress token */

@@ -316,7 +316,7 @@ static void engine_start(void)
 /* Input: unless a waiter reads it (detached) or its callers do (lazy, once the hold is over). */
 static bool watch_in(const struct esock_qp *qp)
 {
-	return !atomic_load(&qp->detached) && (!qp->lazy || qp->tx_hold);
+	return !atomic_load(&qp->detached) && (!qp->lazy || (qp->tx_hold && qp->hold_watch));
 }
 
 /* (Edge-triggered always: a hang-up, reported whatever the mask, must not repeat.) */
@@ -424,7 +424,8 @@ void ep_engine_want_out(struct esock_qp *qp, bool on)
 void ep_engine_detach(struct esock_qp *qp)
 {
 	/* (A lazy QP past its hold: the engine does not watch its input anyway.) */
-	if (atomic_load(&qp->detached) || !atomic_load(&qp->in_engine) || (qp->lazy && !qp->tx_hold))
+	if (atomic_load(&qp->detached) || !atomic_load(&qp->in_engine) ||
+	    (qp->lazy && !(qp->tx_hold && qp->hold_watch)))
 		return;
 	pthread_mutex_lock(&qp->eng_lock);
 	if (!atomic_load(&qp->detached) && atomic_load(&qp->in_engine)) {

@@ -203,8 +203,18 @@ static bool pick_next(struct esock_qp *qp)
 		qp->txc.kind = EP_TX_TERM;
 		return true;
 	}
-	if (qp->tx_hold)
+	if (qp->tx_hold) {
+		/*
+		 * Sends wait for the initiator's first FPDU: somebody must read it
+		 * even if the application now waits for nothing (a server that
+		 * spoke first).  The engine does, for a lazy QP, until it came.
+		 */
+		if (qp->lazy && !qp->hold_watch && ep_ring_ready(&qp->sqr, qp->sq_tx)) {
+			qp->hold_watch = true;
+			ep_engine_refresh(qp);
+		}
 		return false;
+	}
 	if (qp->rtr_pending) {
 		start_rtr(qp);
 		return true;

@@ -1037,6 +1037,32 @@ START_TEST(hold_blocking_write_peer_closes)
 END_TEST
 
 /*
+ * A server that speaks first and then waits for nothing (its greeting is a
+ * non-blocking write, then it does other work): nobody in the server calls
+ * the library, yet the client's RTR must be read (the server may not send
+ * before it) and the greeting go out.  The engine reads a held QP that has
+ * sends waiting, even though it leaves a socket's input to its callers.
+ */
+START_TEST(greeting_then_silence)
+{
+	struct timeval tv = { 5, 0 };
+	char buf[8];
+	int cli, srv;
+
+	alarm(30);
+	pairs(1, &cli, &srv);
+	ck_assert_int_eq(setsockopt(cli, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+	ck_assert_int_eq(send(srv, "220 hi\r\n", 8, MSG_DONTWAIT), 8);
+	/* the server side makes no call from here on: only the client reads */
+	ck_assert_int_eq(recv(cli, buf, 8, MSG_WAITALL), 8);
+	ck_assert_int_eq(memcmp(buf, "220 hi\r\n", 8), 0);
+	close(cli);
+	close(srv);
+	alarm(0);
+}
+END_TEST
+
+/*
  * A non-blocking server writes to a client that never sends: the write does
  * not block, close() returns at once (nothing held can ever leave), and the
  * next client is served at once.
@@ -1178,6 +1204,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, hold_blocking_write_peer_closes);
 	tcase_add_test(tc, hold_nonblocking_close_prompt);
+	tcase_add_test(tc, greeting_then_silence);
 	suite_add_tcase(s, tc);
 	return s;
 }
