@@ -427,5 +427,13 @@ uint64_t ep_listener_completed(const struct esock_listener *l);
 
 /* Time helper for timeouts (ms since an arbitrary start). */
 int64_t ep_now_ms(void);
+/*
+ * One round of a waiter's spin before it sleeps (ep_cq.c): yields the CPU
+ * (on one CPU the peer runs and answers; across CPUs the answer is caught
+ * without a wake-up).  |*spin_end| starts at 0.  False once the spin is
+ * over: ESOCK_SPIN_US passed, or a yield lost the CPU to a busy thread for
+ * a whole slice (then this thread does not spin for a second).
+ */
+bool ep_spin(int64_t *spin_end);
 
 #endif /* ESOCK_LIBESOCK_EP_H */

@@ -42,6 +42,34 @@ int64_t ep_now_ms(void)
 	return now_us() / 1000;
 }
 
+static int spin_us(void);
+
+bool ep_spin(int64_t *spin_end)
+{
+	int64_t t0 = now_us(), t;
+
+	if (!*spin_end) {
+		if (t0 < spin_off_until)
+			return false;
+		*spin_end = t0 + spin_us();
+	}
+	if (t0 >= *spin_end)
+		return false;
+	sched_yield();
+	t = now_us();
+	if (t - t0 > SPIN_LOST_US) {
+		/*
+		 * The yield lost the CPU to another busy thread for a whole
+		 * slice (milliseconds): on a loaded machine spinning costs that
+		 * every time.  Sleep instead (a wake-up gets the CPU back at
+		 * once) for a while.
+		 */
+		spin_off_until = t + SPIN_OFF_US;
+		return false;
+	}
+	return true;
+}
+
 /* How long a waiter polls before it sleeps: $ESOCK_SPIN_US, default 50 µs. */
 static int spin_us(void)
 {
@@ -438,28 +466,15 @@ ESOCK_EXPORT int esock_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, 
 	/* One clock read per round: a 64-octet round trip is only ~15 µs. */
 	t = now_us();
 	end = timeout_ms >= 0 ? t + (int64_t)timeout_ms * 1000 : INT64_MAX;
-	spin_end = t < spin_off_until ? t : t + spin_us();
+	spin_end = 0;
 	m = pin_bound(cq, qps);
 	for (int i = 0; i < m; i++)
 		ep_engine_detach(qps[i]);
 	/* Yield first: on one CPU the peer runs and answers before we look. */
-	for (; t < spin_end && t < end;) {
-		int64_t t0 = t;
-
-		sched_yield();
+	while (t < end && ep_spin(&spin_end)) {
 		if ((got = progress_pinned(cq, qps, &m, n, wc)))
 			goto out;
 		t = now_us();
-		if (t - t0 > SPIN_LOST_US) {
-			/*
-			 * The yield lost the CPU to another busy thread for a whole
-			 * slice (milliseconds): on a loaded machine spinning costs
-			 * that every time.  Sleep instead (a wake-up gets the CPU
-			 * back at once) for a while.
-			 */
-			spin_off_until = t + SPIN_OFF_US;
-			break;
-		}
 	}
 	efd = thread_efd();
 	for (;;) {

@@ -293,11 +293,16 @@ int sock_connect_progress(struct esock_sock *s, bool block)
 	}
 	while (s->st == SOCK_MPA_CONNECTING) {
 		struct pollfd p = { .fd = s->fd, .events = POLLIN };
+		int64_t spin_end = 0;
 
 		if ((rc = mpa_step(s)) != -EINPROGRESS)
 			return rc;
 		if (!block)
 			return -EAGAIN;
+		/* The Reply is one server round trip away: spin a little first, as a waiter for data does. */
+		while (ep_spin(&spin_end))
+			if ((rc = mpa_step(s)) != -EINPROGRESS)
+				return rc;
 		if (REAL(poll)(&p, 1, esock_qp_connect_wait_ms(s->qp)) < 0 && errno != EINTR)
 			return -errno;
 	}
