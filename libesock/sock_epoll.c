@@ -52,6 +52,7 @@ struct ep_entry {
 	struct esock_cq *wcq;    /* the CQ that rings the set's doorbell for it, or NULL */
 	int sfd;                 /* a lazy QP's socket in the kernel's set (its input is read here), or -1 */
 	bool rx_kick;            /* that socket had news: read it at the next look */
+	bool rx_end;             /* ... a FIN, reset or error among it: read to the end */
 	struct esock_sock *s;
 	struct epoll_event ev;   /* what the application registered */
 	bool disabled;           /* EPOLLONESHOT fired */
@@ -390,7 +391,7 @@ static int watch_socket(int epfd, struct ep_entry *e)
 		if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, want, &ev) < 0)
 			return -errno;
 		e->sfd = want;
-		e->rx_kick = true; /* what came before it was watched */
+		e->rx_kick = e->rx_end = true; /* what came before it was watched, to the end */
 	}
 	return 0;
 }
@@ -549,8 +550,9 @@ static uint32_t entry_events(struct epset *st, int epfd, struct ep_entry *e, boo
 			/* Our own completions need no bell: disarmed until the look is over (rearm). */
 			if (s->cq)
 				atomic_store(&s->cq->armed, 0);
-			ep_qp_progress(qp, EP_WANT_RX | EP_WANT_DRAIN);
+			ep_qp_progress(qp, EP_WANT_RX | (e->rx_end ? EP_WANT_DRAIN : 0));
 		}
+		e->rx_end = false;
 	}
 	r = sock_ready(s, want & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI));
 	if (et) {
@@ -650,6 +652,12 @@ static int sort_kernel(struct epset *st, struct epoll_event *out, int from, int 
 
 		if (e) {
 			e->rx_kick = e->sfd >= 0; /* (a listener's poll descriptor needs no reading) */
+			/*
+			 * Edge-triggered, a short read is enough (later octets make a
+			 * new edge), unless the FIN came along: then up to it, or it
+			 * would go unnoticed.  One recv per message less.
+			 */
+			e->rx_end = e->rx_kick && (out[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR));
 			enqueue(st, e);
 			*marks = true;
 		}
