@@ -45,6 +45,12 @@ tests_integration_check_fdtab_SOURCES = tests/integration/check_fdtab.c
 tests_integration_check_fdtab_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_integration_check_fdtab_LDADD = $(EP_TEST_LDADD)
 
+check_PROGRAMS += tests/integration/check_ep_scale
+TESTS += tests/integration/check_ep_scale
+tests_integration_check_ep_scale_SOURCES = tests/integration/check_ep_scale.c
+tests_integration_check_ep_scale_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_integration_check_ep_scale_LDADD = $(EP_TEST_LDADD) -lpthread
+
 check_PROGRAMS += tests/integration/check_ep_real
 TESTS += tests/integration/check_ep_real
 tests_integration_check_ep_real_SOURCES = tests/integration/check_ep_real.c
