@@ -57,11 +57,12 @@ port_used() {
 	cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '{print $2" "}' | grep -q "$hex"
 }
 
-# free_port: a random port in 20000-59999 that no TCP socket uses now.
+# free_port: a random port in 10000-31999 that no TCP socket uses now (below the
+# kernel's ephemeral range, so no client socket of a neighbouring test takes it).
 free_port() {
 	i=0
 	while [ $i -lt 50 ]; do
-		p=$(( $(od -An -N2 -tu2 /dev/urandom) % 40000 + 20000 ))
+		p=$(( $(od -An -N2 -tu2 /dev/urandom) % 22000 + 10000 ))
 		port_used "$p" || { echo "$p"; return 0; }
 		i=$((i + 1))
 	done

@@ -6,7 +6,13 @@
 # ESOCK_REQUIRE_LIVE is set.
 set -u
 b=${top_builddir:-.}
-port=$((21000 + $$ % 20000))
+# A port below the kernel's ephemeral range (32768 up by default), so that no
+# client socket of a test running beside this one can hold it, and unused now.
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	port=$(( $(od -An -N2 -tu2 /dev/urandom) % 22000 + 10000 ))
+	cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '{print $2" "}' |
+		grep -q "$(printf ':%04X ' "$port")" || break
+done
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 "$b/tools/ddpdump/ddpdump" -i lo -T json "tcp port $port" >"$out" 2>&1 &
