@@ -427,6 +427,8 @@ uint64_t ep_listener_completed(const struct esock_listener *l);
 
 /* Time helper for timeouts (ms since an arbitrary start). */
 int64_t ep_now_ms(void);
+/* An initiator that has the Reply and waits before its first FPDU (a peer profile's delay). */
+bool ep_connect_settling(const struct esock_qp *qp);
 /*
  * One round of a waiter's spin before it sleeps (ep_cq.c): yields the CPU
  * (on one CPU the peer runs and answers; across CPUs the answer is caught

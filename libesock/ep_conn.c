@@ -331,6 +331,7 @@ struct ep_connecting {
 	size_t have;
 	int fd;
 	int64_t deadline;
+	int64_t settle_until;          /* Reply taken: first FPDU not before this (profile) */
 	bool (*peer_agrees)(void *arg, const struct esock_conn_info *info);
 	void *peer_agrees_arg;
 };
@@ -392,6 +393,14 @@ static int connect_step(struct esock_qp *qp)
 
 	if (!c)
 		return -EINVAL;
+	if (c->settle_until) {
+		/* The Reply was taken; the peer gets time before our first FPDU. */
+		if (ep_now_ms() < c->settle_until)
+			return -EINPROGRESS;
+		rc = ep_qp_start(qp, c->fd, true);
+		connecting_end(qp, rc);
+		return rc;
+	}
 	rc = ep_frame_read(c->fd, c->in, &c->have);
 	if (rc == 0) {
 		if (c->deadline < 0 || ep_now_ms() < c->deadline)
@@ -412,10 +421,25 @@ static int connect_step(struct esock_qp *qp)
 						 .peer_agrees_arg = c->peer_agrees_arg };
 
 		peer_known(qp, c->fd, NULL, &hook);
+		if (qp->prof->first_fpdu_delay_ms > 0) {
+			/*
+			 * siw 6.1 as responder may not be ready for our first FPDU
+			 * (the RTR included) right after its Reply: one arriving
+			 * then can make it close before telling its CM of the
+			 * connection, a kernel BUG in iw_cm.  Wait, not blocking.
+			 */
+			c->settle_until = ep_now_ms() + qp->prof->first_fpdu_delay_ms;
+			return -EINPROGRESS;
+		}
 		rc = ep_qp_start(qp, c->fd, true);
 	}
 	connecting_end(qp, rc);
 	return rc;
+}
+
+bool ep_connect_settling(const struct esock_qp *qp)
+{
+	return qp && qp->connecting && qp->connecting->settle_until;
 }
 
 /* The whole exchange, waiting (esock_qp_connect, esock_qp_connect_fd); takes |fd| on success. */
@@ -424,18 +448,17 @@ static int connect_on(struct esock_qp *qp, int fd, const struct esock_mpa_policy
 {
 	int rc = connect_begin(qp, fd, pol, param, deadline);
 
-	while (rc == 0 && (rc = connect_step(qp)) == -EINPROGRESS)
-		if ((rc = wait_fd(fd, POLLIN, deadline)) < 0)
-			connecting_end(qp, rc);
-	if (rc < 0)
-		return rc;
-	if (qp->prof->first_fpdu_delay_ms) {
-		/* siw may not read yet (its accept race): give it time. */
-		struct timespec ts = { 0, (long)qp->prof->first_fpdu_delay_ms * 1000000L };
+	while (rc == 0 && (rc = connect_step(qp)) == -EINPROGRESS) {
+		if (ep_connect_settling(qp)) {
+			int ms = esock_qp_connect_wait_ms(qp);
+			struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
 
-		nanosleep(&ts, NULL);
+			nanosleep(&ts, NULL);
+			rc = 0;
+		} else if ((rc = wait_fd(fd, POLLIN, deadline)) < 0)
+			connecting_end(qp, rc);
 	}
-	return 0;
+	return rc;
 }
 
 ESOCK_EXPORT int esock_qp_connect(struct esock_qp *qp, const struct sockaddr *addr,
@@ -510,9 +533,14 @@ ESOCK_EXPORT int esock_qp_connect_wait_ms(const struct esock_qp *qp)
 {
 	int64_t left;
 
-	if (!qp || !qp->connecting || qp->connecting->deadline < 0)
+	if (!qp || !qp->connecting)
 		return -1;
-	left = qp->connecting->deadline - ep_now_ms();
+	if (qp->connecting->settle_until)
+		left = qp->connecting->settle_until - ep_now_ms();
+	else if (qp->connecting->deadline < 0)
+		return -1;
+	else
+		left = qp->connecting->deadline - ep_now_ms();
 	return left < 0 ? 0 : left > 0x7fffffff ? 0x7fffffff : (int)left;
 }
 

@@ -303,6 +303,8 @@ int sock_connect_progress(struct esock_sock *s, bool block)
 		while (ep_spin(&spin_end))
 			if ((rc = mpa_step(s)) != -EINPROGRESS)
 				return rc;
+		if (ep_connect_settling(s->qp))
+			p.events = 0; /* the Reply is in: only the profile's pause is left */
 		if (REAL(poll)(&p, 1, esock_qp_connect_wait_ms(s->qp)) < 0 && errno != EINTR)
 			return -errno;
 	}
@@ -313,7 +315,7 @@ int sock_connect_watch(struct esock_sock *s, int *fd, short *events)
 {
 	if (s->st == SOCK_MPA_CONNECTING) {
 		*fd = s->fd;
-		*events = POLLIN;
+		*events = ep_connect_settling(s->qp) ? 0 : POLLIN;
 		return esock_qp_connect_wait_ms(s->qp);
 	}
 	*fd = s->fd;

@@ -286,7 +286,10 @@ ESOCK_EXPORT int esock_qp_connect_fd(struct esock_qp *qp, int fd,
  * (QP in RTS; it took |fd|), -EINPROGRESS (the Reply is not whole yet), or
  * an error of esock_qp_connect_fd (QP idle again; -ETIMEDOUT once the
  * timeout passed).  esock_qp_connect_wait_ms: ms left until the timeout
- * (-1: none, or no exchange in progress).
+ * (-1: none, or no exchange in progress).  A peer profile that wants a pause
+ * between the Reply and our first FPDU (siw's: 200 ms) keeps the exchange
+ * in progress for that long after the Reply; esock_qp_connect_wait_ms then
+ * gives the time left of the pause, and |fd| is not read meanwhile.
  */
 ESOCK_EXPORT int esock_qp_connect_start(struct esock_qp *qp, int fd,
 					const struct esock_conn_param *param);

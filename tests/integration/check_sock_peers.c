@@ -630,6 +630,99 @@ START_TEST(tiny_receive_size_server)
 }
 END_TEST
 
+struct siw_like {
+	int lfd;
+	pthread_t th;
+	int64_t reply_at, first_at; /* ms: our Reply sent, the client's first octet in */
+};
+
+/* Answers like siw 6.1 as responder (RTR mode, a zero-length Write, no private data). */
+static void *siw_like_main(void *arg)
+{
+	struct siw_like *sl = arg;
+	struct esock_mpa_policy pol = { .rev = 2, .crc = true, .p2p = true,
+					.rtr = ESOCK_MPA_RTR_WRITE, .ird = 8, .ord = 8 };
+	struct esock_mpa_frame req, rep;
+	struct esock_mpa_params mp;
+	struct esock_term t;
+	uint8_t in[ESOCK_MPA_FRAME_MAX], out[ESOCK_MPA_FRAME_MAX];
+	int c = accept(sl->lfd, NULL, NULL);
+	size_t len;
+	ssize_t n;
+	char ch;
+
+	if (c < 0)
+		return NULL;
+	len = read_start_frame(c, in);
+	if (esock_mpa_frame_decode(&req, false, in, len, 0, &t) > 0 &&
+	    esock_mpa_reply_build(&pol, &req, &rep, &mp, &t) == 0 &&
+	    (n = esock_mpa_frame_encode(&rep, out, sizeof(out))) > 0 &&
+	    send(c, out, (size_t)n, MSG_NOSIGNAL) == n) {
+		sl->reply_at = now_ms();
+		if (recv(c, &ch, 1, 0) == 1)
+			sl->first_at = now_ms();
+		while (recv(c, &ch, 1, 0) > 0)
+			;
+	}
+	close(c);
+	return NULL;
+}
+
+/*
+ * The siw profile's pause between the Reply and our first FPDU (the RTR):
+ * siw 6.1 can crash its host (iw_cm BUG) when the RTR comes right after its
+ * Reply.  Kept by a blocking connect and by a non-blocking one, which must
+ * not block for it.
+ */
+START_TEST(siw_profile_pauses_first_fpdu)
+{
+	alarm(30);
+	for (int nb = 0; nb < 2; nb++) {
+		struct sockaddr_in sa;
+		struct siw_like sl = { 0 };
+		int fd = ddp_socket(nb ? SOCK_NONBLOCK : 0);
+		socklen_t len = sizeof(sa);
+
+		sl.lfd = socket(AF_INET, SOCK_STREAM, 0);
+		memset(&sa, 0, sizeof(sa));
+		sa.sin_family = AF_INET;
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		ck_assert_int_eq(bind(sl.lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+		ck_assert_int_eq(getsockname(sl.lfd, (struct sockaddr *)&sa, &len), 0);
+		ck_assert_int_eq(listen(sl.lfd, 4), 0);
+		ck_assert_int_eq(pthread_create(&sl.th, NULL, siw_like_main, &sl), 0);
+		ck_assert_int_eq(setsockopt(fd, SOL_ESOCK, ESOCK_PEER, "siw", 4), 0);
+		if (nb) {
+			int64_t t0 = now_ms();
+			struct pollfd p = { .fd = fd, .events = POLLOUT };
+			socklen_t el = sizeof(int);
+			int err = -1;
+
+			ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), -1);
+			ck_assert_int_eq(errno, EINPROGRESS);
+			while (poll(&p, 1, 5000) == 1 && !(p.revents & (POLLOUT | POLLERR | POLLHUP))) {
+				/* each call returns at once: the pause never blocks it */
+				ck_assert_int_lt(now_ms() - t0, 5000);
+			}
+			ck_assert(p.revents & POLLOUT);
+			ck_assert_int_eq(getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el), 0);
+			ck_assert_int_eq(err, 0);
+		} else {
+			ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+		}
+		ck_assert_int_eq(write(fd, "siw!", 4), 4);
+		close(fd);
+		pthread_join(sl.th, NULL);
+		close(sl.lfd);
+		ck_assert_msg(sl.reply_at > 0 && sl.first_at > 0, "no Reply or no first FPDU");
+		ck_assert_msg(sl.first_at - sl.reply_at >= 150,
+			      "%s connect: first FPDU %lld ms after the Reply (siw profile: 200)",
+			      nb ? "non-blocking" : "blocking", (long long)(sl.first_at - sl.reply_at));
+	}
+	alarm(0);
+}
+END_TEST
+
 /*
  * ESOCK_ACCEPT=both: a plain client that waits for the server's greeting is
  * handed out after the sniff time, and an MPA client that came after it is
@@ -1184,6 +1277,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, mpa_revision_1);
 	tcase_add_test(tc, tiny_receive_size_client);
 	tcase_add_test(tc, tiny_receive_size_server);
+	tcase_add_test(tc, siw_profile_pauses_first_fpdu);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("epoll");
 	tcase_set_timeout(tc, 60);
