@@ -570,19 +570,30 @@ struct tiny_server {
 	pthread_t th;
 };
 
+/* Reads the Request on |c| and answers it with a Reply by |pol|; true when it went out. */
+static bool answer_request(int c, const struct esock_mpa_policy *pol)
+{
+	struct esock_mpa_frame req, rep;
+	struct esock_mpa_params mp;
+	struct esock_term t;
+	uint8_t in[ESOCK_MPA_FRAME_MAX], out[ESOCK_MPA_FRAME_MAX];
+	size_t len = read_start_frame(c, in);
+	ssize_t n;
+
+	return esock_mpa_frame_decode(&req, false, in, len, 0, &t) > 0 &&
+	       esock_mpa_reply_build(pol, &req, &rep, &mp, &t) == 0 &&
+	       (n = esock_mpa_frame_encode(&rep, out, sizeof(out))) > 0 &&
+	       send(c, out, (size_t)n, MSG_NOSIGNAL) == n;
+}
+
 /* Answers the Request with a Reply that announces 1-octet receives, then waits for the end. */
 static void *tiny_main(void *arg)
 {
 	struct tiny_server *ts = arg;
 	struct esock_mpa_policy pol = { .rev = 2, .crc = true, .markers_tx = true, .p2p = true,
 					.rtr = 0x7, .ird = 8, .ord = 8 };
-	struct esock_mpa_frame req, rep;
-	struct esock_mpa_params mp;
-	struct esock_term t;
-	uint8_t pd[ESOCK_ANNOUNCE_OCTETS], in[ESOCK_MPA_FRAME_MAX], out[ESOCK_MPA_FRAME_MAX];
+	uint8_t pd[ESOCK_ANNOUNCE_OCTETS];
 	int c = accept(ts->lfd, NULL, NULL);
-	size_t len;
-	ssize_t n;
 	char ch;
 
 	if (c < 0)
@@ -590,11 +601,7 @@ static void *tiny_main(void *arg)
 	announcement(pd, 1);
 	pol.pd = pd;
 	pol.pd_len = sizeof(pd);
-	len = read_start_frame(c, in);
-	if (esock_mpa_frame_decode(&req, false, in, len, 0, &t) > 0 &&
-	    esock_mpa_reply_build(&pol, &req, &rep, &mp, &t) == 0 &&
-	    (n = esock_mpa_frame_encode(&rep, out, sizeof(out))) > 0)
-		(void)!send(c, out, (size_t)n, MSG_NOSIGNAL);
+	(void)answer_request(c, &pol);
 	while (recv(c, &ch, 1, 0) > 0)
 		;
 	close(c);
@@ -642,22 +649,12 @@ static void *siw_like_main(void *arg)
 	struct siw_like *sl = arg;
 	struct esock_mpa_policy pol = { .rev = 2, .crc = true, .p2p = true,
 					.rtr = ESOCK_MPA_RTR_WRITE, .ird = 8, .ord = 8 };
-	struct esock_mpa_frame req, rep;
-	struct esock_mpa_params mp;
-	struct esock_term t;
-	uint8_t in[ESOCK_MPA_FRAME_MAX], out[ESOCK_MPA_FRAME_MAX];
 	int c = accept(sl->lfd, NULL, NULL);
-	size_t len;
-	ssize_t n;
 	char ch;
 
 	if (c < 0)
 		return NULL;
-	len = read_start_frame(c, in);
-	if (esock_mpa_frame_decode(&req, false, in, len, 0, &t) > 0 &&
-	    esock_mpa_reply_build(&pol, &req, &rep, &mp, &t) == 0 &&
-	    (n = esock_mpa_frame_encode(&rep, out, sizeof(out))) > 0 &&
-	    send(c, out, (size_t)n, MSG_NOSIGNAL) == n) {
+	if (answer_request(c, &pol)) {
 		sl->reply_at = now_ms();
 		if (recv(c, &ch, 1, 0) == 1)
 			sl->first_at = now_ms();
