@@ -60,6 +60,9 @@ struct sock_eq;
 struct esock_stat_slot;
 struct user_op;
 
+/* Receive buffers posted at first (sock_data.c: the target grows when they ran out). */
+#define SOCK_RPOST_START 8
+
 #define SOCK_SLOT_SIZE 65536
 #define SOCK_SLOTS_MAX 16
 
@@ -99,7 +102,14 @@ struct esock_sock {
 	uint32_t rhead, rcount;     /* ring of rdone */
 	uint32_t roff;              /* octets of the head message already read */
 	uint64_t rready;            /* octets ready to read */
-	uint32_t *repost, nrepost;  /* consumed buffers waiting to be posted again */
+	/*
+	 * Buffers not posted, most recently consumed on top (a stack): only
+	 * rtarget are kept posted, so a connection's messages cycle through a
+	 * few warm buffers instead of touching every page of the pool.
+	 */
+	uint32_t *repost, nrepost;
+	uint32_t rposted;           /* receives posted, not yet completed */
+	uint32_t rtarget;           /* how many to keep posted (grows when the pool ran dry) */
 
 	/* Send slots taken from the process's pool (sock_slots.c), by Send in flight. */
 	uint32_t slots[SOCK_SLOTS_MAX];
@@ -242,6 +252,7 @@ void sock_drain(struct esock_sock *s);       /* takes completions (lock held) */
 unsigned sock_ready(struct esock_sock *s, unsigned events); /* poll bits now true */
 int sock_shutdown(struct esock_sock *s, int how);
 int sock_pool_setup(struct esock_sock *s);
+void sock_pool_post_all(struct esock_sock *s);
 int sock_resume(struct esock_sock *s);       /* after fork: drive it in this process */
 
 /* sock_ready.c */

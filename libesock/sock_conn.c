@@ -77,6 +77,8 @@ static bool peer_agrees(void *arg, const struct esock_conn_info *info)
 
 	heard(s, info->private_data, info->private_data_len);
 	s->qp->tx_pack = s->peer_esock;
+	if (!s->peer_esock)
+		sock_pool_post_all(s); /* RDMA rules: its Sends must find receives posted */
 	return s->peer_esock;
 }
 

@@ -23,6 +23,7 @@ LD_PRELOAD=$lib ESOCK_DDPMODE=all "$bin" "$max" "$step" "$active" "$bytes" "$sec
 awk -F, '
 FNR == 1 { next }
 $1 == "throughput" { tp[FILENAME ~ /ddp/] = $4; next }
+$1 == "busy" { busy[FILENAME ~ /ddp/] = $3; next }
 FNR == 2 { base_rss[FILENAME ~ /ddp/] = $4; base_fds[FILENAME ~ /ddp/] = $5; next }
 { d = FILENAME ~ /ddp/; rate[d, $1] = $3; rss[d, $1] = $4; fds[d, $1] = $5; if (!d) n[++k] = $1 }
 END {
@@ -36,11 +37,13 @@ END {
 		       (fds[0, c] - base_fds[0]) / c, (fds[1, c] - base_fds[1]) / c
 	}
 	if (tp[0]) printf "throughput over '"$active"' connections, '"$bytes"'-octet messages: plain %.1f MB/s, DDPMODE %.1f MB/s, ratio %.2f\n", tp[0], tp[1], tp[1] / tp[0]
+	c = n[k]
+	if (busy[0] && busy[1]) printf "server memory the traffic added: plain %.1f KB, DDPMODE %.1f KB per active connection\n", (busy[0] - rss[0, c]) / '"$active"', (busy[1] - rss[1, c]) / '"$active"'
 }' "$out/plain.csv" "$out/ddp.csv" | tee "$out/summary.txt"
 
 # The plot: server memory (MB) and cumulative setup time (s) against connections.
 awk -F, -v max="$max" '
-FNR == 1 || $1 == "throughput" { next }
+FNR == 1 || $1 == "throughput" || $1 == "busy" { next }
 FNR == 2 { next }
 { d = FILENAME ~ /ddp/; i = ++cnt[d]; x[d, i] = $1; mem[d, i] = $4 / 1024; t[d] += $2 / 1000; tt[d, i] = t[d]
   if (mem[d, i] > mmax) mmax = mem[d, i]; if (t[d] > tmax) tmax = t[d] }

@@ -11,7 +11,8 @@
  *   esock-connscale MAX STEP [ACTIVE BYTES SECONDS]
  *
  * Output: CSV lines "conns,step_ms,conn_per_s,srv_rss_kb,srv_fds,cli_rss_kb,cli_fds"
- * and "throughput,active,bytes,MB_per_s".
+ * "throughput,active,bytes,MB_per_s" and "busy,active,srv_rss_kb" (the server's
+ * memory after the traffic).
  */
 #include "config.h"
 
@@ -255,8 +256,11 @@ int main(int argc, char **argv)
 		       rss_kb(getpid()), nfds(getpid()));
 		fflush(stdout);
 	}
-	if (active)
+	if (active) {
 		printf("throughput,%d,%zu,%.1f\n", active, bytes, throughput(fds, active, bytes, secs));
+		/* What the traffic left in the server's memory (receive buffers it touched). */
+		printf("busy,%d,%ld\n", active, rss_kb(srv));
+	}
 	for (int i = 0; i < max; i++)
 		close(fds[i]);
 	kill(srv, SIGTERM);
