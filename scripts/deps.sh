@@ -10,7 +10,8 @@ set -euo pipefail
 build_pkgs=(build-essential autoconf automake libtool autoconf-archive pkg-config
 	libisal-dev check libpcap-dev zlib1g-dev)
 test_pkgs=(tshark valgrind clang libclang-rt-dev
-	nginx-light curl redis-server redis-tools iperf3 socat rsync nftables iproute2)
+	nginx-light curl redis-server redis-tools iperf3 socat rsync nftables iproute2
+	lighttpd apache2 apache2-utils memcached haproxy nodejs python3 postgresql)
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")
@@ -38,5 +39,13 @@ retry() {
 	done
 	"$@"
 }
+# Servers (nginx, apache2, redis, memcached, ...) are only run by the tests, on
+# ports of their own: their packages must not start them (policy-rc.d 101:
+# "action forbidden"), unless the machine already has such a policy.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+	printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null && $SUDO chmod 755 "$policy"
+	trap '$SUDO rm -f "$policy"' EXIT
+fi
 retry $SUDO apt-get "${lock[@]}" update -qq
 retry $SUDO apt-get "${lock[@]}" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

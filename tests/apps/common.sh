@@ -163,3 +163,21 @@ wrappers() {
 		logs="$tmp/$3-server.esock $tmp/$3-client.esock" ;;
 	esac
 }
+
+# ab_ok NAME ARGS...: ApacheBench (under $cli) with ARGS must complete all
+# 2000 requests (-n 2000) with none failed, every answer 2xx and 4096 octets
+# long; prints the rate.
+ab_ok() {
+	name=$1
+	shift
+	# shellcheck disable=SC2086
+	$limit $cli ab -q -s 20 "$@" >"$tmp/ab.out" 2>"$tmp/ab.err" ||
+		{ cat "$tmp/ab.out" "$tmp/ab.err"; fail "$name: ab $* (exit)"; }
+	n=$(sed -n 's/^Complete requests: *//p' "$tmp/ab.out")
+	bad=$(sed -n 's/^Failed requests: *//p' "$tmp/ab.out")
+	non2xx=$(sed -n 's/^Non-2xx responses: *//p' "$tmp/ab.out")
+	len=$(sed -n 's/^Document Length: *\([0-9]*\) bytes/\1/p' "$tmp/ab.out")
+	[ "$n" = 2000 ] && [ "$bad" = 0 ] && [ -z "$non2xx" ] && [ "$len" = 4096 ] ||
+		{ cat "$tmp/ab.out"; fail "$name: ab $*: $n of 2000 complete, $bad failed, length $len"; }
+	echo "$name: ab $*: $n requests, $(sed -n 's/^Requests per second: *\([0-9.]*\).*/\1/p' "$tmp/ab.out")/s"
+}
