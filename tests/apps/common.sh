@@ -118,6 +118,7 @@ random_file() {
 # ddp_engaged LOG...: each esock log (--log=info,FILE) shows a DDPMODE
 # connection, so the test did not pass over plain TCP.
 ddp_engaged() {
+	wire_check
 	for l in "$@"; do
 		grep -q 'DDPMODE connected' "$l" 2>/dev/null ||
 			fail "no DDPMODE connection in $(basename "$l"): the wrappers were not reached"
@@ -160,8 +161,39 @@ wrappers() {
 	ddp)
 		srv="$esock_run --ddp=$2 --log=info,$tmp/$3-server.esock"
 		cli="$esock_run --ddp=$2 --log=info,$tmp/$3-client.esock"
-		logs="$tmp/$3-server.esock $tmp/$3-client.esock" ;;
+		logs="$tmp/$3-server.esock $tmp/$3-client.esock"
+		wire_start "$2" ;;
 	esac
+}
+
+# wire_start PORT: ddpdump captures the port on lo until ddp_engaged looks at
+# it (only where capturing is allowed: root, as in CI; else the logs alone).
+wire_pid=
+wire_start() {
+	wire_pid=
+	ddpdump=${top_builddir:-.}/tools/ddpdump/ddpdump
+	[ -x "$ddpdump" ] && [ "$(id -u)" -eq 0 ] || return 0
+	"$ddpdump" -i lo -q --stats "tcp port $1" >"$tmp/wire.txt" 2>&1 &
+	wire_pid=$!
+	pids="$pids $wire_pid"
+	sleep 1 # the capture is open before the first connection
+	kill -0 "$wire_pid" 2>/dev/null || { forget "$wire_pid"; wire_pid=; }
+}
+
+# wire_check: what the capture saw has MPA start frames and well-formed FPDUs
+# with good CRCs, none bad: the connections spoke MPA on the wire.
+wire_check() {
+	[ -n "$wire_pid" ] || return 0
+	sleep 0.5
+	kill -INT "$wire_pid" 2>/dev/null
+	wait "$wire_pid" 2>/dev/null
+	forget "$wire_pid"
+	wire_pid=
+	# The totals: "total: N FPDUs, ..." and, last, "CRC errors N, marker errors N, ...".
+	awk '/^total: / { n = $2 } /CRC errors/ { c = $3 + 0; m = $6 + 0 }
+		END { exit !(n > 0 && c == 0 && m == 0) }' "$tmp/wire.txt" ||
+		{ cat "$tmp/wire.txt"; fail "the capture shows no FPDU, or CRC or marker errors"; }
+	echo "on the wire: $(sed -n 's/^total: //p' "$tmp/wire.txt" | tail -n 1)"
 }
 
 # ab_ok NAME ARGS...: ApacheBench (under $cli) with ARGS must complete all
