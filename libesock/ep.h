@@ -366,6 +366,21 @@ void ep_sockbuf_tune(struct esock_qp *qp);
 
 /* ep_engine.c */
 int ep_engine_add(struct esock_qp *qp);
+/*
+ * Restricted system calls (a sandboxed process: the application installed a
+ * seccomp filter, as sshd's pre-auth child does, or ESOCK_RESTRICTED=1):
+ * from then on the process's connections use only read, write, poll and
+ * shutdown on their sockets, as the application itself does: no engine
+ * thread or epoll set is started, waits poll the sockets (no eventfd, no
+ * spinning with sched_yield), input is read with read() after a poll that
+ * says it is there, output written with write() piece by piece after a poll
+ * that says there is room, and no socket option is looked at.  One-way:
+ * a filter cannot be taken back.  ep_restrict_io() wraps the socket I/O.
+ */
+extern atomic_bool ep_restricted;
+void ep_restrict(void);
+ssize_t ep_restricted_read(int fd, void *buf, size_t len);
+ssize_t ep_restricted_writev(int fd, const struct iovec *iov, int cnt);
 /* Test seam: when set, called inside ep_engine_add after the epoll ADD (tests widen that window). */
 extern void (*ep_engine_add_gap)(struct esock_qp *qp);
 void ep_engine_del(struct esock_qp *qp);

@@ -46,8 +46,11 @@ static int spin_us(void);
 
 bool ep_spin(int64_t *spin_end)
 {
-	int64_t t0 = now_us(), t;
+	int64_t t0, t;
 
+	if (atomic_load(&ep_restricted))
+		return false; /* (no sched_yield in a sandbox) */
+	t0 = now_us();
 	if (!*spin_end) {
 		if (t0 < spin_off_until)
 			return false;
@@ -237,6 +240,8 @@ ESOCK_EXPORT int esock_cq_fd(struct esock_cq *cq)
 
 	if (fd >= 0)
 		return fd;
+	if (atomic_load(&ep_restricted))
+		return -EPERM; /* no new descriptors in a sandbox (ep.h) */
 	if ((fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
 		return -errno;
 	if (!atomic_compare_exchange_strong(&cq->efd, &none, fd)) { /* another thread was first */
@@ -367,7 +372,9 @@ static void efd_key_init(void)
 
 static int thread_efd(void)
 {
-	if (my_efd < 0 && (my_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) >= 0) {
+	/* (Restricted: no new eventfd; one made before still works, by read and write.) */
+	if (my_efd < 0 && !atomic_load(&ep_restricted) &&
+	    (my_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) >= 0) {
 		pthread_once(&efd_once, efd_key_init);
 		pthread_setspecific(efd_key, &my_efd);
 	}
@@ -409,7 +416,8 @@ static int sleep_on(struct esock_cq *cq, struct esock_qp **qps, int m, int left,
 		if (qps[i]->fd >= 0 && (st == ESOCK_QPS_RTS || st == ESOCK_QPS_CLOSING) &&
 		    !atomic_load(&qps[i]->rx_paused) && !atomic_load(&qps[i]->rx_eof)) {
 			pfd[nfd].fd = qps[i]->fd;
-			pfd[nfd].events = POLLIN;
+			/* No engine in a restricted process: the waiter drives its sends too. */
+			pfd[nfd].events = POLLIN | (atomic_load(&ep_restricted) && qps[i]->pollout ? POLLOUT : 0);
 			pfd[nfd++].revents = 0;
 		}
 	}

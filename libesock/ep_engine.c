@@ -327,6 +327,8 @@ static uint32_t events_of(const struct esock_qp *qp)
 
 bool ep_engine_lazy_ok(void)
 {
+	if (atomic_load(&ep_restricted))
+		return true;
 	pthread_once(&started, engine_start);
 	return !spin;
 }
@@ -340,11 +342,15 @@ void (*ep_engine_add_gap)(struct esock_qp *qp);
  * that wish must wait for the ADD to be known, or it is dropped and the QP
  * never sends again (seen: a Read responder stalled for good).
  */
+atomic_bool ep_restricted;
+
 int ep_engine_add(struct esock_qp *qp)
 {
 	struct epoll_event ev = { .data.u32 = qp->num };
 	int rc = 0;
 
+	if (atomic_load(&ep_restricted))
+		return 0; /* no engine: the application's calls drive its connections */
 	pthread_once(&started, engine_start);
 	if (epfd < 0)
 		return -ENOSYS;

@@ -496,7 +496,8 @@ static ssize_t read_some(struct esock_qp *qp, size_t *direct, size_t *asked)
 	ssize_t n;
 
 	*direct = 0;
-	if (c->kind == EP_RX_PLACE && !qp->info.markers_rx && left >= EP_DIRECT_MIN) {
+	if (c->kind == EP_RX_PLACE && !qp->info.markers_rx && left >= EP_DIRECT_MIN &&
+	    !atomic_load(&ep_restricted)) { /* (restricted: one read into the stage) */
 		while (left && cnt < EP_SGE_MAX) {
 			size_t room;
 			uint8_t *dst = target_at(c, off, &room);
@@ -521,10 +522,13 @@ static ssize_t read_some(struct esock_qp *qp, size_t *direct, size_t *asked)
 	/* MSG_DONTWAIT: the socket may be a blocking one adopted from the application. */
 	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)cnt };
 
-	do /* one piece: recv() spares recvmsg's msghdr and iovec copies (see ep_txbatch.c) */
-		n = cnt == 1 ? REAL(recv)(qp->fd, iov[0].iov_base, iov[0].iov_len, MSG_DONTWAIT)
-			     : REAL(recvmsg)(qp->fd, &mh, MSG_DONTWAIT);
-	while (n < 0 && errno == EINTR);
+	if (atomic_load(&ep_restricted))
+		n = ep_restricted_read(qp->fd, iov[0].iov_base, iov[0].iov_len);
+	else
+		do /* one piece: recv() spares recvmsg's msghdr and iovec copies (see ep_txbatch.c) */
+			n = cnt == 1 ? REAL(recv)(qp->fd, iov[0].iov_base, iov[0].iov_len, MSG_DONTWAIT)
+				     : REAL(recvmsg)(qp->fd, &mh, MSG_DONTWAIT);
+		while (n < 0 && errno == EINTR);
 	return n < 0 ? -errno : n;
 }
 

@@ -81,6 +81,8 @@ void ep_sockbuf_tune(struct esock_qp *qp)
 	const char *when = getenv("ESOCK_LOCAL_BUFS");
 	int lowat, rcvbuf;
 
+	if (atomic_load(&ep_restricted)) /* (no socket options in a sandbox) */
+		return;
 	if (!ep_sockbuf_same_host(&qp->info.local, &qp->info.remote) ||
 	    (!(when && strcmp(when, "always") == 0) && !peer_on_this_cpu(qp->fd)))
 		return;

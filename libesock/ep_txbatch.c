@@ -153,7 +153,9 @@ int ep_batch_write(struct ep_batch *b, int fd)
 		 * cost a 64-octet ping-pong ~3 % here (tools/bench: the kernel
 		 * checks every user copy).
 		 */
-		if (mh.msg_iovlen == 1)
+		if (atomic_load(&ep_restricted))
+			n = ep_restricted_writev(fd, mh.msg_iov, (int)mh.msg_iovlen);
+		else if (mh.msg_iovlen == 1)
 			n = REAL(send)(fd, mh.msg_iov[0].iov_base, mh.msg_iov[0].iov_len, flags);
 		else
 			n = REAL(sendmsg)(fd, &mh, flags);

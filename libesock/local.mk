@@ -5,7 +5,7 @@
 noinst_LTLIBRARIES += libesock_ep.la
 libesock_ep_la_SOURCES = libesock/ep.h libesock/ep_ring.h libesock/ep_profile.h libesock/ep_profile.c \
 	libesock/ep_mr.c libesock/ep_cq.c libesock/ep_qp.c libesock/ep_conn.c libesock/ep_listen.c \
-	libesock/ep_tx.c libesock/ep_txbatch.c libesock/ep_spare.h libesock/ep_spare.c libesock/ep_rx.c libesock/ep_engine.c libesock/ep_sockbuf.c \
+	libesock/ep_tx.c libesock/ep_txbatch.c libesock/ep_spare.h libesock/ep_spare.c libesock/ep_rx.c libesock/ep_engine.c libesock/ep_sockbuf.c libesock/ep_restrict.c \
 	libesock/fdtab.h libesock/fdtab.c libesock/real.h libesock/real.c
 libesock_ep_la_LIBADD = libesock_core.la -lpthread
 

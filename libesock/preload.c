@@ -16,10 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/select.h>
 #include <sys/sendfile.h>
 #include <unistd.h>
 
+#include "libesock/ep.h"
 #include "libesock/fdtab.h"
 #include "libesock/real.h"
 #include "libesock/sock.h"
@@ -41,6 +43,29 @@ static inline void fresh(int fd)
 {
 	if (__builtin_expect(fd >= 0 && esock_fdtab_get(fd) != NULL, 0))
 		sock_release_fd(fd);
+}
+
+/* ---- sandboxes ---- */
+
+/*
+ * A seccomp filter the application installs (sshd's pre-auth child: read,
+ * write, poll and little else) also binds the library: from here on its
+ * connections use only such calls (ep.h, restricted system calls).
+ * (Filters installed with the raw seccomp(2) system call are not seen:
+ * ESOCK_RESTRICTED=1 says so in advance.)
+ */
+API int prctl(int option, ...)
+{
+	unsigned long a[4];
+	va_list ap;
+
+	va_start(ap, option);
+	for (int i = 0; i < 4; i++)
+		a[i] = va_arg(ap, unsigned long);
+	va_end(ap);
+	if (option == PR_SET_SECCOMP)
+		ep_restrict();
+	return REAL(prctl)(option, a[0], a[1], a[2], a[3]);
 }
 
 /* ---- setup ---- */

@@ -72,6 +72,7 @@ static void resolve(void)
 	*(void **)&r.epoll_pwait = need("epoll_pwait");
 	*(void **)&r.epoll_create1 = need("epoll_create1");
 	*(void **)&r.epoll_create = need("epoll_create");
+	*(void **)&r.prctl = need("prctl");
 	esock_real = r;
 }
 

@@ -62,6 +62,7 @@ struct esock_real {
 	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
 	int (*epoll_create1)(int);
 	int (*epoll_create)(int);
+	int (*prctl)(int, ...);
 };
 
 extern struct esock_real esock_real;

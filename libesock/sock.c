@@ -217,7 +217,9 @@ static bool linger_abort(int fd)
 	struct linger l = { 0 };
 	socklen_t len = sizeof(l);
 
-	return REAL(getsockopt)(fd, SOL_SOCKET, SO_LINGER, &l, &len) == 0 && l.l_onoff &&
+	/* (Restricted: no socket options any more; a linger set before is not seen.) */
+	return !atomic_load(&ep_restricted) &&
+	       REAL(getsockopt)(fd, SOL_SOCKET, SO_LINGER, &l, &len) == 0 && l.l_onoff &&
 	       l.l_linger == 0;
 }
 

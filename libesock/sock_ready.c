@@ -79,6 +79,7 @@ int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 			struct esock_qp *qp = ss[i] ? ss[i]->qp : NULL;
 
 			k[n + i].fd = -1;
+			k[n + i].events = POLLIN;
 			if (ss[i] && (ss[i]->st == SOCK_TCP_CONNECTING || ss[i]->st == SOCK_MPA_CONNECTING)) {
 				/* A non-blocking connect: TCP up, or the MPA Reply's octets, or its timeout. */
 				int t = sock_connect_watch(ss[i], &k[i].fd, &k[i].events);
@@ -92,6 +93,8 @@ int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 			else if (ss[i] && ss[i]->st != SOCK_LISTENING && !ready) /* its CQ, to sleep on */
 				k[i] = (struct pollfd){ .fd = ss[i]->cq ? esock_cq_fd(ss[i]->cq) : -1,
 							.events = POLLIN };
+			if (ss[i] && k[i].fd < 0 && atomic_load(&ep_restricted) && (wait < 0 || wait > 100))
+				wait = 100; /* (restricted: no CQ descriptor to wake us: look again) */
 			if (!qp)
 				continue;
 			if (!ready && esock_cq_arm(ss[i]->cq, false))
@@ -104,6 +107,11 @@ int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 			    !atomic_load(&qp->rx_paused) && !atomic_load(&qp->rx_eof) &&
 			    (!ready || (qp->lazy && (fds[i].events & POLLIN))))
 				k[n + i].fd = qp->fd;
+			/* No engine in a restricted process: sends waiting for room are ours to push. */
+			if (atomic_load(&ep_restricted) && qp->fd >= 0 && qp->pollout) {
+				k[n + i].fd = qp->fd;
+				k[n + i].events = POLLIN | POLLOUT;
+			}
 		}
 		rc = REAL(poll)(k, 2 * n, wait);
 		if (rc < 0)
@@ -114,7 +122,9 @@ int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 				fds[i].revents = k[i].revents;
 				rc += k[i].revents != 0;
 			} else if (k[n + i].fd >= 0 && k[n + i].revents) {
-				ep_qp_progress(ss[i]->qp, EP_WANT_RX); /* read it here, not via the engine */
+				/* read it here, not via the engine (restricted: its sends too) */
+				ep_qp_progress(ss[i]->qp, EP_WANT_RX |
+						(k[n + i].revents & POLLOUT ? EP_WANT_TX : 0));
 				pulled = true;
 			}
 		}

@@ -72,6 +72,14 @@ tests_integration_check_sock_peers_SOURCES = tests/integration/check_sock_peers.
 tests_integration_check_sock_peers_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_integration_check_sock_peers_LDADD = libesock.la tests/unit/libtestutil.la $(CHECK_LIBS) -lpthread
 
+# A forked child in a seccomp sandbox carries on its connection (issue 13).
+check_PROGRAMS += tests/integration/check_sock_sandbox
+TESTS += tests/integration/check_sock_sandbox
+tests_integration_check_sock_sandbox_SOURCES = tests/integration/check_sock_sandbox.c \
+	tests/integration/sock_util.c tests/integration/sock_util.h
+tests_integration_check_sock_sandbox_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_integration_check_sock_sandbox_LDADD = libesock.la tests/unit/libtestutil.la $(CHECK_LIBS) -lpthread
+
 # Socket calls that must behave as with libc on DDPMODE sockets (issue 12).
 check_PROGRAMS += tests/integration/check_sock_calls
 TESTS += tests/integration/check_sock_calls

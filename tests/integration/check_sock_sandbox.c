@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A forked child that sandboxes itself, as sshd's pre-auth child does, must
+ * carry on its DDPMODE connection with the calls the application itself
+ * makes on it (issue 13): the child installs a seccomp filter that allows
+ * sshd's list (read, write, poll, select, shutdown, memory, time, futex,
+ * signals' mask) and kills the process for anything else (epoll_create1,
+ * eventfd, recvfrom, sendmsg, sched_yield, getsockopt, clone, ...), then
+ * echoes what a DDPMODE client sends, with poll and read/write, both ways,
+ * in both blocking and non-blocking modes.  Before, the library started its
+ * engine in the child (epoll_create1: killed).  Linked against libesock.so.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#define HAVE_FILTER 1
+#endif
+
+#include <esock/esock.h>
+
+#include "tests/integration/sock_util.h"
+
+#define TOTAL (1u << 20)
+
+static inline bool under_valgrind(void)
+{
+	const char *p = getenv("LD_PRELOAD");
+
+	return p && strstr(p, "vgpreload");
+}
+
+#ifdef HAVE_FILTER
+#define ALLOW(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), \
+		  BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+
+/* sshd's pre-auth list (sandbox-seccomp-filter.c), x86-64; anything else kills. */
+static int sandbox(void)
+{
+	static struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		ALLOW(__NR_read), ALLOW(__NR_write), ALLOW(__NR_close), ALLOW(__NR_poll),
+		ALLOW(__NR_ppoll), ALLOW(__NR_select), ALLOW(__NR_pselect6), ALLOW(__NR_shutdown),
+		ALLOW(__NR_exit), ALLOW(__NR_exit_group), ALLOW(__NR_futex), ALLOW(__NR_getpid),
+		ALLOW(__NR_getrandom), ALLOW(__NR_gettimeofday), ALLOW(__NR_clock_gettime),
+		ALLOW(__NR_clock_nanosleep), ALLOW(__NR_nanosleep), ALLOW(__NR_brk),
+		ALLOW(__NR_mmap), ALLOW(__NR_munmap), ALLOW(__NR_mremap), ALLOW(__NR_madvise),
+		ALLOW(__NR_mprotect), ALLOW(__NR_rt_sigprocmask), ALLOW(__NR_rt_sigreturn),
+		ALLOW(__NR_restart_syscall), ALLOW(__NR_time),
+#if defined(__SANITIZE_ADDRESS__)
+		ALLOW(__NR_sigaltstack), /* the sanitizer's own, as the process ends */
+#endif
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+	};
+	static struct sock_filter all[] = { BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW) };
+	static const struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+	static const struct sock_fprog lax = { .len = 1, .filter = all };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -1;
+	/* Under valgrind (its own system calls meet the filter): one that allows all, still a sandbox. */
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, under_valgrind() ? &lax : &prog);
+}
+#endif
+
+/* The sandboxed child: echo until the client's end, then leave (exit status 0, or why not). */
+static void child_echo(int c)
+{
+	static char buf[65536];
+
+#ifdef HAVE_FILTER
+	if (sandbox() < 0)
+		_exit(10);
+#endif
+	for (;;) {
+		struct pollfd p = { .fd = c, .events = POLLIN };
+		ssize_t n = read(c, buf, sizeof(buf)), w = 0;
+
+		if (n == 0)
+			break;
+		if (n < 0 && errno == EAGAIN) {
+			if (poll(&p, 1, 10000) != 1)
+				_exit(11);
+			continue;
+		}
+		if (n < 0)
+			_exit(12);
+		while (w < n) {
+			ssize_t k = write(c, buf + w, (size_t)(n - w));
+
+			if (k > 0) {
+				w += k;
+			} else if (k < 0 && errno == EAGAIN) {
+				struct pollfd o = { .fd = c, .events = POLLOUT };
+
+				if (poll(&o, 1, 10000) != 1)
+					_exit(13);
+			} else {
+				_exit(14);
+			}
+		}
+	}
+	close(c);
+	_exit(0);
+}
+
+struct client {
+	struct sockaddr_in sa;
+	pthread_t th;
+	size_t echoed;
+	bool ok;
+};
+
+/* Writes TOTAL octets of a pattern in pieces and reads the echo back as it comes. */
+static void *client_main(void *arg)
+{
+	struct client *cl = arg;
+	int fd = ddp_socket(0);
+	uint8_t *out = malloc(TOTAL), *in = malloc(TOTAL);
+	size_t sent = 0;
+
+	if (!out || !in || connect(fd, (struct sockaddr *)&cl->sa, sizeof(cl->sa)) < 0)
+		return NULL;
+	for (size_t i = 0; i < TOTAL; i++)
+		out[i] = (uint8_t)(i * 7 + i / 4093);
+	while (cl->echoed < TOTAL) {
+		struct pollfd p = { .fd = fd, .events = POLLIN | (sent < TOTAL ? POLLOUT : 0) };
+
+		if (poll(&p, 1, 10000) != 1)
+			break;
+		if ((p.revents & POLLOUT) && sent < TOTAL) {
+			size_t k = TOTAL - sent > 12345 ? 12345 : TOTAL - sent;
+			ssize_t n = send(fd, out + sent, k, MSG_DONTWAIT);
+
+			if (n > 0)
+				sent += (size_t)n;
+		}
+		if (p.revents & POLLIN) {
+			ssize_t n = recv(fd, in + cl->echoed, TOTAL - cl->echoed, MSG_DONTWAIT);
+
+			if (n <= 0 && !(n < 0 && errno == EAGAIN))
+				break;
+			if (n > 0)
+				cl->echoed += (size_t)n;
+		}
+	}
+	cl->ok = cl->echoed == TOTAL && memcmp(in, out, TOTAL) == 0;
+	close(fd);
+	free(out);
+	free(in);
+	return NULL;
+}
+
+START_TEST(sandboxed_child_carries_on)
+{
+	bool nonblock = _i == 1;
+	struct client cl = { 0 };
+	int lfd, c, status = -1;
+	pid_t pid;
+
+	alarm(60);
+	lfd = listener(0, 0, &cl.sa);
+	ck_assert_int_eq(pthread_create(&cl.th, NULL, client_main, &cl), 0);
+	c = accept4(lfd, NULL, NULL, nonblock ? SOCK_NONBLOCK : 0);
+	ck_assert_int_ge(c, 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(lfd);
+		child_echo(c);
+	}
+	close(c); /* as sshd's listener does: the child has the connection now */
+	pthread_join(cl.th, NULL);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(!WIFSIGNALED(status), "the sandboxed child was killed by signal %d%s",
+		      WTERMSIG(status), WTERMSIG(status) == SIGSYS ? " (a system call outside its filter)" : "");
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child exited with %d",
+		      WEXITSTATUS(status));
+	ck_assert_msg(cl.ok, "%zu of %u octets echoed", cl.echoed, TOTAL);
+	close(lfd);
+	alarm(0);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("sock sandbox");
+	TCase *tc = tcase_create("seccomp");
+
+	tcase_set_timeout(tc, 90);
+	tcase_add_loop_test(tc, sandboxed_child_carries_on, 0, 2);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	srunner_set_fork_status(sr, CK_FORK); /* the restriction is one-way: a process per test */
+	signal(SIGPIPE, SIG_IGN);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
