@@ -379,6 +379,7 @@ int ep_engine_add(struct esock_qp *qp);
  */
 extern atomic_bool ep_restricted;
 void ep_restrict(void);
+void ep_engine_stop(void);
 ssize_t ep_restricted_read(int fd, void *buf, size_t len);
 ssize_t ep_restricted_writev(int fd, const struct iovec *iov, int cnt);
 /* Test seam: when set, called inside ep_engine_add after the epoll ADD (tests widen that window). */

@@ -168,14 +168,20 @@ static void reattach_idle(void)
 	free(nums);
 }
 
+static atomic_bool engine_quit, engine_running;
+
 static void *engine_main(void *arg)
 {
 	struct epoll_event ev[64];
 
 	(void)arg;
+	atomic_store(&engine_running, true);
 	for (;;) {
 		int tmo = spin ? 0 : atomic_load(&ndetached) ? EP_REATTACH_MS : -1;
 		int n = REAL(epoll_wait)(epfd, ev, 64, tmo);
+
+		if (atomic_load(&engine_quit))
+			break;
 
 		for (int i = 0; i < n; i++) {
 			struct esock_qp *qp;
@@ -199,7 +205,32 @@ static void *engine_main(void *arg)
 		if (atomic_load(&ndetached))
 			reattach_idle();
 	}
+	atomic_store(&engine_running, false);
 	return NULL;
+}
+
+/*
+ * Restricted system calls from now on (ep_restrict, before the filter is
+ * installed): this process's engine, if it has one, ends (its epoll_wait
+ * would meet the filter) and its QPs are the application's calls' to drive.
+ */
+void ep_engine_stop(void)
+{
+	if (epfd < 0)
+		return;
+	atomic_store(&engine_quit, true);
+	(void)!REAL(write)(doorbell, &(uint64_t){ 1 }, sizeof(uint64_t));
+	for (int i = 0; i < 2000 && atomic_load(&engine_running); i++)
+		nanosleep(&(struct timespec){ 0, 500000 }, NULL);
+	pthread_mutex_lock(&tab_lock);
+	for (uint32_t i = 0; i < tab_cap; i++)
+		if (tab[i]) {
+			atomic_store(&tab[i]->in_engine, false);
+			if (atomic_exchange(&tab[i]->detached, false))
+				atomic_fetch_sub(&ndetached, 1);
+		}
+	pthread_mutex_unlock(&tab_lock);
+	log_info("engine: stopped%s", atomic_load(&engine_running) ? " (its thread did not answer)" : "");
 }
 
 /*
@@ -260,6 +291,7 @@ static void atfork_child(void)
 		REAL(close)(doorbell);
 	epfd = doorbell = -1;
 	atomic_store(&ndetached, 0);
+	atomic_store(&engine_running, false);
 	pthread_mutex_init(&det_lock, NULL); /* another thread may have held it at the fork */
 	ndet = 0;
 	memcpy(&started, &fresh, sizeof(started));

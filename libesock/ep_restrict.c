@@ -22,8 +22,10 @@
 
 void ep_restrict(void)
 {
-	if (!atomic_exchange(&ep_restricted, true))
+	if (!atomic_exchange(&ep_restricted, true)) {
 		log_info("restricted system calls from now on (read, write, poll): no engine thread");
+		ep_engine_stop();
+	}
 }
 
 /* ESOCK_RESTRICTED=1: restricted from the start (a filter the library cannot see). */

@@ -7,7 +7,8 @@
  * signals' mask) and kills the process for anything else (epoll_create1,
  * eventfd, recvfrom, sendmsg, sched_yield, getsockopt, clone, ...), then
  * echoes what a DDPMODE client sends, with poll and read/write, both ways,
- * in both blocking and non-blocking modes.  Before, the library started its
+ * in both blocking and non-blocking modes, and after a call on the
+ * connection before the sandbox (which may start the library's engine).  Before, the library started its
  * engine in the child (epoll_create1: killed).  Linked against libesock.so.
  */
 #include "config.h"
@@ -87,10 +88,17 @@ static int sandbox(void)
 #endif
 
 /* The sandboxed child: echo until the client's end, then leave (exit status 0, or why not). */
-static void child_echo(int c)
+static void child_echo(int c, bool early)
 {
 	static char buf[65536];
 
+	if (early) {
+		/* A call on the connection before the sandbox: the library may start its engine here. */
+		struct pollfd p = { .fd = c, .events = POLLIN };
+
+		(void)poll(&p, 1, 0);
+		(void)!recv(c, buf, 0, MSG_DONTWAIT);
+	}
 #ifdef HAVE_FILTER
 	if (sandbox() < 0)
 		_exit(10);
@@ -190,7 +198,7 @@ START_TEST(sandboxed_child_carries_on)
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		close(lfd);
-		child_echo(c);
+		child_echo(c, _i == 2);
 	}
 	close(c); /* as sshd's listener does: the child has the connection now */
 	pthread_join(cl.th, NULL);
@@ -211,7 +219,7 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("seccomp");
 
 	tcase_set_timeout(tc, 90);
-	tcase_add_loop_test(tc, sandboxed_child_carries_on, 0, 2);
+	tcase_add_loop_test(tc, sandboxed_child_carries_on, 0, 3);
 	suite_add_tcase(s, tc);
 	return s;
 }
