@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # The long fuzzing run (not part of CI): every libFuzzer target for RUNS
 # executions (default 10^7) on its seed corpus, then the corpus minimised
-# (libFuzzer -merge=1: the smallest set with the same coverage) and written
-# back into tests/fuzz/corpus/<target>/, to be committed: CI's replays and
+# (libFuzzer -merge=1: on top of the committed seeds, only inputs that add
+# coverage) and written back into tests/fuzz/corpus/<target>/, to be committed: CI's replays and
 # its 60 s runs start from what the long run found.  Any crash, leak or
 # sanitizer report stops the run; the reproducer is in tests/fuzz/deep/<target>/.
 #
@@ -30,10 +30,14 @@ for t in $targets; do
 		tail -n 40 "$work/log"
 		exit 1
 	fi
+	# The committed seeds stay (some are regressions, kept on purpose); the
+	# merge adds only what brings new coverage on top of them.
+	before=$(ls "$srcdir/tests/fuzz/corpus/$t" 2>/dev/null | wc -l)
+	cp "$srcdir/tests/fuzz/corpus/$t/"* "$work/min/" 2>/dev/null || true
 	"$bin" -merge=1 "$work/min" "$work/corpus" >"$work/merge.log" 2>&1 ||
 		{ echo "FAIL: $t: merge (see $work/merge.log)"; exit 1; }
-	rm -f "$srcdir/tests/fuzz/corpus/$t/"*
 	cp "$work/min/"* "$srcdir/tests/fuzz/corpus/$t/"
 	echo "$t: $(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log") runs in" \
-	     "$(($(date +%s) - start)) s, clean; corpus $(ls "$work/corpus" | wc -l) -> $(ls "$work/min" | wc -l) files"
+	     "$(($(date +%s) - start)) s, clean; corpus $(ls "$work/corpus" | wc -l) files," \
+	     "kept $before seeds + $(($(ls "$work/min" | wc -l) - before)) that add coverage"
 done
