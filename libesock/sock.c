@@ -60,6 +60,31 @@ static void live_del(struct esock_sock *s)
 	pthread_mutex_unlock(&live_lock);
 }
 
+/*
+ * The socks this thread's calls hold (a few deep at most): a signal handler
+ * that closes a socket the call it interrupted is using must not wait for
+ * that call to leave (sock_release_fd).
+ */
+#define HELD_MAX 8
+static __thread struct esock_sock *held[HELD_MAX];
+static __thread unsigned nheld;
+
+static void hold(struct esock_sock *s)
+{
+	if (nheld < HELD_MAX)
+		held[nheld] = s;
+	nheld++;
+}
+
+static unsigned held_here(const struct esock_sock *s)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < nheld && i < HELD_MAX; i++)
+		n += held[i] == s;
+	return n;
+}
+
 struct esock_sock *sock_get(int fd)
 {
 	struct esock_sock *s = esock_fdtab_get(fd);
@@ -72,6 +97,7 @@ struct esock_sock *sock_get(int fd)
 		atomic_fetch_sub(&s->refs, 1);
 		return NULL;
 	}
+	hold(s);
 	return s;
 }
 
@@ -86,12 +112,28 @@ struct esock_sock *sock_get_any(int fd)
 		atomic_fetch_sub(&s->refs, 1);
 		return NULL;
 	}
+	hold(s);
 	return s;
 }
 
+static void release_now(struct esock_sock *s);
+static void release_free(struct esock_sock *s);
+
 void sock_put(struct esock_sock *s)
 {
-	atomic_fetch_sub(&s->refs, 1);
+	/* (Calls nest, so this thread's latest hold of |s| is the one that ends.) */
+	if (nheld) {
+		unsigned top = nheld < HELD_MAX ? nheld : HELD_MAX;
+
+		for (unsigned i = top; i-- > 0;)
+			if (held[i] == s) {
+				held[i] = held[top - 1];
+				break;
+			}
+		nheld--;
+	}
+	if (atomic_fetch_sub(&s->refs, 1) == 1 && atomic_load(&s->release_deferred))
+		release_now(s);
 }
 
 static struct sock_opts defaults;
@@ -274,12 +316,46 @@ int sock_release_fd(int fd)
 		return 0;
 	}
 	atomic_store(&s->closing, true);
+	s->release_graceful = !linger_abort(fd);
+	if (held_here(s)) {
+		/*
+		 * A signal handler closes a socket that the call it interrupted
+		 * (in this thread) is using: postgres's postmaster leaves from
+		 * its handler while in select.  That call cannot leave first;
+		 * its last reference ends the socket (if the handler returns at
+		 * all).  The descriptor is closed now: the connection lets go
+		 * of it (no engine watch, no further use of the number).
+		 */
+		if (s->qp && s->qp->fd == fd) {
+			ep_engine_del(s->qp);
+			s->qp->fd = -1;
+		}
+		atomic_store(&s->release_deferred, true);
+		return 0;
+	}
 	if (s->epregs)
 		sock_epoll_forget(s);
-	sock_teardown(s, !linger_abort(fd));
-	/* Calls still inside (a read blocked in another thread) leave first. */
+	sock_teardown(s, s->release_graceful);
+	/* Calls still inside (a read blocked in another thread, woken by the teardown) leave first. */
 	while (atomic_load(&s->refs))
 		sched_yield();
+	release_free(s);
+	return 0;
+}
+
+/* A release deferred by sock_release_fd, by the last reference. */
+static void release_now(struct esock_sock *s)
+{
+	atomic_store(&s->release_deferred, false);
+	if (s->epregs)
+		sock_epoll_forget(s);
+	sock_teardown(s, s->release_graceful);
+	release_free(s);
+}
+
+/* The last descriptor's end, once no call is inside: free and recycle. */
+static void release_free(struct esock_sock *s)
+{
 	pthread_mutex_lock(&s->lock);
 	if (s->cq && esock_cq_destroy(s->cq) == 0)
 		s->cq = NULL;
@@ -298,7 +374,6 @@ int sock_release_fd(int fd)
 	s->rdone = s->rlen = s->repost = NULL;
 	pthread_mutex_unlock(&s->lock);
 	sock_recycle(s);
-	return 0;
 }
 
 int sock_close_fd(int fd)

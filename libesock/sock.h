@@ -71,6 +71,8 @@ struct esock_sock {
 	atomic_int refs;            /* calls in progress */
 	atomic_int nfds;            /* descriptors naming it (dup) */
 	atomic_bool closing;
+	atomic_bool release_deferred; /* closed under a call of this thread (sock_release_fd) */
+	bool release_graceful;      /* how the deferred release disconnects */
 	struct esock_sock *next_free;
 	int fd;                     /* the descriptor it was created on */
 	enum sock_state st;

@@ -47,6 +47,11 @@ run() {
 		{ cat "$tmp/psql.err"; fail "$mode: psql count"; }
 	[ "$got" -ge 800 ] || fail "$mode: $got rows in pgbench_history"
 	echo "postgres: $mode: $(grep -E '^tps' "$tmp/pgbench.log" | head -n 1)"
+	# A clean shutdown before the wrapper goes: the next run starts on the same data
+	# directory, and a postmaster still writing its checkpoint would hold its lock file.
+	runuser -u postgres -- "$bin/pg_ctl" -D "$tmp/pg" -m fast -w -t 30 stop >"$tmp/pg_ctl.log" 2>&1 ||
+		{ cat "$tmp/pg_ctl.log"; fail "$mode: pg_ctl stop"; }
+	wait_exit "$srv_pid" 30 || fail "$mode: the server's wrapper did not end"
 	stop "$srv_pid"
 	# shellcheck disable=SC2086
 	[ -z "$logs" ] || ddp_engaged $logs

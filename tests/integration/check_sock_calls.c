@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/select.h>
+#include <sys/time.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -306,6 +307,73 @@ START_TEST(dup2_onto_stdout_then_exec)
 }
 END_TEST
 
+/* The descriptor the SIGALRM handler closes, and whether its close returned. */
+static volatile sig_atomic_t victim = -1, closed_in_handler;
+
+static void close_victim(int sig)
+{
+	(void)sig;
+	close(victim);
+	closed_in_handler = 1;
+}
+
+/*
+ * A signal handler closes the DDPMODE socket that the call it interrupted is
+ * using, as postgres's postmaster does when it leaves from its handler while
+ * in select: the close returns (it waited for that call to leave: forever),
+ * the interrupted call returns, and the socket is gone.  For a listener in
+ * poll and for a connection in a blocking read.
+ */
+START_TEST(close_from_signal_handler)
+{
+	struct sigaction sa = { .sa_handler = close_victim };
+	struct sockaddr_in addr;
+	int64_t t0;
+
+	alarm(0);
+	sigemptyset(&sa.sa_mask);
+	ck_assert_int_eq(sigaction(SIGALRM, &sa, NULL), 0);
+	for (int k = 0; k < 2; k++) {
+		struct itimerval it = { .it_value = { 0, 200000 } };
+		int cli = -1, srv = -1, rc;
+		char c;
+
+		closed_in_handler = 0;
+		if (k == 0) {
+			struct pollfd p;
+
+			victim = listener(0, 0, &addr);
+			p = (struct pollfd){ .fd = victim, .events = POLLIN };
+			ck_assert_int_eq(setitimer(ITIMER_REAL, &it, NULL), 0);
+			t0 = now_ms();
+			rc = poll(&p, 1, 3000);
+			ck_assert_msg(rc == -1 || rc == 1 || rc == 0, "poll: %d", rc);
+		} else {
+			pairs(1, &cli, &srv);
+			victim = srv;
+			ck_assert_int_eq(setitimer(ITIMER_REAL, &it, NULL), 0);
+			t0 = now_ms();
+			rc = (int)read(srv, &c, 1);
+			ck_assert_int_eq(rc, -1);
+		}
+		ck_assert_msg(closed_in_handler, "the handler's close did not return");
+		ck_assert_msg(now_ms() - t0 < 2500, "the interrupted call returned after %ld ms",
+			      (long)(now_ms() - t0));
+		/* The descriptor is closed: its number is free again. */
+		ck_assert_int_eq(fcntl(victim, F_GETFD), -1);
+		ck_assert_int_eq(errno, EBADF);
+		if (cli >= 0) {
+			/* The peer sees the end. */
+			struct pollfd p = { .fd = cli, .events = POLLIN };
+
+			ck_assert_int_eq(poll(&p, 1, 5000), 1);
+			close(cli);
+		}
+	}
+	signal(SIGALRM, SIG_DFL);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sock calls");
@@ -319,6 +387,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, msg_oob);
 	tcase_add_test(tc, select_beyond_fd_setsize);
 	tcase_add_test(tc, dup2_onto_stdout_then_exec);
+	tcase_add_test(tc, close_from_signal_handler);
 	suite_add_tcase(s, tc);
 	return s;
 }
