@@ -248,7 +248,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct esock_mpa_frame req;
 	struct esock_conn_req *r = NULL;
 	struct esock_conn_param cp = { 0 };
-	struct esock_qp_attr qa = { .pd = pd, .send_cq = cq, .recv_cq = cq, .max_sge = 2 };
+	struct esock_qp_attr qa;
 	struct esock_conn_info info;
 	struct esock_qp *qp;
 	struct esock_wc wc[64];
@@ -259,6 +259,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!mem)
 		setup();
+	/* (After setup: the first input of a process found pd and cq still NULL.) */
+	qa = (struct esock_qp_attr){ .pd = pd, .send_cq = cq, .recv_cq = cq, .max_sge = 2 };
 	if (size < 4 || size > 20000)
 		return 0;
 	for (size_t i = 0; i < sizeof(payload); i++)
