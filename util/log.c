@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "util/log.h"
 
@@ -79,7 +80,8 @@ void esock_log_write(int level, const char *fmt, ...)
 
 	if (level < ESOCK_LOG_ERROR || level > ESOCK_LOG_TRACE)
 		return;
-	n = snprintf(line, sizeof(line), "esock %s: ", level_names[level]);
+	/* The process too: a pre-fork server's children share the sink. */
+	n = snprintf(line, sizeof(line), "esock[%d] %s: ", (int)getpid(), level_names[level]);
 	va_start(ap, fmt);
 	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 	va_end(ap);
