@@ -266,6 +266,7 @@ struct esock_qp {
 	atomic_int refs;            /* engine references */
 	atomic_bool busy;           /* progress token */
 	atomic_uint want;           /* EP_WANT_* left for the token holder */
+	atomic_uint want_eng;       /* the engine's, kept apart: void once it let go of the QP */
 	atomic_bool in_engine;      /* registered with the engine's epoll */
 	bool pollout;               /* EPOLLOUT requested */
 	/*
@@ -341,6 +342,7 @@ void ep_qp_progress(struct esock_qp *qp, unsigned want);
  * meanwhile stay for the next progress call.
  */
 void ep_qp_quiesce(struct esock_qp *qp);
+/* Lets go of the token and serves the wishes left meanwhile (its caller's process). */
 void ep_qp_unquiesce(struct esock_qp *qp);
 void ep_qp_fail(struct esock_qp *qp, const struct esock_term *t, bool send_term, int err,
 		enum esock_wc_status first_status);

@@ -265,6 +265,7 @@ static void qp_fork_child(struct esock_qp *qp)
 	atomic_store(&qp->refs, 0);
 	atomic_store(&qp->busy, false);
 	atomic_store(&qp->attended, 0);
+	atomic_store(&qp->want_eng, 0); /* the parent's engine's, not ours */
 	/*
 	 * The bound-QP lists: waiters of the parent pinned them under these
 	 * (NULL: a QP being made); its sleeping threads are not the child's.

@@ -139,26 +139,33 @@ ESOCK_EXPORT int esock_qp_last_error(const struct esock_qp *qp, struct esock_qp_
 /*
  * The progress token.  Work is left in qp->want; the loop re-checks after
  * letting go, so a wish made while another thread held the token is never
- * lost, and nobody ever sleeps on the token.
+ * lost, and nobody ever sleeps on the token.  The engine's wishes wait apart
+ * (want_eng): once it let go of the QP (a fork suspended it, or it is being
+ * torn down) they are void, an application thread's left beside them not.
  */
 void ep_qp_progress(struct esock_qp *qp, unsigned want)
 {
-	atomic_fetch_or(&qp->want, want);
-	while (atomic_load(&qp->want)) {
+	if (want & EP_WANT_ENGINE)
+		atomic_fetch_or(&qp->want_eng, want & ~(unsigned)EP_WANT_ENGINE);
+	else
+		atomic_fetch_or(&qp->want, want);
+	while (atomic_load(&qp->want) || atomic_load(&qp->want_eng)) {
 		bool f = false;
 
 		if (!atomic_compare_exchange_strong(&qp->busy, &f, true))
 			return; /* the holder will see our wish */
-		unsigned w = atomic_exchange(&qp->want, 0);
+		unsigned w = atomic_exchange(&qp->want, 0), e = atomic_exchange(&qp->want_eng, 0);
 		int st = atomic_load(&qp->state);
 
 		/*
-		 * An event the engine took before it let go of the QP (a fork
-		 * suspended it, or it is being torn down) is not served: in a
-		 * pre-fork server the socket's octets belong to the child now.
+		 * An event the engine took before it let go of the QP is not
+		 * served: in a pre-fork server the socket's octets belong to the
+		 * child now.  (The engine's DRAIN only ever comes with its RX.)
 		 */
-		if ((w & EP_WANT_ENGINE) && !atomic_load(&qp->in_engine))
-			w &= ~(unsigned)(EP_WANT_RX | EP_WANT_TX);
+		if (atomic_load(&qp->in_engine))
+			w |= e;
+		else
+			w |= e & ~(unsigned)(EP_WANT_RX | EP_WANT_TX | EP_WANT_DRAIN);
 
 		if (st == ESOCK_QPS_RTS || st == ESOCK_QPS_CLOSING) {
 			if (w & EP_WANT_RX)
@@ -188,6 +195,13 @@ void ep_qp_quiesce(struct esock_qp *qp)
 void ep_qp_unquiesce(struct esock_qp *qp)
 {
 	atomic_store(&qp->busy, false);
+	/*
+	 * Wishes left while the token was held are nobody else's to serve
+	 * (seen: a connect that finished during a fork left its RTR unsent, and
+	 * the peer, a responder waiting for it, for good).
+	 */
+	if (atomic_load(&qp->want) || atomic_load(&qp->want_eng))
+		ep_qp_progress(qp, 0);
 }
 
 static void push_sq_wc(struct esock_qp *qp, const struct ep_sqe *e)

@@ -890,6 +890,38 @@ START_TEST(not_connected)
 }
 END_TEST
 
+/*
+ * Wishes left while a QP's token is held (a fork quiesces every QP) are
+ * served when it is let go, even when the engine let go of the QP meanwhile
+ * and its own wish, now void, came with them.  Before, a send posted then
+ * (a connect's RTR, finishing during a fork) stayed unsent for good.
+ */
+START_TEST(wishes_survive_quiesce)
+{
+	struct ep_pair p;
+	uint8_t buf[64] = "after the fork", rb[64];
+	struct esock_mr *ms, *mr;
+	struct esock_wc wc;
+
+	ck_assert_int_eq(ep_pair_open(&p, NULL, NULL), 0);
+	ms = ep_reg(&p.a, buf, sizeof(buf), 0);
+	mr = ep_reg(&p.b, rb, sizeof(rb), ESOCK_ACCESS_LOCAL_WRITE);
+	ep_post_recv1(&p.b, 1, rb, sizeof(rb), esock_mr_stag(mr));
+	ep_qp_quiesce(p.a.qp);
+	ck_assert_int_eq(ep_post_send1(&p.a, 2, ESOCK_WR_SEND, buf, 14, esock_mr_stag(ms), 0, 0), 0);
+	ep_qp_progress(p.a.qp, EP_WANT_ENGINE | EP_WANT_RX | EP_WANT_DRAIN); /* an event meanwhile */
+	ep_engine_del(p.a.qp); /* as a fork's parent does: nobody else drives a now */
+	ep_qp_unquiesce(p.a.qp);
+	ck_assert_int_eq(ep_wait1(p.b.rcq, &wc), 1);
+	ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+	ck_assert_uint_eq(wc.byte_len, 14);
+	ck_assert_int_eq(memcmp(rb, buf, 14), 0);
+	esock_mr_dereg(ms);
+	esock_mr_dereg(mr);
+	ep_pair_close(&p);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("endpoint semantics");
@@ -912,6 +944,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, adopted_fds);
 	tcase_add_test(tc, half_close_before_start);
 	tcase_add_loop_test(tc, wait_for_recv, 0, 2);
+	tcase_add_test(tc, wishes_survive_quiesce);
 	suite_add_tcase(s, tc);
 	return s;
 }
