@@ -355,7 +355,7 @@ static bool eq_collect(struct sock_eq *q)
 		pthread_mutex_unlock(&q->lock);
 		pthread_mutex_lock(&s->lock);
 		sock_drain(s);
-		if (s->cq && esock_cq_arm(s->cq, false))
+		if (s->cq && esock_cq_arm(s->cq, false) > 0)
 			more = true;
 		pthread_mutex_unlock(&s->lock);
 		pthread_mutex_lock(&q->lock);

@@ -97,7 +97,7 @@ int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 				wait = 100; /* (restricted: no CQ descriptor to wake us: look again) */
 			if (!qp)
 				continue;
-			if (!ready && esock_cq_arm(ss[i]->cq, false))
+			if (!ready && ep_cq_arm(ss[i]->cq, false))
 				wait = 0; /* completions came meanwhile: look again */
 			/*
 			 * Its socket too, even when something else is ready: a lazy
