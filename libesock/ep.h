@@ -96,6 +96,11 @@ struct esock_cq {
 };
 
 void ep_cq_push(struct esock_cq *cq, const struct esock_wc *wc, bool solicited);
+/*
+ * The same, waking only threads asleep in esock_cq_wait: the CQ stays armed
+ * and its descriptor and watchers (poll, epoll sets) hear nothing.
+ */
+void ep_cq_push_quiet(struct esock_cq *cq, const struct esock_wc *wc);
 void ep_cq_kick(struct esock_cq *cq);
 /* Adds / removes a watcher (|fn| runs under the CQ's lock: it must not take it). 0 or -ENOMEM. */
 int ep_cq_watch(struct esock_cq *cq, void (*fn)(void *arg, int key), void *arg, int key);
@@ -193,6 +198,7 @@ struct ep_batch {
 	 * messages then share segments as TCP's own writes do.
 	 */
 	bool pack;
+	bool more;                   /* MSG_MORE: TCP holds it for what comes next (rtr_cork) */
 	uint8_t scratch[16384];
 	uint8_t small[256];          /* a small batch flattened for one write */
 };
@@ -227,6 +233,15 @@ void ep_batch_add(struct ep_batch *b, struct esock_mpa_tx *tx, const void *lo, s
 int ep_batch_frame(struct ep_batch *b, struct esock_mpa_tx *tx, const struct iovec *ulpdu, int cnt);
 /* Writes what is left: 1 all out, 0 the socket is full, or -errno. */
 int ep_batch_write(struct ep_batch *b, int fd);
+
+/*
+ * An internal send flag (never the application's: esock_post_send keeps it
+ * for the socket layer's own sends): a successful completion wakes only a
+ * thread asleep in esock_cq_wait, not the CQ's descriptor or watchers,
+ * unless qp->want_room.  An echo server's epoll_wait then wakes for
+ * messages, not for the completions of its own writes.
+ */
+#define EP_SEND_QUIET 0x80000000u
 
 enum {
 	EP_WANT_RX = 0x1,
@@ -267,6 +282,17 @@ struct esock_qp {
 	atomic_bool busy;           /* progress token */
 	atomic_uint want;           /* EP_WANT_* left for the token holder */
 	atomic_uint want_eng;       /* the engine's, kept apart: void once it let go of the QP */
+	atomic_bool want_room;      /* a writer found no room: EP_SEND_QUIET sends are heard again */
+	/*
+	 * The socket layer's initiator: its RTR is written with MSG_MORE and
+	 * waits in the kernel's queue, so that it leaves in one segment with
+	 * the first message (one segment and one server wake-up less per
+	 * connection).  rtr_corked while it waits: ep_qp_uncork pushes it when
+	 * the application waits for input first; else TCP's persist timer
+	 * does within about 0.2 s (RFC 6581 needs it first, not at once).
+	 */
+	bool rtr_cork;
+	atomic_bool rtr_corked;
 	atomic_bool in_engine;      /* registered with the engine's epoll */
 	bool pollout;               /* EPOLLOUT requested */
 	/*
@@ -342,6 +368,17 @@ void ep_qp_progress(struct esock_qp *qp, unsigned want);
  * meanwhile stay for the next progress call.
  */
 void ep_qp_quiesce(struct esock_qp *qp);
+/* A corked RTR (rtr_cork) goes now: the application waits for input. */
+void ep_qp_uncork(struct esock_qp *qp);
+/* ep_engine.c: |qp| corked its RTR; every corked RTR of the process goes (a thread sleeps). */
+void ep_cork_note(struct esock_qp *qp);
+extern atomic_int ep_ncorked;
+void ep_uncork_all_slow(void);
+static inline void ep_uncork_all(void)
+{
+	if (atomic_load_explicit(&ep_ncorked, memory_order_relaxed))
+		ep_uncork_all_slow();
+}
 /* Lets go of the token and serves the wishes left meanwhile (its caller's process). */
 void ep_qp_unquiesce(struct esock_qp *qp);
 void ep_qp_fail(struct esock_qp *qp, const struct esock_term *t, bool send_term, int err,
@@ -415,6 +452,7 @@ struct esock_conn_req {
 	int64_t deadline;         /* ep_now_ms() by which the Request must be in */
 	bool sniffing;            /* the listener hands out plain TCP: peeking, nothing read */
 	bool plain;               /* a plain TCP connection (sniffing said so) */
+	bool watched;             /* in the listener's epoll set */
 	/*
 	 * esock_accept failing leaves |fd| open, the request freed (the socket
 	 * layer: the descriptor is the application's, which closes it itself).

@@ -184,10 +184,10 @@ void ep_cq_unwatch(struct esock_cq *cq, void *arg, int key)
 	pthread_mutex_unlock(&cq->lock);
 }
 
-void ep_cq_push(struct esock_cq *cq, const struct esock_wc *wc, bool solicited)
+/* Puts |wc| into the ring (or notes the overflow); then the publish is visible to all. */
+static void publish(struct esock_cq *cq, const struct esock_wc *wc)
 {
 	uint32_t pos;
-	int armed;
 
 	if (ep_ring_claim(&cq->ring, &pos)) {
 		cq->wc[ep_ring_idx(&cq->ring, pos)] = *wc;
@@ -198,11 +198,25 @@ void ep_cq_push(struct esock_cq *cq, const struct esock_wc *wc, bool solicited)
 	}
 	/* The publish must be visible before we look for sleepers (see esock_cq_wait). */
 	atomic_thread_fence(memory_order_seq_cst);
+}
+
+void ep_cq_push(struct esock_cq *cq, const struct esock_wc *wc, bool solicited)
+{
+	int armed;
+
+	publish(cq, wc);
 	armed = atomic_load(&cq->armed);
 	if (armed && (armed == 1 || solicited || wc->status != ESOCK_WC_SUCCESS) &&
 	    atomic_compare_exchange_strong(&cq->armed, &armed, 0))
 		notify(cq);
 	else if (atomic_load(&cq->sleepers))
+		notify(cq);
+}
+
+void ep_cq_push_quiet(struct esock_cq *cq, const struct esock_wc *wc)
+{
+	publish(cq, wc);
+	if (atomic_load(&cq->sleepers))
 		notify(cq);
 }
 
@@ -425,6 +439,8 @@ static int sleep_on(struct esock_cq *cq, struct esock_qp **qps, int m, int left,
 	pfd[nfd].fd = efd; /* (-1 without one: then the sockets and the timeout only) */
 	pfd[nfd].events = POLLIN;
 	pfd[nfd].revents = 0;
+	if (left)
+		ep_uncork_all(); /* what we wait for may need a corked RTR out first (ep.h) */
 	rc = REAL(poll)(pfd, (nfds_t)nfd + 1, left < 0 && efd < 0 ? 10 : left);
 	if (pfd[nfd].revents & POLLIN) {
 		uint64_t v;

@@ -112,6 +112,54 @@ static struct esock_qp *qp_get(uint32_t num)
 }
 
 /*
+ * Corked RTRs (ep.h, rtr_cork), by QP number: a thread about to sleep
+ * pushes them all, since what it waits for may be a server's answer that
+ * only such an RTR lets out.  The list lives between a connect and the
+ * first message or wait, so it is short, and empty almost always.
+ */
+static pthread_mutex_t cork_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t *corked, ncork, capcork;
+atomic_int ep_ncorked;
+
+void ep_cork_note(struct esock_qp *qp)
+{
+	pthread_mutex_lock(&cork_lock);
+	bool kept = push_u32(&corked, &ncork, &capcork, qp->num);
+
+	atomic_store(&ep_ncorked, (int)ncork);
+	pthread_mutex_unlock(&cork_lock);
+	if (!kept)
+		ep_qp_uncork(qp); /* no memory to remember it: it goes now */
+}
+
+void ep_uncork_all_slow(void)
+{
+	uint32_t small[16], *nums = small, n;
+
+	pthread_mutex_lock(&cork_lock);
+	n = ncork;
+	if (n > 16 && !(nums = malloc(n * sizeof(*nums)))) {
+		nums = small;
+		n = 16; /* the rest at the next sleep */
+	}
+	memcpy(nums, corked, n * sizeof(*nums));
+	memmove(corked, corked + n, (ncork - n) * sizeof(*corked));
+	ncork -= n;
+	atomic_store(&ep_ncorked, (int)ncork);
+	pthread_mutex_unlock(&cork_lock);
+	for (uint32_t k = 0; k < n; k++) {
+		struct esock_qp *qp = qp_get(nums[k]);
+
+		if (qp) {
+			ep_qp_uncork(qp);
+			atomic_fetch_sub(&qp->refs, 1);
+		}
+	}
+	if (nums != small)
+		free(nums);
+}
+
+/*
  * Takes back every detached QP that nobody has waited on for EP_REATTACH_MS
  * (its application went off doing something else: one-sided operations
  * aimed at it must progress again), and drives it once.
@@ -295,6 +343,7 @@ static void atfork_child(void)
 	atomic_store(&engine_running, false);
 	pthread_mutex_init(&det_lock, NULL); /* another thread may have held it at the fork */
 	ndet = 0;
+	pthread_mutex_init(&cork_lock, NULL);
 	memcpy(&started, &fresh, sizeof(started));
 	for (uint32_t i = 0; i < tab_cap; i++)
 		if (tab[i])

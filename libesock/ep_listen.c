@@ -20,6 +20,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,8 +105,9 @@ static void atfork_once(void)
 
 static void unwatch(struct esock_listener *l, struct esock_conn_req *r)
 {
-	if (l->epfd >= 0)
+	if (r->watched && l->epfd >= 0)
 		REAL(epoll_ctl)(l->epfd, EPOLL_CTL_DEL, r->fd, NULL);
+	r->watched = false;
 }
 
 static void pend_remove(struct esock_listener *l, size_t i)
@@ -170,9 +173,7 @@ static void ready(struct esock_listener *l, size_t i)
 	unwatch(l, r);
 	pend_remove(l, i);
 	len = sizeof(r->local);
-	REAL(getsockname)(r->fd, (struct sockaddr *)&r->local, &len);
-	len = sizeof(r->remote);
-	REAL(getpeername)(r->fd, (struct sockaddr *)&r->remote, &len);
+	REAL(getsockname)(r->fd, (struct sockaddr *)&r->local, &len); /* (the peer's: from accept4) */
 	l->completed++;
 }
 
@@ -230,11 +231,16 @@ static size_t find(const struct esock_listener *l, const struct esock_conn_req *
 	return (size_t)-1;
 }
 
-/* A new connection joins the pending set (the oldest goes when it is full). */
-static void adopt(struct esock_listener *l, int fd)
+/*
+ * A new connection joins the pending set (the oldest goes when it is full).
+ * Its Request is usually in already (TCP_DEFER_ACCEPT, below): then it goes
+ * straight to the ready queue, never watched (two epoll_ctl calls less).
+ */
+static void adopt(struct esock_listener *l, int fd, const struct sockaddr_storage *peer)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET };
 	struct esock_conn_req *r;
+	size_t before;
 
 	if (l->npend >= (size_t)l->max_pending) {
 		size_t old = 0;
@@ -251,8 +257,14 @@ static void adopt(struct esock_listener *l, int fd)
 		return;
 	}
 	r->fd = fd;
+	r->remote = *peer;
 	r->sniffing = l->sniff_ms > 0;
 	r->deadline = ep_now_ms() + (r->sniffing ? l->sniff_ms : l->timeout_ms);
+	before = l->npend;
+	feed(l, l->npend - 1); /* its octets may be in already */
+	if (l->npend < before)
+		return; /* whole (ready) or bad (dropped) */
+	r->watched = true;
 	ev.data.ptr = r;
 	if (REAL(epoll_ctl)(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
 		drop(l, l->npend - 1, true, strerror(errno));
@@ -260,17 +272,19 @@ static void adopt(struct esock_listener *l, int fd)
 	}
 	if (l->next_deadline < 0 || r->deadline < l->next_deadline)
 		l->next_deadline = r->deadline;
-	feed(l, l->npend - 1); /* its octets may be in already */
+	/* (Edge-triggered: octets that came between the read and the ADD are reported by it.) */
 }
 
 /* Accepts what the backlog holds (a batch); 0 or an accept(2) error worth reporting. */
 static int accept_some(struct esock_listener *l)
 {
 	for (int k = 0; k < BATCH; k++) {
-		int fd = REAL(accept4)(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct sockaddr_storage peer = { 0 };
+		socklen_t len = sizeof(peer);
+		int fd = REAL(accept4)(l->fd, (struct sockaddr *)&peer, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd >= 0) {
-			adopt(l, fd);
+			adopt(l, fd, &peer);
 			continue;
 		}
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -454,6 +468,20 @@ ESOCK_EXPORT int esock_listener_configure(struct esock_listener *l, const struct
 	if (l->timeout_ms < 0) /* "none" still gets a guard: a silent peer must not stay for good */
 		l->timeout_ms = EP_TIMEOUT_DEFAULT_MS;
 	l->sniff_ms = p->sniff_ms > 0 ? p->sniff_ms : 0;
+	{
+		/*
+		 * An MPA client speaks first: the kernel hands a connection over
+		 * once its Request's first octets are in, so the server wakes once
+		 * per connection, not once for TCP and again for the Request, and a
+		 * client that stays silent waits in the kernel first (about 1 s,
+		 * then the MPA timeout here).  Not while sniffing: a plain client
+		 * may wait for the server's greeting.
+		 */
+		int secs = l->sniff_ms ? 0 : 1;
+
+		if (REAL(setsockopt)(l->fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &secs, sizeof(secs)) < 0)
+			log_debug("listener fd %d: TCP_DEFER_ACCEPT: %s", l->fd, strerror(errno));
+	}
 	l->max_pending = p->max_pending > 0 ? p->max_pending
 					    : esock_env_int("ESOCK_LISTEN_PENDING", PENDING_MAX_DEFAULT,
 							    1, 1 << 20);

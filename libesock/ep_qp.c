@@ -8,6 +8,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,6 +183,15 @@ void ep_qp_progress(struct esock_qp *qp, unsigned want)
 	}
 }
 
+void ep_qp_uncork(struct esock_qp *qp)
+{
+	int one = 1;
+
+	/* Setting TCP_NODELAY pushes what TCP holds (Linux: tcp_push_pending_frames). */
+	if (atomic_load(&qp->rtr_corked) && atomic_exchange(&qp->rtr_corked, false) && qp->fd >= 0)
+		REAL(setsockopt)(qp->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
 void ep_qp_quiesce(struct esock_qp *qp)
 {
 	for (;;) {
@@ -214,7 +225,10 @@ static void push_sq_wc(struct esock_qp *qp, const struct ep_sqe *e)
 	struct esock_wc wc = { .wr_id = e->wr_id, .status = e->status, .opcode = op[e->opcode],
 			       .byte_len = (uint32_t)e->len, .qp_num = qp->num };
 
-	if (e->status != ESOCK_WC_SUCCESS || qp->sig_all || (e->flags & ESOCK_SEND_SIGNALED))
+	if (e->status == ESOCK_WC_SUCCESS && (e->flags & EP_SEND_QUIET) &&
+	    !atomic_load(&qp->want_room))
+		ep_cq_push_quiet(qp->scq, &wc);
+	else if (e->status != ESOCK_WC_SUCCESS || qp->sig_all || (e->flags & ESOCK_SEND_SIGNALED))
 		ep_cq_push(qp->scq, &wc, false);
 }
 

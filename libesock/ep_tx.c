@@ -24,8 +24,19 @@
 /* Writes what is left of the batch.  True once it is all out. */
 static bool write_batch(struct esock_qp *qp)
 {
-	int rc = ep_batch_write(&qp->txw->batch, qp->fd);
+	/* A lone RTR waits for the first message (or a wait for input: ep_qp_uncork). */
+	bool cork = qp->txc.kind == EP_TX_RTR && qp->rtr_cork && !qp->prof->first_fpdu_delay_ms &&
+		    !ep_ring_ready(&qp->sqr, qp->sq_tx) && !atomic_load(&ep_restricted);
+	int rc;
 
+	qp->txw->batch.more = cork;
+	if (!cork && qp->txc.kind != EP_TX_RTR)
+		atomic_store(&qp->rtr_corked, false); /* (a write without MSG_MORE pushes all) */
+	rc = ep_batch_write(&qp->txw->batch, qp->fd);
+	if (cork && rc > 0) { /* noted once written: a push must come after the write */
+		atomic_store(&qp->rtr_corked, true);
+		ep_cork_note(qp);
+	}
 	if (rc == 0 && !qp->pollout)
 		ep_engine_want_out(qp, true);
 	if (rc < 0) {

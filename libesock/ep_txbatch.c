@@ -146,7 +146,8 @@ int ep_batch_write(struct ep_batch *b, int fd)
 		 * tail, so FPDUs keep starting TCP segments (RFC 5044 §4.5 alignment),
 		 * unless the peer is known to take them packed (ep.h).
 		 */
-		int flags = MSG_NOSIGNAL | MSG_DONTWAIT | (b->ends_msg && !b->pack ? MSG_EOR : 0);
+		int flags = MSG_NOSIGNAL | MSG_DONTWAIT | (b->ends_msg && !b->pack ? MSG_EOR : 0) |
+			    (b->more ? MSG_MORE : 0);
 
 		/*
 		 * One piece goes with send(): sendmsg's msghdr and iovec copies
@@ -167,5 +168,6 @@ int ep_batch_write(struct ep_batch *b, int fd)
 	}
 	b->cnt = b->next = 0;
 	b->used = 0;
+	b->more = false;
 	return 1;
 }

@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -503,7 +505,25 @@ API int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 	long rc;
 
 	if (level != SOL_ESOCK) {
-		int r = REAL(setsockopt)(fd, level, name, val, len);
+		int r, on = 0;
+
+		/*
+		 * A DDPMODE connection has TCP_NODELAY on already: setting it again
+		 * would only push a corked RTR out alone (ep.h, rtr_cork).
+		 */
+		if (level == IPPROTO_TCP && name == TCP_NODELAY && val && len >= (socklen_t)sizeof(int) &&
+		    (memcpy(&on, val, sizeof(on)), on) && (s = sock_get(fd))) {
+			bool skip = sock_nodelay_is_on(s);
+
+			sock_put(s);
+			if (skip)
+				return 0;
+		}
+		r = REAL(setsockopt)(fd, level, name, val, len);
+		if (r == 0 && level == IPPROTO_TCP && name == TCP_NODELAY && (s = sock_get(fd))) {
+			s->nagle = !on; /* (on: read above, when it was given) */
+			sock_put(s);
+		}
 
 		if (r == 0 && level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO) &&
 		    (s = sock_get(fd))) {

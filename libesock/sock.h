@@ -79,6 +79,7 @@ struct esock_sock {
 	bool nonblock;              /* O_NONBLOCK as the application set it */
 	int rcvtimeo_ms, sndtimeo_ms; /* SO_RCVTIMEO, SO_SNDTIMEO (0: none; sock_timeo_read) */
 	bool suspended;             /* copied by fork: resumed by the first call here */
+	bool nagle;                 /* the application turned TCP_NODELAY off */
 	bool fd_private;            /* |fd| is the library's copy (the application closed its own) */
 	/*
 	 * The extended API was used (registrations, operations, event queues):
@@ -230,6 +231,8 @@ int sock_setopt(struct esock_sock *s, int level, int name, const void *val, sock
 int sock_getopt(struct esock_sock *s, int level, int name, void *val, socklen_t *len);
 int sock_enable(int fd, int on);             /* ESOCK_DDPMODE on a socket not yet known */
 bool sock_auto_ddp(int fd, const struct sockaddr *addr, bool listening);
+/* setsockopt(TCP_NODELAY, 1) would change nothing: the connection has it on (preload.c). */
+bool sock_nodelay_is_on(struct esock_sock *s);
 
 /* sock_conn.c */
 int sock_connect(struct esock_sock *s, const struct sockaddr *addr, socklen_t len);

@@ -136,6 +136,8 @@ static int make_qp(struct esock_sock *s)
 		return rc;
 	s->qp->fd_borrowed = true; /* it runs on the application's descriptor */
 	s->qp->lazy = ep_engine_lazy_ok() && !s->async_api;
+	/* Our RTR goes with the first message (ep.h): every wait for input here pushes it. */
+	s->qp->rtr_cork = !s->async_api;
 	return sock_pool_setup(s);
 }
 

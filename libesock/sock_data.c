@@ -447,8 +447,11 @@ ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 				sock_pull(s);
 				continue;
 			}
-			if (!got)
+			if (!got) {
 				rc = -EAGAIN;
+				if (s->qp)
+					ep_qp_uncork(s->qp); /* it will wait for input somehow */
+			}
 			break;
 		}
 		if ((rc = wait_some(s, end)) < 0) {
@@ -498,7 +501,7 @@ static int post_send(struct esock_sock *s, uint64_t wr_id, struct esock_sge *sge
 {
 	struct esock_send_wr wr = {
 		.wr_id = wr_id, .sg_list = sge, .num_sge = n, .opcode = ESOCK_WR_SEND,
-		.send_flags = ESOCK_SEND_SIGNALED,
+		.send_flags = ESOCK_SEND_SIGNALED | EP_SEND_QUIET, /* (see room_wanted) */
 	};
 	int rc = esock_post_send(s->qp, &wr, NULL);
 
@@ -638,6 +641,24 @@ static ssize_t send_slots(struct esock_sock *s, const struct iovec *iov, int iov
 	return -EAGAIN;
 }
 
+/*
+ * The completions of our own sends free room (send slots, queue entries),
+ * news only for a writer that found none: until one did, they wake no
+ * poll or epoll caller (EP_SEND_QUIET).  Once one did, they are heard
+ * again; one that came just before is told now (the CQ's own kick).
+ */
+static void room_wanted(struct esock_sock *s, bool on)
+{
+	if (!s->qp || atomic_load(&s->qp->want_room) == on)
+		return;
+	atomic_store(&s->qp->want_room, on);
+	if (on && s->cq) {
+		atomic_thread_fence(memory_order_seq_cst);
+		if (ep_ring_count(&s->cq->ring) > 0)
+			ep_cq_kick(s->cq);
+	}
+}
+
 ssize_t sock_send(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags)
 {
 	return sock_send_ex(s, iov, iovcnt, flags, false);
@@ -682,8 +703,12 @@ ssize_t sock_send_ex(struct esock_sock *s, const struct iovec *iov, int iovcnt, 
 		rc = send_slots(s, iov, iovcnt, total, chunk, block, block ? timeo_deadline(s->sndtimeo_ms) : -1);
 	if (block && !s->o.msgmode && rc > 0)
 		s->stats->tx_msgs += (total + chunk - 1) / chunk;
-	if (rc == -EAGAIN || (rc >= 0 && (size_t)rc < total))
+	if (rc == -EAGAIN || (rc >= 0 && (size_t)rc < total)) {
 		s->out_full++; /* the next room is a new EPOLLOUT edge */
+		room_wanted(s, true);
+	} else if (rc >= 0) {
+		room_wanted(s, false);
+	}
 out:
 	pthread_mutex_unlock(&s->lock);
 	if (rc == -EPIPE && !(flags & MSG_NOSIGNAL))

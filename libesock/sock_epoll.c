@@ -675,6 +675,8 @@ int sock_epoll_pass(int epfd, struct epoll_event *out, int max, int timeout_ms,
 {
 	int64_t end = timeout_ms > 0 ? ep_now_ms() + timeout_ms : 0;
 
+	if (timeout_ms)
+		ep_uncork_all(); /* (a corked RTR may be what the wait needs: ep.h) */
 	for (int left = timeout_ms;;) {
 		struct timespec ms = { 0, 1000000 };
 		int kn = mask ? REAL(epoll_pwait)(epfd, out, max, left, mask)
@@ -715,6 +717,8 @@ int sock_epoll_wait(int epfd, struct epoll_event *out, int max, int timeout_ms,
 			left = 0;
 		if (pending && (left < 0 || left > 10))
 			left = 10;
+		if (left)
+			ep_uncork_all(); /* what we wait for may need a corked RTR out first (ep.h) */
 		kn = mask ? REAL(epoll_pwait)(epfd, out + got, max - got, left, mask)
 			  : REAL(epoll_wait)(epfd, out + got, max - got, left);
 		if (kn < 0)

@@ -305,3 +305,9 @@ int sock_getopt(struct esock_sock *s, int level, int name, void *val, socklen_t 
 		return -ENOPROTOOPT;
 	}
 }
+
+bool sock_nodelay_is_on(struct esock_sock *s)
+{
+	/* (Connections get TCP_NODELAY from the library: ep_tune_socket.) */
+	return !s->nagle && s->qp && (s->st == SOCK_CONNECTED || s->st == SOCK_MPA_CONNECTING);
+}

@@ -113,6 +113,8 @@ int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 				k[n + i].events = POLLIN | POLLOUT;
 			}
 		}
+		if (wait)
+			ep_uncork_all(); /* what we wait for may need a corked RTR out first (ep.h) */
 		rc = REAL(poll)(k, 2 * n, wait);
 		if (rc < 0)
 			break;

@@ -922,6 +922,73 @@ START_TEST(wishes_survive_quiesce)
 }
 END_TEST
 
+/* Waits up to 2 s for |n| completions to be in |cq| (not taken). */
+static bool cq_holds(struct esock_cq *cq, uint32_t n)
+{
+	for (int i = 0; i < 2000 && ep_ring_count(&cq->ring) < n; i++)
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	return ep_ring_count(&cq->ring) >= n;
+}
+
+/*
+ * The socket layer's own sends complete quietly: their completions wake no
+ * poll or epoll caller (the CQ's descriptor stays silent) until a writer
+ * found no room (want_room); threads asleep in esock_cq_wait still wake.
+ */
+START_TEST(quiet_sends)
+{
+	struct ep_pair p;
+	uint8_t buf[16] = "quiet", rb[2][16];
+	struct esock_mr *ms, *mr;
+	struct esock_wc wc;
+	struct pollfd pf;
+
+	ck_assert_int_eq(ep_pair_open(&p, NULL, NULL), 0);
+	ms = ep_reg(&p.a, buf, sizeof(buf), 0);
+	mr = ep_reg(&p.b, rb, sizeof(rb), ESOCK_ACCESS_LOCAL_WRITE);
+	ep_post_recv1(&p.b, 1, rb[0], 16, esock_mr_stag(mr));
+	ep_post_recv1(&p.b, 2, rb[1], 16, esock_mr_stag(mr));
+	pf = (struct pollfd){ esock_cq_fd(p.a.scq), POLLIN, 0 };
+	ck_assert_int_ge(pf.fd, 0);
+	ck_assert_int_eq(esock_cq_arm(p.a.scq, false), 0);
+	ck_assert_int_eq(ep_post_send1(&p.a, 10, ESOCK_WR_SEND, buf, 5, esock_mr_stag(ms), 0, 0), 0);
+	ck_assert_int_eq(ep_wait1(p.b.rcq, &wc), 1);
+	ck_assert(cq_holds(p.a.scq, 1));
+	/* That one was loud (no quiet flag): the descriptor says so. */
+	ck_assert_int_eq(poll(&pf, 1, 1000), 1);
+	ck_assert_int_eq(esock_cq_poll(p.a.scq, 1, &wc), 1);
+	{
+		struct esock_sge sge = { (uint64_t)(uintptr_t)buf, 5, esock_mr_stag(ms) };
+		struct esock_send_wr wr = { .wr_id = 11, .sg_list = &sge, .num_sge = 1,
+					    .opcode = ESOCK_WR_SEND,
+					    .send_flags = ESOCK_SEND_SIGNALED | EP_SEND_QUIET };
+		uint64_t v;
+
+		(void)!read(pf.fd, &v, sizeof(v));
+		ck_assert_int_eq(esock_cq_arm(p.a.scq, false), 0);
+		ck_assert_int_eq(esock_post_send(p.a.qp, &wr, NULL), 0);
+		ck_assert_int_eq(ep_wait1(p.b.rcq, &wc), 1);
+		ck_assert(cq_holds(p.a.scq, 1));
+		ck_assert_int_eq(poll(&pf, 1, 100), 0); /* quiet */
+		ck_assert_int_eq(esock_cq_poll(p.a.scq, 1, &wc), 1);
+		ck_assert_uint_eq(wc.wr_id, 11);
+		ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+		/* A writer wants room: heard again. */
+		atomic_store(&p.a.qp->want_room, true);
+		ep_post_recv1(&p.b, 3, rb[0], 16, esock_mr_stag(mr));
+		wr.wr_id = 12;
+		ck_assert_int_eq(esock_post_send(p.a.qp, &wr, NULL), 0);
+		ck_assert_int_eq(ep_wait1(p.b.rcq, &wc), 1);
+		ck_assert_int_eq(poll(&pf, 1, 2000), 1);
+		ck_assert_int_eq(esock_cq_poll(p.a.scq, 1, &wc), 1);
+		ck_assert_uint_eq(wc.wr_id, 12);
+	}
+	esock_mr_dereg(ms);
+	esock_mr_dereg(mr);
+	ep_pair_close(&p);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("endpoint semantics");
@@ -945,6 +1012,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, half_close_before_start);
 	tcase_add_loop_test(tc, wait_for_recv, 0, 2);
 	tcase_add_test(tc, wishes_survive_quiesce);
+	tcase_add_test(tc, quiet_sends);
 	suite_add_tcase(s, tc);
 	return s;
 }
