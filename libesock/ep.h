@@ -379,14 +379,45 @@ static inline void ep_uncork_all(void)
 	if (atomic_load_explicit(&ep_ncorked, memory_order_relaxed))
 		ep_uncork_all_slow();
 }
-/* Lets go of the token and serves the wishes left meanwhile (its caller's process). */
+/*
+ * Lets go of the token.  Wishes left meanwhile wait for the next call on
+ * the QP (ep_qp_serve): after a fork, only the process that goes on using
+ * a connection may serve them (the other one's reads would take octets
+ * that are not its own).
+ */
 void ep_qp_unquiesce(struct esock_qp *qp);
+/*
+ * Serves wishes left for the token holder while nobody held it any more
+ * (a fork's quiesce): every call on a connection does, so that a send
+ * posted during a fork leaves (seen: a connect that finished during one
+ * left its RTR unsent, and the peer waited for it for good).
+ */
+static inline void ep_qp_serve(struct esock_qp *qp)
+{
+	if (atomic_load_explicit(&qp->want, memory_order_relaxed))
+		ep_qp_progress(qp, 0);
+}
 void ep_qp_fail(struct esock_qp *qp, const struct esock_term *t, bool send_term, int err,
 		enum esock_wc_status first_status);
 void ep_qp_complete_sq(struct esock_qp *qp);
 void ep_qp_flush(struct esock_qp *qp);
 void ep_qp_flush_rq(struct esock_qp *qp);
 int ep_qp_start(struct esock_qp *qp, int fd, bool initiator);
+
+/* What a quiet QP in RTS must remember to go on in another image (ep_conn.c). */
+struct ep_qp_snap {
+	struct esock_conn_info info; /* (info.peer: NULL here, the profile's name below) */
+	char prof[16];
+	uint32_t msn_tx[3], msn_rx[3];
+	uint32_t next_msn[ESOCK_DDP_QN_MAX];
+	int64_t hold_left_ms;        /* tx_hold: how long the first FPDU may still take */
+	uint64_t fpdus;
+	bool tx_hold, rtr_pending, rx_wait, half_close, tx_pack;
+	uint32_t stage_len;          /* octets read from TCP, not yet handled (at an FPDU start) */
+	uint8_t stage[EP_STAGE_LEN];
+};
+int ep_qp_snapshot(struct esock_qp *qp, struct ep_qp_snap *sn, bool keep);
+int ep_qp_resume(struct esock_qp *qp, int fd, const struct ep_qp_snap *sn);
 /* The Read queues for qp->info's IRD and ORD.  0 or -ENOMEM. */
 int ep_qp_reads_init(struct esock_qp *qp);
 void ep_qp_update_mulpdu(struct esock_qp *qp);

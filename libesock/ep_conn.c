@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "libesock/ep.h"
+#include "libesock/ep_spare.h"
 #include "libesock/real.h"
 #include "util/env.h"
 #include "util/log.h"
@@ -236,8 +238,8 @@ void ep_qp_update_mulpdu(struct esock_qp *qp)
 	qp->info.mulpdu = qp->mulpdu;
 }
 
-/* Goes to RTS on |fd|; qp->info (addresses included: peer_known) is complete. */
-int ep_qp_start(struct esock_qp *qp, int fd, bool initiator)
+/* The QP's start on |fd| before it runs (ep_qp_start; ep_qp_resume sets more after it). */
+static int start_prepare(struct esock_qp *qp, int fd, bool initiator)
 {
 	int rc;
 
@@ -264,16 +266,138 @@ int ep_qp_start(struct esock_qp *qp, int fd, bool initiator)
 	}
 	if (initiator) /* the last segment in is the peer's Reply: its CPU (a responder looks later) */
 		ep_sockbuf_tune(qp);
+	return 0;
+}
+
+/* RTS: the engine may drive it from now on. */
+static int start_run(struct esock_qp *qp)
+{
+	int rc;
+
 	atomic_store(&qp->state, ESOCK_QPS_RTS);
 	if ((rc = ep_engine_add(qp)) < 0)
 		return rc;
 	log_info("[qp %u fd %d] connected: MPA rev %u%s, CRC %s, markers tx %s rx %s, IRD %u ORD %u, "
-		 "MULPDU %u, peer profile %s", qp->num, fd, qp->info.mpa_rev,
+		 "MULPDU %u, peer profile %s", qp->num, qp->fd, qp->info.mpa_rev,
 		 qp->info.enhanced ? " (RFC 6581)" : "", qp->info.crc ? "on" : "off",
 		 qp->info.markers_tx ? "on" : "off", qp->info.markers_rx ? "on" : "off",
 		 qp->info.ird, qp->info.ord, qp->mulpdu, qp->prof->name);
 	/* FPDUs may already wait behind the start frame. */
 	ep_qp_progress(qp, EP_WANT_RX | EP_WANT_DRAIN | EP_WANT_TX);
+	return 0;
+}
+
+/* Goes to RTS on |fd|; qp->info (addresses included: peer_known) is complete. */
+int ep_qp_start(struct esock_qp *qp, int fd, bool initiator)
+{
+	int rc = start_prepare(qp, fd, initiator);
+
+	return rc < 0 ? rc : start_run(qp);
+}
+
+/*
+ * A connection carried across exec (sock_handoff.c): only a quiet QP can
+ * be, one with no octets read but not yet handled, nothing half sent or
+ * queued, no Read or Terminate in flight and no markers (their positions
+ * would have to travel too).  The TCP stream stays in the kernel; what the
+ * QP must remember of it is here.  0, -ENOTCONN, -EOPNOTSUPP or -EBUSY.
+ * |keep|: on success the QP stays quiesced (nothing reads or sends on it
+ * until ep_qp_unquiesce), so that it is still what the snapshot says when
+ * the exec happens.
+ */
+int ep_qp_snapshot(struct esock_qp *qp, struct ep_qp_snap *sn, bool keep)
+{
+	int rc = 0;
+
+	ep_qp_quiesce(qp);
+	if (atomic_load(&qp->state) != ESOCK_QPS_RTS || !qp->prof)
+		rc = -ENOTCONN;
+	else if (qp->info.markers_tx || qp->info.markers_rx)
+		rc = -EOPNOTSUPP;
+	else if (!esock_mpa_rx_idle(&qp->rx) || qp->rxc.kind != EP_RX_NONE || qp->mo_rx ||
+		 qp->txw || qp->txc.kind != EP_TX_NONE || ep_ring_ready(&qp->sqr, qp->sq_tx) ||
+		 qp->sq_done != qp->sq_tx || qp->orq_n || qp->irq_n || qp->term_pending ||
+		 qp->rtr_read_out || qp->has_err)
+		rc = -EBUSY;
+	for (int i = 0; rc == 0 && i < ESOCK_DDP_MSG_SLOTS; i++)
+		if (qp->place.msg[i].used)
+			rc = -EBUSY; /* a message half placed */
+	if (rc == 0) {
+		memset(sn, 0, sizeof(*sn));
+		sn->info = qp->info;
+		sn->info.peer = NULL;
+		snprintf(sn->prof, sizeof(sn->prof), "%s", qp->prof->name);
+		memcpy(sn->msn_tx, qp->msn_tx, sizeof(sn->msn_tx));
+		memcpy(sn->msn_rx, qp->msn_rx, sizeof(sn->msn_rx));
+		memcpy(sn->next_msn, qp->place.next_msn, sizeof(sn->next_msn));
+		sn->tx_hold = qp->tx_hold;
+		sn->hold_left_ms = qp->tx_hold && qp->hold_until ? qp->hold_until - ep_now_ms() : 0;
+		sn->rtr_pending = qp->rtr_pending;
+		sn->rx_wait = qp->rx_wait;
+		sn->half_close = qp->half_close;
+		sn->tx_pack = qp->tx_pack;
+		sn->fpdus = qp->rx.fpdus;
+		/* Octets read from TCP, not yet fed (an FPDU boundary: MPA is idle), go along. */
+		if (qp->stage && qp->stage_off < qp->stage_len) {
+			sn->stage_len = (uint32_t)(qp->stage_len - qp->stage_off);
+			memcpy(sn->stage, qp->stage + qp->stage_off, sn->stage_len);
+		}
+	}
+	if (rc < 0 || !keep)
+		ep_qp_unquiesce(qp);
+	return rc;
+}
+
+/*
+ * The QP (idle, made for the same socket) goes on where ep_qp_snapshot left
+ * it, on |fd|: in RTS, not yet in the engine (the caller's first use adds it).
+ */
+int ep_qp_resume(struct esock_qp *qp, int fd, const struct ep_qp_snap *sn)
+{
+	int expect = ESOCK_QPS_IDLE, rc;
+
+	if (!(qp->prof = ep_profile_find(sn->prof)))
+		return -EINVAL;
+	if (!atomic_compare_exchange_strong(&qp->state, &expect, ESOCK_QPS_CONNECTING))
+		return -EINVAL;
+	qp->info = sn->info;
+	qp->info.peer = qp->prof->name;
+	qp->info_valid = true;
+	qp->rx_wait = sn->rx_wait;
+	qp->half_close = sn->half_close;
+	qp->tx_pack = sn->tx_pack;
+	if ((rc = start_prepare(qp, fd, !sn->tx_hold)) < 0) {
+		atomic_store(&qp->state, ESOCK_QPS_IDLE);
+		return rc;
+	}
+	memcpy(qp->msn_tx, sn->msn_tx, sizeof(qp->msn_tx));
+	memcpy(qp->msn_rx, sn->msn_rx, sizeof(qp->msn_rx));
+	memcpy(qp->place.next_msn, sn->next_msn, sizeof(qp->place.next_msn));
+	qp->tx_hold = sn->tx_hold;
+	qp->hold_until = sn->tx_hold ? ep_now_ms() + (sn->hold_left_ms > 0 ? sn->hold_left_ms : 1) : 0;
+	qp->rtr_pending = sn->rtr_pending;
+	qp->rx.fpdus = sn->fpdus;
+	if (sn->stage_len) { /* ahead of what TCP still holds */
+		bool fresh;
+
+		if (sn->stage_len > EP_STAGE_LEN ||
+		    !(qp->stage = ep_spare_get(EP_SPARE_STAGE, EP_STAGE_LEN, &fresh))) {
+			atomic_store(&qp->state, ESOCK_QPS_IDLE);
+			return -ENOMEM;
+		}
+		memcpy(qp->stage, sn->stage, sn->stage_len);
+		qp->stage_off = 0;
+		qp->stage_len = sn->stage_len;
+	}
+	/*
+	 * RTS, but nobody drives it yet: another process may still use the
+	 * connection (the exec'ing one's parent, whose copy it was); the first
+	 * call on it in this image starts it (ep_engine_add, its reads).
+	 */
+	atomic_store(&qp->state, ESOCK_QPS_RTS);
+	log_info("[qp %u fd %d] carried over: MPA rev %u, CRC %s, peer profile %s%s", qp->num, fd,
+		 qp->info.mpa_rev, qp->info.crc ? "on" : "off", qp->prof->name,
+		 qp->tx_hold ? ", first FPDU still to come" : "");
 	return 0;
 }
 

@@ -206,13 +206,6 @@ void ep_qp_quiesce(struct esock_qp *qp)
 void ep_qp_unquiesce(struct esock_qp *qp)
 {
 	atomic_store(&qp->busy, false);
-	/*
-	 * Wishes left while the token was held are nobody else's to serve
-	 * (seen: a connect that finished during a fork left its RTR unsent, and
-	 * the peer, a responder waiting for it, for good).
-	 */
-	if (atomic_load(&qp->want) || atomic_load(&qp->want_eng))
-		ep_qp_progress(qp, 0);
 }
 
 static void push_sq_wc(struct esock_qp *qp, const struct ep_sqe *e)

@@ -21,6 +21,7 @@
 #include <sys/prctl.h>
 #include <sys/select.h>
 #include <sys/sendfile.h>
+#include <alloca.h>
 #include <unistd.h>
 
 #include "libesock/ep.h"
@@ -595,7 +596,9 @@ static int ddp_fcntl(struct esock_sock *s, int fd, int cmd, long arg)
 	int rc = REAL(fcntl)(fd, cmd, lst && cmd == F_SETFL ? arg | O_NONBLOCK : arg);
 
 	if (rc >= 0 && cmd == F_SETFD && !(arg & FD_CLOEXEC))
-		sock_keep_cloexec(s, fd); /* a connection never crosses exec */
+		sock_keep_cloexec(s, fd); /* crossing exec is the handoff's (sock_handoff.c) */
+	else if (rc >= 0 && cmd == F_SETFD)
+		sock_note_inherit(fd, false);
 
 	if (rc >= 0) {
 		if (cmd == F_GETFL && lst)
@@ -946,4 +949,104 @@ API int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts,
 	if (fdslen / sizeof(*fds) < n)
 		__chk_fail();
 	return ppoll(fds, n, ts, mask);
+}
+
+/* ---- exec: connections the application keeps are carried (sock_handoff.c) ---- */
+
+/*
+ * Every exec function has its wrapper: glibc's calls between them are
+ * internal, so execvp reaching execve would not pass here.  |which|: 0
+ * execve (path), 1 execvpe (file, searched in PATH), 2 fexecve (fd).
+ */
+static int exec_with(int which, const char *path, int fd, char *const argv[], char *const envp[])
+{
+	char **env = atomic_load_explicit(&sock_count, memory_order_relaxed) ? sock_handoff_prepare(envp)
+									    : NULL;
+	char *const *use = env ? env : envp;
+	int rc, e;
+
+	rc = which == 0 ? REAL(execve)(path, argv, use)
+	     : which == 1 ? REAL(execvpe)(path, argv, use) : REAL(fexecve)(fd, argv, use);
+	e = errno; /* (only a failed exec comes back) */
+	sock_handoff_abort(env);
+	errno = e;
+	return rc;
+}
+
+API int execve(const char *path, char *const argv[], char *const envp[])
+{
+	return exec_with(0, path, -1, argv, envp);
+}
+
+API int execv(const char *path, char *const argv[])
+{
+	return exec_with(0, path, -1, argv, environ);
+}
+
+API int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	return exec_with(1, file, -1, argv, envp);
+}
+
+API int execvp(const char *file, char *const argv[])
+{
+	return exec_with(1, file, -1, argv, environ);
+}
+
+API int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	return exec_with(2, NULL, fd, argv, envp);
+}
+
+/* The list forms: their arguments gathered into a vector (on this frame: exec replaces it). */
+static int exec_va(int which, const char *path, const char *arg, va_list ap, bool with_env)
+{
+	char **argv, *const *envp = environ;
+	size_t n = 1;
+	va_list cp;
+
+	va_copy(cp, ap);
+	while (va_arg(cp, char *))
+		n++;
+	va_end(cp);
+	argv = alloca((n + 1) * sizeof(char *));
+	argv[0] = (char *)arg;
+	for (size_t i = 1; i <= n; i++)
+		argv[i] = va_arg(ap, char *);
+	if (with_env)
+		envp = va_arg(ap, char *const *);
+	return exec_with(which, path, -1, argv, envp);
+}
+
+API int execl(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, arg);
+	rc = exec_va(0, path, arg, ap, false);
+	va_end(ap);
+	return rc;
+}
+
+API int execlp(const char *file, const char *arg, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, arg);
+	rc = exec_va(1, file, arg, ap, false);
+	va_end(ap);
+	return rc;
+}
+
+API int execle(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, arg);
+	rc = exec_va(0, path, arg, ap, true);
+	va_end(ap);
+	return rc;
 }

@@ -73,6 +73,9 @@ static void resolve(void)
 	*(void **)&r.epoll_create1 = need("epoll_create1");
 	*(void **)&r.epoll_create = need("epoll_create");
 	*(void **)&r.prctl = need("prctl");
+	*(void **)&r.execve = need("execve");
+	*(void **)&r.execvpe = need("execvpe");
+	*(void **)&r.fexecve = need("fexecve");
 	esock_real = r;
 }
 

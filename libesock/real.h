@@ -63,6 +63,9 @@ struct esock_real {
 	int (*epoll_create1)(int);
 	int (*epoll_create)(int);
 	int (*prctl)(int, ...);
+	int (*execve)(const char *, char *const[], char *const[]);
+	int (*execvpe)(const char *, char *const[], char *const[]);
+	int (*fexecve)(int, char *const[], char *const[]);
 };
 
 extern struct esock_real esock_real;

@@ -311,6 +311,7 @@ int sock_release_fd(int fd)
 
 	if (!s)
 		return 0;
+	sock_note_inherit(fd, false);
 	if (atomic_fetch_sub(&s->nfds, 1) > 1) {
 		fd_gone(s, fd);
 		return 0;
@@ -383,21 +384,25 @@ int sock_close_fd(int fd)
 }
 
 /*
- * A connection in DDPMODE cannot survive exec: the new image would read and
- * write raw MPA octets.  So every descriptor naming it stays close-on-exec
- * (a dup2 onto 0 or 1 before exec, as inetd-style servers do, leaves the new
- * image without it instead of corrupting the stream), said once per process.
+ * A connection in DDPMODE survives exec only by the library's handoff
+ * (sock_handoff.c): every descriptor naming it stays close-on-exec in the
+ * kernel, and what the application asked for is noted; a descriptor it
+ * keeps across exec is cleared just before, for a connection that can be
+ * carried into an image that preloads this library.  (So a dup2 onto 0 or 1
+ * before an exec without it leaves the new image without the descriptor
+ * instead of handing it raw MPA octets.)
  */
 void sock_keep_cloexec(struct esock_sock *s, int fd)
 {
-	static atomic_bool said;
+	int fl;
 
 	if (s->st != SOCK_CONNECTED && s->st != SOCK_TCP_CONNECTING && s->st != SOCK_MPA_CONNECTING)
 		return;
-	REAL(fcntl)(fd, F_SETFD, FD_CLOEXEC);
-	if (!atomic_exchange(&said, true))
-		log_warn("fd %d: a DDPMODE connection stays close-on-exec (its descriptor %d too): "
-			 "a program started by exec could not continue its MPA stream", s->fd, fd);
+	if ((fl = REAL(fcntl)(fd, F_GETFD)) < 0)
+		return;
+	sock_note_inherit(fd, !(fl & FD_CLOEXEC));
+	if (!(fl & FD_CLOEXEC))
+		REAL(fcntl)(fd, F_SETFD, fl | FD_CLOEXEC);
 }
 
 int sock_dup_fd(int oldfd, int newfd)

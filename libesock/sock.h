@@ -59,6 +59,7 @@ struct sock_epreg {
 struct sock_eq;
 struct esock_stat_slot;
 struct user_op;
+struct ep_qp_snap;
 
 /* Receive buffers posted at first (sock_data.c: the target grows when they ran out). */
 #define SOCK_RPOST_START 8
@@ -231,6 +232,15 @@ int sock_setopt(struct esock_sock *s, int level, int name, const void *val, sock
 int sock_getopt(struct esock_sock *s, int level, int name, void *val, socklen_t *len);
 int sock_enable(int fd, int on);             /* ESOCK_DDPMODE on a socket not yet known */
 bool sock_auto_ddp(int fd, const struct sockaddr *addr, bool listening);
+/* sock_handoff.c: connections carried across exec */
+void sock_note_inherit(int fd, bool inherit); /* the application's close-on-exec wish for fd */
+char **sock_handoff_prepare(char *const envp[]);
+void sock_handoff_abort(char **env);
+/* sock_conn.c / sock_data.c, for it */
+int sock_conn_resume(struct esock_sock *s, const struct ep_qp_snap *sn);
+int sock_pool_inject(struct esock_sock *s, const void *data, uint32_t len);
+void sock_handle_wc(struct esock_sock *s, const struct esock_wc *wc);
+
 /* setsockopt(TCP_NODELAY, 1) would change nothing: the connection has it on (preload.c). */
 bool sock_nodelay_is_on(struct esock_sock *s);
 

@@ -169,14 +169,31 @@ static void connected(struct esock_sock *s, bool initiator)
 		}
 	}
 	/*
-	 * DDP state does not survive exec: the image after it would see MPA
-	 * octets.  (An accepted one is close-on-exec from the listener on.)
+	 * DDP state survives exec only by the handoff (sock_handoff.c): close-
+	 * on-exec in the kernel, the application's wish noted.  (An accepted
+	 * one is close-on-exec from the listener on: hand_mpa notes the wish.)
 	 */
 	if (initiator)
-		REAL(fcntl)(s->fd, F_SETFD, FD_CLOEXEC);
+		sock_keep_cloexec(s, s->fd);
 	sock_stat_describe(s);
 	log_info("fd %d: DDPMODE connected (peer %s, messages up to %u octets, CRC %s)", s->fd,
 		 s->peer_esock ? "esock" : "plain RDMA", s->peer_msg_max, info.crc ? "on" : "off");
+}
+
+/*
+ * A connection carried across exec (sock_handoff.c): a QP on |s|'s
+ * descriptor goes on where the other image's left off (lock held).
+ */
+int sock_conn_resume(struct esock_sock *s, const struct ep_qp_snap *sn)
+{
+	int rc;
+
+	if ((rc = make_qp(s)) < 0 || (rc = ep_qp_resume(s->qp, s->fd, sn)) < 0)
+		return rc;
+	s->st = SOCK_CONNECTED;
+	s->suspended = true; /* as a forked copy: started by the first call here (sock_resume) */
+	sock_stat_describe(s);
+	return 0;
 }
 
 /* $ESOCK_FALLBACK=tcp: a client whose peer does not speak MPA goes on in plain TCP. */
@@ -496,6 +513,7 @@ static int hand_mpa(struct esock_sock *ls, struct esock_conn_req *req, int flags
 		return rc;
 	}
 	connected(s, false);
+	sock_note_inherit(fd, !(flags & SOCK_CLOEXEC));
 	return fd;
 }
 

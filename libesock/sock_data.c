@@ -103,6 +103,25 @@ static void repost(struct esock_sock *s, uint32_t idx, bool now)
 		repost_flush(s);
 }
 
+/*
+ * A message read before an exec, not yet by the application (sock_handoff.c):
+ * into a buffer that is not posted, ahead of anything the QP receives here.
+ */
+int sock_pool_inject(struct esock_sock *s, const void *data, uint32_t len)
+{
+	uint32_t idx;
+
+	if (!s->nrepost || len > (uint32_t)s->o.rsize || !len)
+		return len ? -ENOBUFS : 0;
+	idx = s->repost[--s->nrepost];
+	memcpy(s->rbuf + (size_t)idx * (size_t)s->o.rsize, data, len);
+	s->rdone[(s->rhead + s->rcount) % (uint32_t)s->o.rdepth] = idx;
+	s->rlen[idx] = len;
+	s->rcount++;
+	s->rready += len;
+	return 0;
+}
+
 /* Towards a plain RDMA peer every buffer is posted (called before the QP receives). */
 void sock_pool_post_all(struct esock_sock *s)
 {
@@ -198,7 +217,7 @@ static void ended(struct esock_sock *s, const struct esock_wc *wc)
 	log_warn("fd %d: connection reset: %s", s->fd, le->reason);
 }
 
-static void handle_wc(struct esock_sock *s, const struct esock_wc *wc)
+void sock_handle_wc(struct esock_sock *s, const struct esock_wc *wc)
 {
 	uint64_t kind = SOCK_WR_KIND(wc->wr_id);
 	uint32_t idx = (uint32_t)wc->wr_id;
@@ -261,7 +280,7 @@ void sock_drain(struct esock_sock *s)
 		return;
 	while ((n = esock_cq_poll(s->cq, 32, wc)) > 0)
 		for (int i = 0; i < n; i++)
-			handle_wc(s, &wc[i]);
+			sock_handle_wc(s, &wc[i]);
 	/*
 	 * The QP may end with no receive posted (all consumed, waiting to be
 	 * reposted): no flush completion then tells us.  Its data completions
@@ -273,7 +292,7 @@ void sock_drain(struct esock_sock *s)
 
 		while ((n = esock_cq_poll(s->cq, 32, wc)) > 0) /* what came before the change */
 			for (int i = 0; i < n; i++)
-				handle_wc(s, &wc[i]);
+				sock_handle_wc(s, &wc[i]);
 		ended(s, &end);
 	}
 	if (n == -EOVERFLOW && !s->err) {
@@ -302,7 +321,7 @@ static int wait_some(struct esock_sock *s, int64_t end)
 	if (atomic_load(&s->closing) || !s->qp)
 		return -EBADF;
 	for (int i = 0; i < n; i++)
-		handle_wc(s, &wc[i]);
+		sock_handle_wc(s, &wc[i]);
 	return n == -EINTR ? -EINTR : 0;
 }
 
@@ -328,6 +347,8 @@ static int usable(struct esock_sock *s)
 	case SOCK_CONNECTED:
 		if (s->suspended)
 			sock_resume(s);
+		if (s->qp)
+			ep_qp_serve(s->qp);
 		return 0;
 	case SOCK_TCP_CONNECTING:
 	case SOCK_MPA_CONNECTING:
@@ -730,6 +751,8 @@ unsigned sock_ready(struct esock_sock *s, unsigned events)
 	if (s->st == SOCK_CONNECTED) {
 		if (s->suspended)
 			sock_resume(s);
+		if (s->qp)
+			ep_qp_serve(s->qp);
 		sock_drain(s);
 		if (!s->rcount)
 			repost_flush(s); /* about to sleep: the pool must be open */

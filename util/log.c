@@ -6,6 +6,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,11 +58,12 @@ int esock_log_set(int level, const char *path)
 
 __attribute__((constructor)) void esock_log_init(void)
 {
+	static atomic_bool done; /* (other constructors may call it first: their order is the linker's) */
 	const char *env = getenv("ESOCK_LOG");
 	const char *comma;
 	int level;
 
-	if (!env || !*env)
+	if (atomic_exchange(&done, true) || !env || !*env)
 		return;
 	level = esock_log_parse_level(env);
 	if (level < 0) {

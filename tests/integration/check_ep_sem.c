@@ -892,9 +892,10 @@ END_TEST
 
 /*
  * Wishes left while a QP's token is held (a fork quiesces every QP) are
- * served when it is let go, even when the engine let go of the QP meanwhile
- * and its own wish, now void, came with them.  Before, a send posted then
- * (a connect's RTR, finishing during a fork) stayed unsent for good.
+ * served by the next call on it, even when the engine let go of the QP
+ * meanwhile and its own wish, now void, came with them.  Before, the
+ * engine's wish voided them: a send posted then (a connect's RTR, finishing
+ * during a fork) stayed unsent for good.
  */
 START_TEST(wishes_survive_quiesce)
 {
@@ -912,6 +913,8 @@ START_TEST(wishes_survive_quiesce)
 	ep_qp_progress(p.a.qp, EP_WANT_ENGINE | EP_WANT_RX | EP_WANT_DRAIN); /* an event meanwhile */
 	ep_engine_del(p.a.qp); /* as a fork's parent does: nobody else drives a now */
 	ep_qp_unquiesce(p.a.qp);
+	ck_assert_int_eq(ep_wait1(p.a.scq, &wc), 1); /* a's own wait: a call on it */
+	ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
 	ck_assert_int_eq(ep_wait1(p.b.rcq, &wc), 1);
 	ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
 	ck_assert_uint_eq(wc.byte_len, 14);

@@ -150,66 +150,16 @@ static void child_echo(int c, bool early)
 	_exit(0);
 }
 
-struct client {
-	struct sockaddr_in sa;
-	pthread_t th;
-	size_t echoed;
-	bool ok;
-};
-
-/*
- * Static, not malloc'd: the forked child copies the heap but not the client
- * thread's stack, and valgrind would call those blocks lost there.
- */
-static uint8_t out[TOTAL], in[TOTAL];
-
-/* Writes TOTAL octets of a pattern in pieces and reads the echo back as it comes. */
-static void *client_main(void *arg)
-{
-	struct client *cl = arg;
-	int fd = ddp_socket(0);
-	size_t sent = 0;
-
-	if (connect(fd, (struct sockaddr *)&cl->sa, sizeof(cl->sa)) < 0)
-		return NULL;
-	for (size_t i = 0; i < TOTAL; i++)
-		out[i] = (uint8_t)(i * 7 + i / 4093);
-	while (cl->echoed < TOTAL) {
-		struct pollfd p = { .fd = fd, .events = POLLIN | (sent < TOTAL ? POLLOUT : 0) };
-
-		if (poll(&p, 1, 10000) != 1)
-			break;
-		if ((p.revents & POLLOUT) && sent < TOTAL) {
-			size_t k = TOTAL - sent > 12345 ? 12345 : TOTAL - sent;
-			ssize_t n = send(fd, out + sent, k, MSG_DONTWAIT);
-
-			if (n > 0)
-				sent += (size_t)n;
-		}
-		if (p.revents & POLLIN) {
-			ssize_t n = recv(fd, in + cl->echoed, TOTAL - cl->echoed, MSG_DONTWAIT);
-
-			if (n <= 0 && !(n < 0 && errno == EAGAIN))
-				break;
-			if (n > 0)
-				cl->echoed += (size_t)n;
-		}
-	}
-	cl->ok = cl->echoed == TOTAL && memcmp(in, out, TOTAL) == 0;
-	close(fd);
-	return NULL;
-}
-
 START_TEST(sandboxed_child_carries_on)
 {
 	bool nonblock = _i == 1;
-	struct client cl = { 0 };
+	struct echo_client cl = { .total = TOTAL, .piece = 12345 };
 	int lfd, c, status = -1;
 	pid_t pid;
 
 	alarm(60);
 	lfd = listener(0, 0, &cl.sa);
-	ck_assert_int_eq(pthread_create(&cl.th, NULL, client_main, &cl), 0);
+	echo_client_start(&cl);
 	c = accept4(lfd, NULL, NULL, nonblock ? SOCK_NONBLOCK : 0);
 	ck_assert_int_ge(c, 0);
 	pid = fork();
@@ -219,7 +169,7 @@ START_TEST(sandboxed_child_carries_on)
 		child_echo(c, _i == 2);
 	}
 	close(c); /* as sshd's listener does: the child carries the connection on alone */
-	pthread_join(cl.th, NULL);
+	echo_client_join(&cl);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert_msg(!WIFSIGNALED(status), "the sandboxed child was killed by signal %d%s",
 		      WTERMSIG(status), WTERMSIG(status) == SIGSYS ? " (a system call outside its filter)" : "");

@@ -4,6 +4,9 @@
 
 #include <arpa/inet.h>
 #include <check.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -73,4 +76,59 @@ void pairs(int n, int *cli, int *srv)
 	for (int i = 0; i < n; i++)
 		ck_assert_int_ge(srv[i], 0);
 	close(a.lfd);
+}
+
+#define ECHO_MAX (1u << 20)
+static uint8_t echo_out[ECHO_MAX], echo_in[ECHO_MAX];
+
+static void *echo_client_main(void *arg)
+{
+	struct echo_client *ec = arg;
+	int fd = ddp_socket(0);
+	size_t sent = 0, total = ec->total;
+
+	if (connect(fd, (struct sockaddr *)&ec->sa, sizeof(ec->sa)) < 0) {
+		close(fd);
+		return NULL;
+	}
+	for (size_t i = 0; i < total; i++)
+		echo_out[i] = (uint8_t)(i * 7 + i / 4093);
+	while (ec->echoed < total) {
+		struct pollfd p = { .fd = fd, .events = POLLIN | (sent < total ? POLLOUT : 0) };
+
+		if (poll(&p, 1, 10000) != 1)
+			break;
+		if ((p.revents & POLLOUT) && sent < total) {
+			size_t k = total - sent > ec->piece ? ec->piece : total - sent;
+			ssize_t n = send(fd, echo_out + sent, k, MSG_DONTWAIT);
+
+			if (n > 0)
+				sent += (size_t)n;
+		}
+		if (p.revents & POLLIN) {
+			ssize_t n = recv(fd, echo_in + ec->echoed, total - ec->echoed, MSG_DONTWAIT);
+
+			if (n <= 0 && !(n < 0 && errno == EAGAIN))
+				break;
+			if (n > 0)
+				ec->echoed += (size_t)n;
+		}
+	}
+	ec->ok = ec->echoed == total && memcmp(echo_in, echo_out, total) == 0;
+	close(fd);
+	return NULL;
+}
+
+void echo_client_start(struct echo_client *ec)
+{
+	ck_assert_uint_le(ec->total, ECHO_MAX);
+	ck_assert_uint_gt(ec->piece, 0);
+	ec->echoed = 0;
+	ec->ok = false;
+	ck_assert_int_eq(pthread_create(&ec->th, NULL, echo_client_main, ec), 0);
+}
+
+void echo_client_join(struct echo_client *ec)
+{
+	pthread_join(ec->th, NULL);
 }

@@ -9,6 +9,8 @@
 
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Milliseconds of CLOCK_MONOTONIC. */
@@ -29,5 +31,22 @@ void *acceptor_main(void *arg);
 
 /* |n| DDPMODE connections: client ends in |cli|, server ends in |srv| (accepted in order). */
 void pairs(int n, int *cli, int *srv);
+
+/*
+ * A DDPMODE client in its own thread that writes |total| octets of a
+ * pattern (at most 1 MiB) in pieces of |piece| and reads the echo back as
+ * it comes: ok once all came back equal.  Its buffers are static, not
+ * malloc'd: a child forked meanwhile copies the heap but not the thread's
+ * stack, and valgrind would call such blocks lost there.
+ */
+struct echo_client {
+	struct sockaddr_in sa;
+	size_t total, piece;
+	pthread_t th;
+	size_t echoed;
+	bool ok;
+};
+void echo_client_start(struct echo_client *ec);
+void echo_client_join(struct echo_client *ec);
 
 #endif

@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * DDPMODE connections carried across exec (issue 13).  inetd-style servers
+ * (git daemon, sshd, xinetd services) put an accepted connection on 0 and 1
+ * and exec a program that goes on speaking on it.  Before the exec, every
+ * connection the application keeps across it (a descriptor it did not ask
+ * to be close-on-exec) and that is quiet (ep_qp_snapshot: nothing half
+ * received or half sent) is written into a memfd with what the socket layer
+ * knows of it (options, the peer's announcement, the messages not read
+ * yet), and ESOCK_HANDOFF=FD in the new image's environment names that
+ * memfd; the library loaded there rebuilds each connection on the same
+ * descriptors before main.  A connection that cannot be carried, or an exec
+ * whose environment does not preload this library, keeps the descriptors
+ * close-on-exec: the new image sees none (EBADF), never raw MPA octets; an
+ * error is logged.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "libesock/ep.h"
+#include "libesock/fdtab.h"
+#include "libesock/real.h"
+#include "libesock/sock.h"
+#include "util/log.h"
+
+#define HO_MAGIC 0x646e61686b6f7365ull /* "esokhand" */
+#define HO_VERSION 1
+#define HO_FDS 8
+#define HO_ENV "ESOCK_HANDOFF"
+
+struct ho_head {
+	uint64_t magic;
+	uint32_t version, count;
+};
+
+/* One connection; its unread messages follow it, each a uint32_t length and the octets. */
+struct ho_rec {
+	int32_t fds[HO_FDS];
+	uint32_t nfds, nmsgs;
+	struct sock_opts o;
+	uint32_t peer_msg_max;
+	uint8_t peer_esock, eof, shut_rd, shut_wr, nagle;
+	struct ep_qp_snap qp;
+};
+
+/* ---- which descriptors the application keeps across exec ---- */
+
+static pthread_mutex_t keep_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t *keep;       /* by fd: 1 when the application did not ask for close-on-exec */
+static size_t nkeep;
+
+void sock_note_inherit(int fd, bool inherit)
+{
+	if (fd < 0)
+		return;
+	pthread_mutex_lock(&keep_lock);
+	if ((size_t)fd >= nkeep && inherit) {
+		size_t n = (size_t)fd + 64;
+		uint8_t *k = realloc(keep, n);
+
+		if (k) {
+			memset(k + nkeep, 0, n - nkeep);
+			keep = k;
+			nkeep = n;
+		}
+	}
+	if ((size_t)fd < nkeep)
+		keep[fd] = inherit;
+	pthread_mutex_unlock(&keep_lock);
+}
+
+/* ---- before exec ---- */
+
+/*
+ * The connections written for the exec stay locked and quiesced until it
+ * happens: another thread reading one meanwhile (or this process's engine)
+ * would take octets the new image then misses.  A failed exec lets go.
+ */
+static struct esock_sock *frozen[64];
+static uint32_t nfrozen;
+
+/* Whether |envp| preloads this library (else the new image would see raw MPA octets). */
+static bool preloads_us(char *const envp[])
+{
+	for (size_t i = 0; envp && envp[i]; i++)
+		if (strncmp(envp[i], "LD_PRELOAD=", 11) == 0)
+			return strstr(envp[i], "libesock") != NULL;
+	return false;
+}
+
+/* Sends queued on |s| leave first (bounded): a quiet QP is one with nothing in flight. */
+static void drain_sends(struct esock_sock *s)
+{
+	int64_t end = ep_now_ms() + 2000;
+
+	while (s->inflight && ep_now_ms() < end) {
+		struct esock_wc wc[16];
+		int n;
+
+		pthread_mutex_unlock(&s->lock);
+		n = esock_cq_wait(s->cq, 16, wc, 50);
+		pthread_mutex_lock(&s->lock);
+		for (int i = 0; i < n; i++)
+			sock_handle_wc(s, &wc[i]);
+	}
+}
+
+/* Writes |s|'s record (descriptors |fds|) to |mfd|; 0 or -errno (then nothing is carried). */
+static int write_one(int mfd, struct esock_sock *s, const int *fds, uint32_t nfds)
+{
+	struct ho_rec r = { .nfds = nfds };
+	int rc;
+
+	pthread_mutex_lock(&s->lock);
+	/*
+	 * A copy from fork that nobody used here since (suspended) may be the
+	 * other process's to drive: it is carried as it is, or not at all.
+	 */
+	if (!s->suspended)
+		drain_sends(s);
+	sock_drain(s); /* messages the QP completed go to the pool: they travel as unread */
+	if (s->st != SOCK_CONNECTED || !s->qp || s->async_api || s->err || s->inflight) {
+		pthread_mutex_unlock(&s->lock);
+		return s->async_api ? -EOPNOTSUPP : -EBUSY;
+	}
+	if ((rc = ep_qp_snapshot(s->qp, &r.qp, true)) < 0) {
+		pthread_mutex_unlock(&s->lock);
+		return rc;
+	}
+	memcpy(r.fds, fds, nfds * sizeof(*fds));
+	r.o = s->o;
+	r.peer_msg_max = s->peer_msg_max;
+	r.peer_esock = s->peer_esock;
+	r.eof = s->eof;
+	r.shut_rd = s->shut_rd;
+	r.shut_wr = s->shut_wr;
+	r.nagle = s->nagle;
+	r.nmsgs = s->rcount;
+	rc = write(mfd, &r, sizeof(r)) == (ssize_t)sizeof(r) ? 0 : -EIO;
+	for (uint32_t k = 0; rc == 0 && k < s->rcount; k++) {
+		uint32_t idx = s->rdone[(s->rhead + k) % (uint32_t)s->o.rdepth];
+		uint32_t off = k ? 0 : s->roff, len = s->rlen[idx] - off;
+		const uint8_t *p = s->rbuf + (size_t)idx * (size_t)s->o.rsize + off;
+
+		if (write(mfd, &len, sizeof(len)) != (ssize_t)sizeof(len) ||
+		    (len && write(mfd, p, len) != (ssize_t)len))
+			rc = -EIO;
+	}
+	if (rc < 0) {
+		ep_qp_unquiesce(s->qp);
+		pthread_mutex_unlock(&s->lock);
+	} else {
+		frozen[nfrozen++] = s; /* (at most 64: prepare's own bound) */
+	}
+	return rc;
+}
+
+static void thaw(void)
+{
+	while (nfrozen) {
+		struct esock_sock *s = frozen[--nfrozen];
+
+		ep_qp_unquiesce(s->qp);
+		pthread_mutex_unlock(&s->lock);
+	}
+}
+
+/*
+ * Called by the exec wrappers with the environment the new image gets:
+ * writes the connections to carry and returns a copy of |envp| naming
+ * them (free with sock_handoff_abort after a failed exec), or NULL when
+ * there is nothing to carry (exec with |envp| as it is).
+ */
+char **sock_handoff_prepare(char *const envp[])
+{
+	struct esock_sock *done[64];
+	int fds[64][HO_FDS];
+	uint32_t nfd[64] = { 0 }, nsock = 0, carried = 0;
+	struct ho_head h = { .magic = HO_MAGIC, .version = HO_VERSION };
+	size_t nenv = 0;
+	char **env, num[32];
+	int mfd;
+
+	if (!atomic_load(&sock_count))
+		return NULL;
+	/* The connections behind the descriptors the application keeps. */
+	pthread_mutex_lock(&keep_lock);
+	for (size_t fd = 0; fd < nkeep; fd++) {
+		struct esock_sock *s;
+		uint32_t i;
+
+		if (!keep[fd] || !(s = esock_fdtab_get((int)fd)) || s->st != SOCK_CONNECTED)
+			continue;
+		for (i = 0; i < nsock && done[i] != s; i++)
+			;
+		if (i == nsock && nsock < 64)
+			done[nsock++] = s;
+		if (i < nsock && nfd[i] < HO_FDS)
+			fds[i][nfd[i]++] = (int)fd;
+	}
+	pthread_mutex_unlock(&keep_lock);
+	if (!nsock)
+		return NULL;
+	if (!preloads_us(envp)) {
+		log_error("exec: %u DDPMODE connection(s) stay behind: the new image does not preload "
+			  "libesock (it would see raw MPA octets); its descriptors are closed", nsock);
+		return NULL;
+	}
+	if ((mfd = memfd_create("esock-handoff", 0)) < 0) {
+		log_error("exec: no memfd for the DDPMODE connections: %s", strerror(errno));
+		return NULL;
+	}
+	(void)!write(mfd, &h, sizeof(h));
+	for (uint32_t i = 0; i < nsock; i++) {
+		off_t at = lseek(mfd, 0, SEEK_CUR);
+		int rc = write_one(mfd, done[i], fds[i], nfd[i]);
+
+		if (rc < 0) {
+			log_error("exec: fd %d: the DDPMODE connection cannot be carried (%s): its "
+				  "descriptors are closed in the new image", fds[i][0], strerror(-rc));
+			(void)!ftruncate(mfd, at);
+			lseek(mfd, at, SEEK_SET);
+			continue;
+		}
+		carried++;
+		for (uint32_t k = 0; k < nfd[i]; k++)
+			REAL(fcntl)(fds[i][k], F_SETFD, 0);
+	}
+	if (!carried) {
+		REAL(close)(mfd);
+		return NULL;
+	}
+	h.count = carried;
+	(void)!pwrite(mfd, &h, sizeof(h), 0);
+	while (envp && envp[nenv])
+		nenv++;
+	if (!(env = calloc(nenv + 2, sizeof(*env)))) {
+		REAL(close)(mfd);
+		sock_handoff_abort(NULL);
+		return NULL;
+	}
+	for (size_t i = 0, j = 0; i < nenv; i++)
+		if (strncmp(envp[i], HO_ENV "=", sizeof(HO_ENV)) != 0)
+			env[j++] = envp[i];
+	snprintf(num, sizeof(num), HO_ENV "=%d", mfd);
+	for (nenv = 0; env[nenv]; nenv++)
+		;
+	env[nenv] = strdup(num);
+	log_info("exec: %u DDPMODE connection(s) carried (memfd %d)", carried, mfd);
+	return env;
+}
+
+/* The exec failed: the descriptors go back to close-on-exec, the memfd and copy go. */
+void sock_handoff_abort(char **env)
+{
+	int mfd = -1;
+
+	thaw();
+	if (!env)
+		return;
+	for (size_t i = 0; env[i]; i++)
+		if (strncmp(env[i], HO_ENV "=", sizeof(HO_ENV)) == 0) {
+			mfd = atoi(env[i] + sizeof(HO_ENV));
+			free(env[i]);
+		}
+	free(env);
+	/* (Only a carried connection's descriptors lost their close-on-exec.) */
+	pthread_mutex_lock(&keep_lock);
+	for (size_t fd = 0; fd < nkeep; fd++)
+		if (keep[fd] && esock_fdtab_get((int)fd))
+			REAL(fcntl)((int)fd, F_SETFD, FD_CLOEXEC);
+	pthread_mutex_unlock(&keep_lock);
+	if (mfd >= 0)
+		REAL(close)(mfd);
+}
+
+/* ---- in the new image ---- */
+
+static int read_all(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, (uint8_t *)buf + got, len - got);
+
+		if (n <= 0)
+			return -EIO;
+		got += (size_t)n;
+	}
+	return 0;
+}
+
+/* Rebuilds one connection from |r| (its messages next in |mfd|); 0 or -errno. */
+static int restore_one(int mfd, const struct ho_rec *r)
+{
+	struct esock_sock *s;
+	int rc = 0, io = 0;
+
+	if (!r->nfds || r->nfds > HO_FDS || r->fds[0] < 0 || !(s = sock_new(r->fds[0])))
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	s->o = r->o;
+	s->peer_msg_max = r->peer_msg_max;
+	s->peer_esock = r->peer_esock;
+	s->eof = r->eof;
+	s->shut_rd = r->shut_rd;
+	s->shut_wr = r->shut_wr;
+	s->nagle = r->nagle;
+	rc = sock_conn_resume(s, &r->qp);
+	for (uint32_t k = 0; k < r->nmsgs && !io; k++) {
+		uint32_t len;
+		uint8_t *buf = NULL;
+
+		if (read_all(mfd, &len, sizeof(len)) < 0 || len > (uint32_t)r->o.rsize ||
+		    !(buf = malloc(len ? len : 1)) || read_all(mfd, buf, len) < 0)
+			io = -EIO; /* the rest of the memfd cannot be trusted */
+		else if (rc == 0)
+			rc = sock_pool_inject(s, buf, len);
+		free(buf);
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (io || rc < 0) {
+		sock_close_fd(r->fds[0]);
+		for (uint32_t k = 1; k < r->nfds; k++)
+			REAL(close)(r->fds[k]);
+		return io ? io : rc;
+	}
+	for (uint32_t k = 0; k < r->nfds; k++) {
+		if (k)
+			sock_dup_fd(r->fds[0], r->fds[k]);
+		REAL(fcntl)(r->fds[k], F_SETFD, FD_CLOEXEC); /* (no exec without the library) */
+		sock_note_inherit(r->fds[k], true);
+	}
+	log_info("fd %d: DDPMODE connection carried across exec (%u descriptor(s), %u unread "
+		 "message(s))", r->fds[0], r->nfds, r->nmsgs);
+	return 0;
+}
+
+__attribute__((constructor)) static void handoff_restore(void)
+{
+	const char *e = getenv(HO_ENV);
+	struct ho_head h;
+	int mfd;
+
+	if (!e)
+		return;
+	esock_log_init(); /* (constructors run in the linker's order: the log's may come later) */
+	esock_real_init();
+	mfd = atoi(e);
+	unsetenv(HO_ENV); /* (not for the images this one starts) */
+	if (mfd < 0 || lseek(mfd, 0, SEEK_SET) < 0 || read_all(mfd, &h, sizeof(h)) < 0 ||
+	    h.magic != HO_MAGIC || h.version != HO_VERSION) {
+		log_error("%s: not a handoff of this library's version: ignored", HO_ENV);
+		return;
+	}
+	for (uint32_t i = 0; i < h.count; i++) {
+		struct ho_rec r;
+		int rc;
+
+		if (read_all(mfd, &r, sizeof(r)) < 0)
+			break;
+		if ((rc = restore_one(mfd, &r)) < 0) {
+			log_error("fd %d: the DDPMODE connection could not be rebuilt after exec (%s): "
+				  "closed", r.fds[0], strerror(-rc));
+			if (rc == -EIO)
+				break;
+		}
+	}
+	REAL(close)(mfd);
+}

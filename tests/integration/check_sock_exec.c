@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A DDPMODE connection carried across exec (issue 13), as inetd-style
+ * servers (git daemon, sshd, xinetd) use one: a forked child puts the
+ * accepted connection on 0 and 1 and execs a program (here this one again,
+ * with --echo) that echoes what a DDPMODE client sends, with read and
+ * write on 0 and 1.  Carried fresh (exec right after accept), after the
+ * child used it (part of the first message read and answered, the rest
+ * unread), and twice in a row (git daemon's --serve, then upload-pack).
+ * Into an image that does not preload the library, the connection is not
+ * carried: the new image has no descriptor (EBADF), never raw MPA octets.
+ * Linked against libesock.so; the new image preloads it.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <esock/esock.h>
+#include <esock/iwarp.h>
+
+#include "tests/integration/sock_util.h"
+
+#define TOTAL (256u * 1024)
+
+/* ---- the image after exec ---- */
+
+/* This program, for exec (not /proc/self/exe: under valgrind that is the tool). */
+static char self[4096];
+
+/* --echo [N]: echoes 0 to 1 until EOF (N > 0: first execs itself again with --echo 0). */
+static int echo_main(int again)
+{
+	static char buf[65536];
+
+	if (again > 0) {
+		char *argv[] = { self, "--echo", "0", NULL };
+
+		execv(self, argv);
+		return 20;
+	}
+	for (;;) {
+		ssize_t n = read(0, buf, sizeof(buf)), w = 0;
+
+		if (n == 0)
+			return 0;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			fprintf(stderr, "echo image: read: %s\n", strerror(errno));
+			return 21;
+		}
+		while (w < n) {
+			ssize_t k = write(1, buf + w, (size_t)(n - w));
+
+			if (k <= 0) {
+				fprintf(stderr, "echo image: write: %s\n", k ? strerror(errno) : "0");
+				return 22;
+			}
+			w += k;
+		}
+	}
+}
+
+/* --no-conn: the descriptors 0 and 1 must be gone (EBADF), not a raw stream. */
+static int no_conn_main(void)
+{
+	errno = 0;
+	if (write(1, "raw", 3) != -1 || errno != EBADF)
+		return 30;
+	return 0;
+}
+
+/* ---- the test ---- */
+
+/* LD_PRELOAD for the new image: this library (found by one of its symbols). */
+static void set_preload(void)
+{
+	Dl_info di;
+	char opts[512];
+	const char *a = getenv("ASAN_OPTIONS");
+
+	ck_assert(dladdr((void *)esock_qp_state, &di) && di.dli_fname);
+	setenv("LD_PRELOAD", di.dli_fname, 1);
+	/* (Under ASan the library comes before the sanitizer's runtime: allowed here.) */
+	snprintf(opts, sizeof(opts), "%s%sverify_asan_link_order=0", a ? a : "", a ? ":" : "");
+	setenv("ASAN_OPTIONS", opts, 1);
+}
+
+/*
+ * _i: 0 exec at once; 1 the child reads and answers part of the first
+ * message first; 2 two execs in a row; 3 into an image without the library
+ * preloaded.
+ */
+START_TEST(connection_crosses_exec)
+{
+	struct echo_client cl = { .total = TOTAL, .piece = 7777 };
+	int lfd, c, status = -1;
+	pid_t pid;
+
+	alarm(60);
+	lfd = listener(0, 0, &cl.sa);
+	echo_client_start(&cl);
+	c = accept(lfd, NULL, NULL);
+	ck_assert_int_ge(c, 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char *echo[] = { self, "--echo", _i == 2 ? "1" : "0", NULL };
+		char *none[] = { self, "--no-conn", NULL };
+
+		close(lfd);
+		if (_i == 1) {
+			/* Part of the first message read and answered here; the rest stays unread. */
+			char part[3];
+			struct pollfd p = { .fd = c, .events = POLLIN };
+
+			if (poll(&p, 1, 5000) != 1 || read(c, part, sizeof(part)) != 3 ||
+			    write(c, part, sizeof(part)) != 3)
+				_exit(40);
+		}
+		if (dup2(c, 0) < 0 || dup2(c, 1) < 0)
+			_exit(41);
+		close(c);
+		if (_i == 3)
+			unsetenv("LD_PRELOAD");
+		else
+			set_preload();
+		execv(self, _i == 3 ? none : echo);
+		_exit(42);
+	}
+	close(c); /* as an inetd-style listener does: the new image carries it alone */
+	echo_client_join(&cl);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the new image ended with %#x",
+		      (unsigned)status);
+	if (_i != 3)
+		ck_assert_msg(cl.ok, "%zu of %u octets echoed", cl.echoed, TOTAL);
+	close(lfd);
+	alarm(0);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("sock exec");
+	TCase *tc = tcase_create("handoff");
+
+	tcase_set_timeout(tc, 90);
+	tcase_add_loop_test(tc, connection_crosses_exec, 0, 4);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(int argc, char **argv)
+{
+	SRunner *sr;
+	int failed;
+
+	if (!realpath(argv[0], self))
+		snprintf(self, sizeof(self), "%s", argv[0]);
+	if (argc >= 2 && strcmp(argv[1], "--echo") == 0)
+		return echo_main(argc >= 3 ? atoi(argv[2]) : 0);
+	if (argc >= 2 && strcmp(argv[1], "--no-conn") == 0)
+		return no_conn_main();
+	sr = srunner_create(suite());
+	srunner_set_fork_status(sr, CK_FORK);
+	signal(SIGPIPE, SIG_IGN);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
