@@ -461,9 +461,11 @@ bool ep_engine_lazy_ok(void);
 void ep_engine_refresh(struct esock_qp *qp);
 /*
  * Moves |qp| to descriptor |nfd| (a dup of its socket) while it runs: the
- * progress token is taken, the engine watches |nfd| instead.  0 or -errno.
+ * progress token is taken, the engine watches |nfd| instead; |drive|: then
+ * serve what was wished meanwhile (not for a copy from fork that another
+ * process may be using).  0 or -errno.
  */
-int ep_engine_move(struct esock_qp *qp, int nfd);
+int ep_engine_move(struct esock_qp *qp, int nfd, bool drive);
 /* ep_conn.c: an active MPA exchange in progress goes on on |nfd|. */
 void ep_conn_move_fd(struct esock_qp *qp, int nfd);
 void ep_engine_want_out(struct esock_qp *qp, bool on);

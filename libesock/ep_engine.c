@@ -459,7 +459,7 @@ void ep_engine_del(struct esock_qp *qp)
 	pthread_mutex_unlock(&qp->eng_lock);
 }
 
-int ep_engine_move(struct esock_qp *qp, int nfd)
+int ep_engine_move(struct esock_qp *qp, int nfd, bool drive)
 {
 	int rc = 0;
 
@@ -480,7 +480,7 @@ int ep_engine_move(struct esock_qp *qp, int nfd)
 	}
 	pthread_mutex_unlock(&qp->eng_lock);
 	ep_qp_unquiesce(qp);
-	if (rc == 0) /* wishes left while the token was held */
+	if (rc == 0 && drive) /* wishes left while the token was held */
 		ep_qp_progress(qp, EP_WANT_RX | EP_WANT_DRAIN | EP_WANT_TX);
 	return rc;
 }

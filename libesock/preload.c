@@ -1050,3 +1050,48 @@ API int execle(const char *path, const char *arg, ...)
 	va_end(ap);
 	return rc;
 }
+
+/* ---- stdio on a connection (sock_stdio.c) ---- */
+
+API FILE *fdopen(int fd, const char *mode)
+{
+	struct esock_sock *s = sock_get(fd);
+	static FILE *(*real_fdopen)(int, const char *);
+	FILE *f;
+
+	if (!s) {
+		if (!real_fdopen)
+			*(void **)&real_fdopen = dlsym(RTLD_NEXT, "fdopen");
+		return real_fdopen ? real_fdopen(fd, mode) : NULL;
+	}
+	sock_put(s);
+	f = sock_stdio_open(fd, mode);
+	return f;
+}
+
+API int vdprintf(int fd, const char *fmt, va_list ap)
+{
+	struct esock_sock *s = sock_get(fd);
+	static int (*real_vdprintf)(int, const char *, va_list);
+	int rc;
+
+	if (!s) {
+		if (!real_vdprintf)
+			*(void **)&real_vdprintf = dlsym(RTLD_NEXT, "vdprintf");
+		return real_vdprintf ? real_vdprintf(fd, fmt, ap) : -1;
+	}
+	rc = sock_stdio_vdprintf(s, fmt, ap);
+	sock_put(s);
+	return (int)ret(rc);
+}
+
+API int dprintf(int fd, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = vdprintf(fd, fmt, ap);
+	va_end(ap);
+	return rc;
+}

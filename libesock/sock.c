@@ -288,7 +288,12 @@ static void fd_gone(struct esock_sock *s, int fd)
 	if ((nfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
 		log_error("fd %d: cannot keep the connection past this close: %s", fd, strerror(errno));
 	} else if ((qp = s->qp) && qp->fd == fd && qp->fd_borrowed) {
-		if (ep_engine_move(qp, nfd) == 0) {
+		/*
+		 * A copy from fork nobody used here (suspended) is not driven: the
+		 * other process may be the one using the connection (git daemon
+		 * --serve closes its 0 and 1 while upload-pack, its child, speaks).
+		 */
+		if (ep_engine_move(qp, nfd, !s->suspended) == 0) {
 			qp->fd_borrowed = false;
 			s->fd = nfd;
 		} else {
@@ -419,6 +424,8 @@ int sock_dup_fd(int oldfd, int newfd)
 	else
 		sock_keep_cloexec(s, newfd);
 	sock_put(s);
+	if (rc >= 0 && newfd <= 2)
+		sock_stdio_adopt_std(newfd); /* (dup2 onto 0, 1 or 2: inetd style) */
 	return rc;
 }
 

@@ -26,6 +26,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -232,6 +234,11 @@ int sock_setopt(struct esock_sock *s, int level, int name, const void *val, sock
 int sock_getopt(struct esock_sock *s, int level, int name, void *val, socklen_t *len);
 int sock_enable(int fd, int on);             /* ESOCK_DDPMODE on a socket not yet known */
 bool sock_auto_ddp(int fd, const struct sockaddr *addr, bool listening);
+/* sock_stdio.c: stdio streams on connections */
+FILE *sock_stdio_open(int fd, const char *mode);
+void sock_stdio_adopt_std(int fd);
+int sock_stdio_vdprintf(struct esock_sock *s, const char *fmt, va_list ap);
+
 /* sock_handoff.c: connections carried across exec */
 void sock_note_inherit(int fd, bool inherit); /* the application's close-on-exec wish for fd */
 char **sock_handoff_prepare(char *const envp[]);

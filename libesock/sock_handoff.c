@@ -338,6 +338,8 @@ static int restore_one(int mfd, const struct ho_rec *r)
 			sock_dup_fd(r->fds[0], r->fds[k]);
 		REAL(fcntl)(r->fds[k], F_SETFD, FD_CLOEXEC); /* (no exec without the library) */
 		sock_note_inherit(r->fds[k], true);
+		if (r->fds[k] <= 2 && k == 0)
+			sock_stdio_adopt_std(r->fds[k]); /* (dups: sock_dup_fd did) */
 	}
 	log_info("fd %d: DDPMODE connection carried across exec (%u descriptor(s), %u unread "
 		 "message(s))", r->fds[0], r->nfds, r->nmsgs);

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -307,6 +308,43 @@ START_TEST(dup2_onto_stdout_then_exec)
 }
 END_TEST
 
+/*
+ * stdio on a connection (git's upload-pack writes its ref advertisement with
+ * it): a stream from fdopen, fprintf and fgets, and dprintf, go through the
+ * connection.  Before, the C library's own writes put raw octets into the
+ * MPA stream and the peer Terminated.
+ */
+START_TEST(stdio_on_connection)
+{
+	int cli, srv;
+	char buf[64];
+	FILE *w, *r;
+
+	alarm(20);
+	pairs(1, &cli, &srv);
+	ck_assert_ptr_nonnull(w = fdopen(dup(srv), "w"));
+	ck_assert_int_eq(fprintf(w, "hello %d\n", 42), 9);
+	ck_assert_int_eq(fflush(w), 0);
+	read_exact(cli, buf, 9);
+	ck_assert_int_eq(memcmp(buf, "hello 42\n", 9), 0);
+	ck_assert_int_eq(dprintf(srv, "n=%s;", "x"), 4);
+	read_exact(cli, buf, 4);
+	ck_assert_int_eq(memcmp(buf, "n=x;", 4), 0);
+	ck_assert_ptr_nonnull(r = fdopen(dup(cli), "r"));
+	ck_assert_int_eq(write(srv, "line one\nline two\n", 18), 18);
+	ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), r));
+	ck_assert_str_eq(buf, "line one\n");
+	ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), r));
+	ck_assert_str_eq(buf, "line two\n");
+	ck_assert_int_eq(fclose(w), 0);
+	ck_assert_int_eq(fclose(r), 0);
+	still_works(cli, srv);
+	close(cli);
+	close(srv);
+	alarm(0);
+}
+END_TEST
+
 /* The descriptor the SIGALRM handler closes, and whether its close returned. */
 static volatile sig_atomic_t victim = -1, closed_in_handler;
 
@@ -385,6 +423,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, mmsg);
 	tcase_add_test(tc, splice_both_ways);
 	tcase_add_test(tc, msg_oob);
+	tcase_add_test(tc, stdio_on_connection);
 	tcase_add_test(tc, select_beyond_fd_setsize);
 	tcase_add_test(tc, dup2_onto_stdout_then_exec);
 	tcase_add_test(tc, close_from_signal_handler);

@@ -6,7 +6,8 @@
  * with --echo) that echoes what a DDPMODE client sends, with read and
  * write on 0 and 1.  Carried fresh (exec right after accept), after the
  * child used it (part of the first message read and answered, the rest
- * unread), and twice in a row (git daemon's --serve, then upload-pack).
+ * unread), twice in a row (git daemon's --serve, then upload-pack), and
+ * written with stdio there (upload-pack's ref advertisement).
  * Into an image that does not preload the library, the connection is not
  * carried: the new image has no descriptor (EBADF), never raw MPA octets.
  * Linked against libesock.so; the new image preloads it.
@@ -41,7 +42,11 @@
 /* This program, for exec (not /proc/self/exe: under valgrind that is the tool). */
 static char self[4096];
 
-/* --echo [N]: echoes 0 to 1 until EOF (N > 0: first execs itself again with --echo 0). */
+/*
+ * --echo [N]: echoes 0 to 1 until EOF (N > 0: first execs itself again with
+ * --echo 0; N < 0: writes with stdio, fwrite and fflush on stdout, as git's
+ * upload-pack does).
+ */
 static int echo_main(int again)
 {
 	static char buf[65536];
@@ -62,6 +67,13 @@ static int echo_main(int again)
 		if (n < 0) {
 			fprintf(stderr, "echo image: read: %s\n", strerror(errno));
 			return 21;
+		}
+		if (again < 0) {
+			if (fwrite(buf, 1, (size_t)n, stdout) != (size_t)n || fflush(stdout) != 0) {
+				fprintf(stderr, "echo image: stdout: %s\n", strerror(errno));
+				return 23;
+			}
+			continue;
 		}
 		while (w < n) {
 			ssize_t k = write(1, buf + w, (size_t)(n - w));
@@ -103,7 +115,7 @@ static void set_preload(void)
 /*
  * _i: 0 exec at once; 1 the child reads and answers part of the first
  * message first; 2 two execs in a row; 3 into an image without the library
- * preloaded.
+ * preloaded; 4 the new image writes with stdio.
  */
 START_TEST(connection_crosses_exec)
 {
@@ -119,7 +131,7 @@ START_TEST(connection_crosses_exec)
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		char *echo[] = { self, "--echo", _i == 2 ? "1" : "0", NULL };
+		char *echo[] = { self, "--echo", _i == 2 ? "1" : _i == 4 ? "-1" : "0", NULL };
 		char *none[] = { self, "--no-conn", NULL };
 
 		close(lfd);
@@ -160,7 +172,7 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("handoff");
 
 	tcase_set_timeout(tc, 90);
-	tcase_add_loop_test(tc, connection_crosses_exec, 0, 4);
+	tcase_add_loop_test(tc, connection_crosses_exec, 0, 5);
 	suite_add_tcase(s, tc);
 	return s;
 }
