@@ -51,16 +51,39 @@ struct ho_rec {
 	struct ep_qp_snap qp;
 };
 
+/*
+ * The connections written for an exec stay locked and quiesced until it
+ * happens: another thread reading one meanwhile (or this process's engine)
+ * would take octets the new image then misses.  A failed exec lets go.
+ */
+static struct esock_sock *frozen[64];
+static uint32_t nfrozen;
+
 /* ---- which descriptors the application keeps across exec ---- */
 
 static pthread_mutex_t keep_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t *keep;       /* by fd: 1 when the application did not ask for close-on-exec */
 static size_t nkeep;
 
+/* A thread of the parent may have held the lock at a fork: the child's copy starts free. */
+static void keep_fork_child(void)
+{
+	pthread_mutex_init(&keep_lock, NULL);
+	nfrozen = 0;
+}
+
+static void keep_once(void)
+{
+	pthread_atfork(NULL, NULL, keep_fork_child);
+}
+
 void sock_note_inherit(int fd, bool inherit)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
 	if (fd < 0)
 		return;
+	pthread_once(&once, keep_once);
 	pthread_mutex_lock(&keep_lock);
 	if ((size_t)fd >= nkeep && inherit) {
 		size_t n = (size_t)fd + 64;
@@ -79,13 +102,7 @@ void sock_note_inherit(int fd, bool inherit)
 
 /* ---- before exec ---- */
 
-/*
- * The connections written for the exec stay locked and quiesced until it
- * happens: another thread reading one meanwhile (or this process's engine)
- * would take octets the new image then misses.  A failed exec lets go.
- */
-static struct esock_sock *frozen[64];
-static uint32_t nfrozen;
+
 
 /* Whether |envp| preloads this library (else the new image would see raw MPA octets). */
 static bool preloads_us(char *const envp[])
