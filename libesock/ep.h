@@ -449,6 +449,12 @@ int ep_engine_add(struct esock_qp *qp);
  */
 extern atomic_bool ep_restricted;
 void ep_restrict(void);
+/*
+ * getsockopt for the library's own looks at a socket: -EPERM without a
+ * system call once restricted (so a sandboxed process keeps its defaults),
+ * else 0 or -errno.
+ */
+int ep_getsockopt(int fd, int level, int name, void *val, socklen_t *len);
 void ep_engine_stop(void);
 ssize_t ep_restricted_read(int fd, void *buf, size_t len);
 ssize_t ep_restricted_writev(int fd, const struct iovec *iov, int cnt);

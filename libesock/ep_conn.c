@@ -225,9 +225,9 @@ void ep_qp_update_mulpdu(struct esock_qp *qp)
 	socklen_t l = sizeof(mss);
 	size_t mulpdu;
 
-	if (atomic_load(&ep_restricted))
+	if (ep_getsockopt(qp->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &l) == -EPERM)
 		return; /* (no socket options in a sandbox: the MULPDU stays as it is) */
-	if (REAL(getsockopt)(qp->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &l) < 0 || mss <= 0)
+	if (mss <= 0)
 		mss = 1460;
 	mulpdu = esock_mpa_mulpdu((uint32_t)mss, qp->info.markers_tx);
 	if (qp->prof->max_ulpdu && mulpdu > qp->prof->max_ulpdu)

@@ -95,8 +95,7 @@ ESOCK_EXPORT int esock_qp_destroy(struct esock_qp *qp)
 		 * SHUT_RD wakes the sleepers without the FIN SHUT_RDWR would send
 		 * before the reset.
 		 */
-		bool abort = !atomic_load(&ep_restricted) &&
-			     REAL(getsockopt)(qp->fd, SOL_SOCKET, SO_LINGER, &l, &ll) == 0 &&
+		bool abort = ep_getsockopt(qp->fd, SOL_SOCKET, SO_LINGER, &l, &ll) == 0 &&
 			     l.l_onoff && l.l_linger == 0;
 
 		REAL(shutdown)(qp->fd, abort ? SHUT_RD : SHUT_RDWR);

@@ -38,6 +38,13 @@ __attribute__((constructor)) static void restrict_from_env(void)
 		atomic_store(&ep_restricted, true);
 }
 
+int ep_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+	if (atomic_load(&ep_restricted))
+		return -EPERM; /* (the filter would kill the process for it) */
+	return REAL(getsockopt)(fd, level, name, val, len) < 0 ? -errno : 0;
+}
+
 /* Whether |fd| has |ev| now; -errno of poll, 0 not ready, 1 ready (or hung up). */
 static int ready(int fd, short ev)
 {

@@ -72,7 +72,7 @@ static bool peer_on_this_cpu(int fd)
 	int cpu = -1;
 	socklen_t l = sizeof(cpu);
 
-	return REAL(getsockopt)(fd, SOL_SOCKET, SO_INCOMING_CPU, &cpu, &l) == 0 &&
+	return ep_getsockopt(fd, SOL_SOCKET, SO_INCOMING_CPU, &cpu, &l) == 0 &&
 	       cpu == sched_getcpu();
 }
 

@@ -260,8 +260,7 @@ static bool linger_abort(int fd)
 	socklen_t len = sizeof(l);
 
 	/* (Restricted: no socket options any more; a linger set before is not seen.) */
-	return !atomic_load(&ep_restricted) &&
-	       REAL(getsockopt)(fd, SOL_SOCKET, SO_LINGER, &l, &len) == 0 && l.l_onoff &&
+	return ep_getsockopt(fd, SOL_SOCKET, SO_LINGER, &l, &len) == 0 && l.l_onoff &&
 	       l.l_linger == 0;
 }
 

@@ -52,7 +52,6 @@ run() {
 	runuser -u postgres -- "$bin/pg_ctl" -D "$tmp/pg" -m fast -w -t 30 stop >"$tmp/pg_ctl.log" 2>&1 ||
 		{ cat "$tmp/pg_ctl.log"; fail "$mode: pg_ctl stop"; }
 	wait_exit "$srv_pid" 30 || fail "$mode: the server's wrapper did not end"
-	stop "$srv_pid"
 	# shellcheck disable=SC2086
 	[ -z "$logs" ] || ddp_engaged $logs
 }
