@@ -29,17 +29,66 @@
 
 /* ---- receive pool ---- */
 
+/*
+ * Regions of connections that closed are kept for the next ones (a few, per
+ * process): an mmap and a munmap per connection cost a mapping change and,
+ * with other threads running, a TLB shootdown across CPUs each time, which
+ * a server that takes a connection per request pays at its request rate.
+ * What a kept region holds is this process's own memory (as malloc's reuse).
+ */
+#define REGION_KEEP 32
+
+static pthread_mutex_t region_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	void *p;
+	size_t len;
+} kept_regions[REGION_KEEP];
+static int nkept_regions;
+
+/* A thread of the parent may have held the lock at a fork: the child's copy starts free. */
+static void region_fork_child(void)
+{
+	pthread_mutex_init(&region_lock, NULL);
+}
+
+static void region_once(void)
+{
+	pthread_atfork(NULL, NULL, region_fork_child);
+}
+
 void *sock_region_alloc(size_t len)
 {
-	/* MAP_NORESERVE: thousands of idle pools need no swap reserved for pages never touched. */
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-		       -1, 0);
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	void *p = NULL;
 
+	pthread_once(&once, region_once);
+	pthread_mutex_lock(&region_lock);
+	for (int i = nkept_regions - 1; i >= 0; i--)
+		if (kept_regions[i].len == len) {
+			p = kept_regions[i].p;
+			kept_regions[i] = kept_regions[--nkept_regions];
+			break;
+		}
+	pthread_mutex_unlock(&region_lock);
+	if (p)
+		return p;
+	/* MAP_NORESERVE: thousands of idle pools need no swap reserved for pages never touched. */
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+		 0);
 	return p == MAP_FAILED ? NULL : p;
 }
 
 void sock_region_free(void *p, size_t len)
 {
+	if (!p)
+		return;
+	pthread_mutex_lock(&region_lock);
+	if (nkept_regions < REGION_KEEP) {
+		kept_regions[nkept_regions].p = p;
+		kept_regions[nkept_regions++].len = len;
+		p = NULL;
+	}
+	pthread_mutex_unlock(&region_lock);
 	if (p)
 		munmap(p, len);
 }
