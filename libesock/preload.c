@@ -998,6 +998,18 @@ API int fexecve(int fd, char *const argv[], char *const envp[])
 	return exec_with(2, NULL, fd, argv, envp);
 }
 
+/*
+ * vfork is fork here (POSIX allows it): a vfork child shares the parent's
+ * memory, and the exec wrappers above take locks and quiesce connections
+ * before the exec, which would leave them taken in the parent for good.
+ * (posix_spawn's internal clone and exec pass no wrapper: its children
+ * carry no connection.)
+ */
+API pid_t vfork(void)
+{
+	return fork();
+}
+
 /* The list forms: their arguments gathered into a vector (on this frame: exec replaces it). */
 static int exec_va(int which, const char *path, const char *arg, va_list ap, bool with_env)
 {

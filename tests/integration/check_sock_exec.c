@@ -115,7 +115,8 @@ static void set_preload(void)
 /*
  * _i: 0 exec at once; 1 the child reads and answers part of the first
  * message first; 2 two execs in a row; 3 into an image without the library
- * preloaded; 4 the new image writes with stdio.
+ * preloaded; 4 the new image writes with stdio; 5 as 0, from a vfork (whose
+ * child would share the parent's memory: the library's state with it).
  */
 START_TEST(connection_crosses_exec)
 {
@@ -128,7 +129,7 @@ START_TEST(connection_crosses_exec)
 	echo_client_start(&cl);
 	c = accept(lfd, NULL, NULL);
 	ck_assert_int_ge(c, 0);
-	pid = fork();
+	pid = _i == 5 ? vfork() : fork(); /* (vfork: the library makes it a fork) */
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		char *echo[] = { self, "--echo", _i == 2 ? "1" : _i == 4 ? "-1" : "0", NULL };
@@ -172,7 +173,7 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("handoff");
 
 	tcase_set_timeout(tc, 90);
-	tcase_add_loop_test(tc, connection_crosses_exec, 0, 5);
+	tcase_add_loop_test(tc, connection_crosses_exec, 0, 6);
 	suite_add_tcase(s, tc);
 	return s;
 }
