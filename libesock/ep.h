@@ -280,6 +280,7 @@ struct esock_qp {
 	_Atomic int state;          /* enum esock_qp_state */
 	atomic_int refs;            /* engine references */
 	atomic_bool busy;           /* progress token */
+	atomic_bool quiesced;       /* ... held by ep_qp_quiesce: a caller waits it out (ep_qp.c) */
 	atomic_uint want;           /* EP_WANT_* left for the token holder */
 	atomic_uint want_eng;       /* the engine's, kept apart: void once it let go of the QP */
 	atomic_bool want_room;      /* a writer found no room: EP_SEND_QUIET sends are heard again */
@@ -386,6 +387,8 @@ static inline void ep_uncork_all(void)
  * that are not its own).
  */
 void ep_qp_unquiesce(struct esock_qp *qp);
+/* In a forked child's thread: the quiesces its parent thread held are gone. */
+void ep_qp_fork_child_thread(void);
 /*
  * Serves wishes left for the token holder while nobody held it any more
  * (a fork's quiesce): every call on a connection does, so that a send

@@ -312,6 +312,7 @@ static void qp_fork_child(struct esock_qp *qp)
 	atomic_store(&qp->detached, false);
 	atomic_store(&qp->refs, 0);
 	atomic_store(&qp->busy, false);
+	atomic_store(&qp->quiesced, false);
 	atomic_store(&qp->attended, 0);
 	atomic_store(&qp->want_eng, 0); /* the parent's engine's, not ours */
 	/*
@@ -348,6 +349,7 @@ static void atfork_child(void)
 	for (uint32_t i = 0; i < tab_cap; i++)
 		if (tab[i])
 			qp_fork_child(tab[i]);
+	ep_qp_fork_child_thread();
 }
 
 static void fork_handlers(void)

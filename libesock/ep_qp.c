@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "libesock/ep.h"
@@ -144,6 +145,14 @@ ESOCK_EXPORT int esock_qp_last_error(const struct esock_qp *qp, struct esock_qp_
  * (want_eng): once it let go of the QP (a fork suspended it, or it is being
  * torn down) they are void, an application thread's left beside them not.
  */
+/* Quiesces this thread holds: its own wishes wait for it, they cannot wait it out. */
+static _Thread_local unsigned quiescing;
+
+void ep_qp_fork_child_thread(void)
+{
+	quiescing = 0; /* (the child's copies were let go: ep_engine.c's fork handler) */
+}
+
 void ep_qp_progress(struct esock_qp *qp, unsigned want)
 {
 	if (want & EP_WANT_ENGINE)
@@ -153,8 +162,20 @@ void ep_qp_progress(struct esock_qp *qp, unsigned want)
 	while (atomic_load(&qp->want) || atomic_load(&qp->want_eng)) {
 		bool f = false;
 
-		if (!atomic_compare_exchange_strong(&qp->busy, &f, true))
-			return; /* the holder will see our wish */
+		if (!atomic_compare_exchange_strong(&qp->busy, &f, true)) {
+			/*
+			 * A quiesce (a fork, a move, an exec's snapshot) serves no
+			 * wish: an application thread waits it out and goes on itself
+			 * (seen: a send posted during a fork stayed unsent while its
+			 * thread slept in poll for the echo of it).  The engine's
+			 * wishes need no wait: they are void after a fork anyway.
+			 */
+			if (!atomic_load(&qp->quiesced) || (want & EP_WANT_ENGINE) || quiescing)
+				return; /* the holder will see our wish (or it is this thread) */
+			while (atomic_load(&qp->quiesced))
+				nanosleep(&(struct timespec){ 0, 20000 }, NULL);
+			continue;
+		}
 		unsigned w = atomic_exchange(&qp->want, 0), e = atomic_exchange(&qp->want_eng, 0);
 		int st = atomic_load(&qp->state);
 
@@ -196,14 +217,20 @@ void ep_qp_quiesce(struct esock_qp *qp)
 	for (;;) {
 		bool f = false;
 
-		if (atomic_compare_exchange_strong(&qp->busy, &f, true))
+		if (atomic_compare_exchange_strong(&qp->busy, &f, true)) {
+			atomic_store(&qp->quiesced, true);
+			quiescing++;
 			return;
+		}
 		sched_yield();
 	}
 }
 
 void ep_qp_unquiesce(struct esock_qp *qp)
 {
+	if (quiescing)
+		quiescing--;
+	atomic_store(&qp->quiesced, false);
 	atomic_store(&qp->busy, false);
 }
 
