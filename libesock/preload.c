@@ -506,26 +506,14 @@ API int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 	long rc;
 
 	if (level != SOL_ESOCK) {
-		int r, on = 0;
+		int r;
 
-		/*
-		 * A DDPMODE connection has TCP_NODELAY on already: setting it again
-		 * would only push a corked RTR out alone (ep.h, rtr_cork).
-		 */
-		if (level == IPPROTO_TCP && name == TCP_NODELAY && val && len >= (socklen_t)sizeof(int) &&
-		    (memcpy(&on, val, sizeof(on)), on) && (s = sock_get(fd))) {
-			bool skip = sock_nodelay_is_on(s);
-
+		if (level == IPPROTO_TCP && name == TCP_NODELAY && (s = sock_get(fd))) {
+			rc = sock_set_nodelay(s, val, len);
 			sock_put(s);
-			if (skip)
-				return 0;
+			return (int)ret(rc);
 		}
 		r = REAL(setsockopt)(fd, level, name, val, len);
-		if (r == 0 && level == IPPROTO_TCP && name == TCP_NODELAY && (s = sock_get(fd))) {
-			s->nagle = !on; /* (on: read above, when it was given) */
-			sock_put(s);
-		}
-
 		if (r == 0 && level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO) &&
 		    (s = sock_get(fd))) {
 			sock_timeo_read(s); /* a DDPMODE socket waits in user space: it needs them */
@@ -1068,30 +1056,20 @@ API int execle(const char *path, const char *arg, ...)
 API FILE *fdopen(int fd, const char *mode)
 {
 	struct esock_sock *s = sock_get(fd);
-	static FILE *(*real_fdopen)(int, const char *);
-	FILE *f;
 
-	if (!s) {
-		if (!real_fdopen)
-			*(void **)&real_fdopen = dlsym(RTLD_NEXT, "fdopen");
-		return real_fdopen ? real_fdopen(fd, mode) : NULL;
-	}
+	if (!s)
+		return REAL(fdopen)(fd, mode);
 	sock_put(s);
-	f = sock_stdio_open(fd, mode);
-	return f;
+	return sock_stdio_open(fd, mode);
 }
 
 API int vdprintf(int fd, const char *fmt, va_list ap)
 {
 	struct esock_sock *s = sock_get(fd);
-	static int (*real_vdprintf)(int, const char *, va_list);
 	int rc;
 
-	if (!s) {
-		if (!real_vdprintf)
-			*(void **)&real_vdprintf = dlsym(RTLD_NEXT, "vdprintf");
-		return real_vdprintf ? real_vdprintf(fd, fmt, ap) : -1;
-	}
+	if (!s)
+		return REAL(vdprintf)(fd, fmt, ap);
 	rc = sock_stdio_vdprintf(s, fmt, ap);
 	sock_put(s);
 	return (int)ret(rc);

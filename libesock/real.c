@@ -76,6 +76,8 @@ static void resolve(void)
 	*(void **)&r.execve = need("execve");
 	*(void **)&r.execvpe = need("execvpe");
 	*(void **)&r.fexecve = need("fexecve");
+	*(void **)&r.fdopen = need("fdopen");
+	*(void **)&r.vdprintf = need("vdprintf");
 	esock_real = r;
 }
 

@@ -12,6 +12,8 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <sys/select.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -66,6 +68,8 @@ struct esock_real {
 	int (*execve)(const char *, char *const[], char *const[]);
 	int (*execvpe)(const char *, char *const[], char *const[]);
 	int (*fexecve)(int, char *const[], char *const[]);
+	FILE *(*fdopen)(int, const char *);
+	int (*vdprintf)(int, const char *, va_list);
 };
 
 extern struct esock_real esock_real;

@@ -248,8 +248,8 @@ int sock_conn_resume(struct esock_sock *s, const struct ep_qp_snap *sn);
 int sock_pool_inject(struct esock_sock *s, const void *data, uint32_t len);
 void sock_handle_wc(struct esock_sock *s, const struct esock_wc *wc);
 
-/* setsockopt(TCP_NODELAY, 1) would change nothing: the connection has it on (preload.c). */
-bool sock_nodelay_is_on(struct esock_sock *s);
+/* setsockopt(TCP_NODELAY) on a DDPMODE socket: 0 or -errno. */
+int sock_set_nodelay(struct esock_sock *s, const void *val, socklen_t len);
 
 /* sock_conn.c */
 int sock_connect(struct esock_sock *s, const struct sockaddr *addr, socklen_t len);

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,8 +307,23 @@ int sock_getopt(struct esock_sock *s, int level, int name, void *val, socklen_t 
 	}
 }
 
-bool sock_nodelay_is_on(struct esock_sock *s)
+/*
+ * setsockopt(TCP_NODELAY) on a DDPMODE socket.  A connection has it on from
+ * the library (ep_tune_socket): setting it again would only push a corked
+ * RTR out alone (ep.h, rtr_cork), so that is not passed on; turning it off
+ * is, and noted.
+ */
+int sock_set_nodelay(struct esock_sock *s, const void *val, socklen_t len)
 {
-	/* (Connections get TCP_NODELAY from the library: ep_tune_socket.) */
-	return !s->nagle && s->qp && (s->st == SOCK_CONNECTED || s->st == SOCK_MPA_CONNECTING);
+	int on;
+
+	if (!val || len < (socklen_t)sizeof(int))
+		return REAL(setsockopt)(s->fd, IPPROTO_TCP, TCP_NODELAY, val, len) < 0 ? -errno : 0;
+	memcpy(&on, val, sizeof(on));
+	if (on && !s->nagle && s->qp && (s->st == SOCK_CONNECTED || s->st == SOCK_MPA_CONNECTING))
+		return 0;
+	if (REAL(setsockopt)(s->fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)) < 0)
+		return -errno;
+	s->nagle = !on;
+	return 0;
 }

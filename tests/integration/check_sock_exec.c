@@ -34,6 +34,7 @@
 #include <esock/iwarp.h>
 
 #include "tests/integration/sock_util.h"
+#include "tests/unit/testutil.h"
 
 #define TOTAL (256u * 1024)
 
@@ -180,20 +181,11 @@ static Suite *suite(void)
 
 int main(int argc, char **argv)
 {
-	SRunner *sr;
-	int failed;
-
 	if (!realpath(argv[0], self))
 		snprintf(self, sizeof(self), "%s", argv[0]);
 	if (argc >= 2 && strcmp(argv[1], "--echo") == 0)
 		return echo_main(argc >= 3 ? atoi(argv[2]) : 0);
 	if (argc >= 2 && strcmp(argv[1], "--no-conn") == 0)
 		return no_conn_main();
-	sr = srunner_create(suite());
-	srunner_set_fork_status(sr, CK_FORK);
-	signal(SIGPIPE, SIG_IGN);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run_forked(suite()); /* an exec is for good: a process per test */
 }

@@ -46,6 +46,7 @@
 #include <esock/esock.h>
 
 #include "tests/integration/sock_util.h"
+#include "tests/unit/testutil.h"
 
 #define TOTAL (1u << 20)
 
@@ -265,13 +266,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	int failed;
-
-	srunner_set_fork_status(sr, CK_FORK); /* the restriction is one-way: a process per test */
-	signal(SIGPIPE, SIG_IGN);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run_forked(suite()); /* the restriction is one-way: a process per test */
 }

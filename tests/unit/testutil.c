@@ -4,6 +4,8 @@
 
 #include <check.h>
 #include <ctype.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,13 +128,27 @@ int tu_feed_random(const uint8_t *buf, size_t len, uint64_t *rng, tu_feed_fn fee
 	return 0;
 }
 
-int tu_run(Suite *s)
+static int run(Suite *s, bool forked)
 {
 	SRunner *sr = srunner_create(s);
 	int failed;
 
+	if (forked) {
+		srunner_set_fork_status(sr, CK_FORK);
+		signal(SIGPIPE, SIG_IGN);
+	}
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+int tu_run(Suite *s)
+{
+	return run(s, false);
+}
+
+int tu_run_forked(Suite *s)
+{
+	return run(s, true);
 }

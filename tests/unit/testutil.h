@@ -42,5 +42,11 @@ int tu_feed_random(const uint8_t *buf, size_t len, uint64_t *rng, tu_feed_fn fee
 /* Runs |s| (Check, normal output); returns the process exit status. */
 struct Suite;
 int tu_run(struct Suite *s);
+/*
+ * The same, each test in a process of its own whatever CK_FORK says, and
+ * SIGPIPE ignored: for tests that change their process for good (a seccomp
+ * filter, an exec).
+ */
+int tu_run_forked(struct Suite *s);
 
 #endif
