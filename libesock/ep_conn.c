@@ -21,6 +21,7 @@
 
 #include "libesock/ep.h"
 #include "libesock/ep_spare.h"
+#include "libesock/fdtab.h"
 #include "libesock/real.h"
 #include "util/env.h"
 #include "util/log.h"
@@ -118,7 +119,7 @@ void ep_close_reset(int fd)
 	struct linger l = { 1, 0 };
 
 	REAL(setsockopt)(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
-	REAL(close)(fd);
+	esock_fd_close(fd);
 }
 
 static int make_policy(const struct esock_conn_param *p, const struct ep_profile *prof,
@@ -411,12 +412,12 @@ static int tcp_connect(const struct sockaddr *addr, socklen_t len, int64_t deadl
 	ep_tune_socket(fd);
 	if (REAL(connect)(fd, addr, len) < 0 && errno != EINPROGRESS) {
 		rc = -errno;
-		REAL(close)(fd);
+		esock_fd_close(fd);
 		return rc;
 	}
 	if ((rc = wait_fd(fd, POLLOUT, deadline)) < 0 ||
 	    (REAL(getsockopt)(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 && err && (rc = -err))) {
-		REAL(close)(fd);
+		esock_fd_close(fd);
 		return rc;
 	}
 	return fd;
@@ -604,8 +605,9 @@ ESOCK_EXPORT int esock_qp_connect(struct esock_qp *qp, const struct sockaddr *ad
 		atomic_store(&qp->state, ESOCK_QPS_IDLE);
 		return fd;
 	}
+	esock_fd_own(fd);
 	if ((rc = connect_on(qp, fd, &pol, param, deadline)) < 0)
-		REAL(close)(fd);
+		esock_fd_close(fd);
 	return rc;
 }
 
@@ -721,7 +723,7 @@ ESOCK_EXPORT int esock_accept(struct esock_conn_req *r, struct esock_qp *qp,
 							  : strerror(-rc));
 		ep_engine_del(qp);
 		if (!r->keep_fd)
-			REAL(close)(r->fd);
+			esock_fd_close(r->fd);
 		qp->fd = -1;
 		atomic_store(&qp->state, ESOCK_QPS_IDLE);
 	}
@@ -740,7 +742,7 @@ ESOCK_EXPORT int esock_reject(struct esock_conn_req *r, const void *pd, uint16_t
 		rep.p2p = r->req.p2p;
 	}
 	rc = send_reply(r, &rep);
-	REAL(close)(r->fd);
+	esock_fd_close(r->fd);
 	free(r);
 	return rc;
 }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "libesock/ep.h"
+#include "libesock/fdtab.h"
 #include "libesock/real.h"
 #include "util/env.h"
 #include "util/log.h"
@@ -113,7 +114,7 @@ ESOCK_EXPORT int esock_cq_destroy(struct esock_cq *cq)
 	if (atomic_load(&cq->refs))
 		return -EBUSY;
 	if (atomic_load(&cq->efd) >= 0)
-		REAL(close)(atomic_load(&cq->efd));
+		esock_fd_close(atomic_load(&cq->efd));
 	pthread_mutex_destroy(&cq->lock);
 	ep_ring_fini(&cq->ring);
 	free(cq->qps);
@@ -258,8 +259,9 @@ ESOCK_EXPORT int esock_cq_fd(struct esock_cq *cq)
 		return -EPERM; /* no new descriptors in a sandbox (ep.h) */
 	if ((fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
 		return -errno;
+	esock_fd_own(fd);
 	if (!atomic_compare_exchange_strong(&cq->efd, &none, fd)) { /* another thread was first */
-		REAL(close)(fd);
+		esock_fd_close(fd);
 		fd = none;
 	}
 	return fd;
@@ -368,7 +370,7 @@ static void efd_close(void *arg)
 	int *fd = arg;
 
 	if (*fd >= 0)
-		REAL(close)(*fd);
+		esock_fd_close(*fd);
 	*fd = -1;
 }
 
@@ -389,6 +391,7 @@ static int thread_efd(void)
 	/* (Restricted: no new eventfd; one made before still works, by read and write.) */
 	if (my_efd < 0 && !atomic_load(&ep_restricted) &&
 	    (my_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) >= 0) {
+		esock_fd_own(my_efd);
 		pthread_once(&efd_once, efd_key_init);
 		pthread_setspecific(efd_key, &my_efd);
 	}
@@ -441,8 +444,9 @@ static int sleep_on(struct esock_cq *cq, struct esock_qp **qps, int m, int left,
 	pfd[nfd].revents = 0;
 	if (left)
 		ep_uncork_all(); /* what we wait for may need a corked RTR out first (ep.h) */
-	rc = REAL(poll)(pfd, (nfds_t)nfd + 1, left < 0 && efd < 0 ? 10 : left);
-	if (pfd[nfd].revents & POLLIN) {
+	/* (Without a descriptor: not even an empty entry; a sandbox may allow one.) */
+	rc = REAL(poll)(pfd, (nfds_t)nfd + (efd >= 0), left < 0 && efd < 0 ? 10 : left);
+	if (efd >= 0 && (pfd[nfd].revents & POLLIN)) {
 		uint64_t v;
 
 		(void)!REAL(read)(efd, &v, sizeof(v));

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "libesock/ep.h"
+#include "libesock/fdtab.h"
 #include "libesock/real.h"
 #include "util/log.h"
 
@@ -336,9 +337,9 @@ static void atfork_child(void)
 
 	pthread_mutex_unlock(&tab_lock);
 	if (epfd >= 0)
-		REAL(close)(epfd);
+		esock_fd_close(epfd);
 	if (doorbell >= 0)
-		REAL(close)(doorbell);
+		esock_fd_close(doorbell);
 	epfd = doorbell = -1;
 	atomic_store(&ndetached, 0);
 	atomic_store(&engine_running, false);
@@ -374,6 +375,8 @@ static void engine_start(void)
 		epfd = -1;
 		return;
 	}
+	esock_fd_own(epfd);
+	esock_fd_own(doorbell);
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	/* The engine takes no signals: they belong to the application's threads. */

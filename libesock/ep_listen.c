@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "libesock/ep.h"
+#include "libesock/fdtab.h"
 #include "libesock/real.h"
 #include "util/env.h"
 #include "util/log.h"
@@ -88,9 +89,9 @@ static void fork_child(void)
 		l->epfd = l->tfd = -1;
 		drop_all(l, false);
 		if (epfd >= 0)
-			REAL(close)(epfd);
+			esock_fd_close(epfd);
 		if (tfd >= 0)
-			REAL(close)(tfd);
+			esock_fd_close(tfd);
 		pthread_mutex_init(&l->lock, NULL);
 	}
 	pthread_mutex_init(&all_lock, NULL);
@@ -141,7 +142,7 @@ static void drop(struct esock_listener *l, size_t i, bool reset, const char *why
 	if (reset)
 		ep_close_reset(r->fd);
 	else
-		REAL(close)(r->fd);
+		esock_fd_close(r->fd);
 	free(r);
 	pend_remove(l, i);
 }
@@ -154,7 +155,7 @@ static void drop_all(struct esock_listener *l, bool reset)
 		if (reset)
 			ep_close_reset(l->done[i]->fd);
 		else
-			REAL(close)(l->done[i]->fd);
+			esock_fd_close(l->done[i]->fd);
 		free(l->done[i]);
 	}
 	l->ndone = 0;
@@ -352,8 +353,10 @@ static int setup(struct esock_listener *l)
 		return 0;
 	if ((l->epfd = REAL(epoll_create1)(EPOLL_CLOEXEC)) < 0)
 		return -errno;
+	esock_fd_own(l->epfd);
 	if ((l->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC)) < 0)
 		goto fail;
+	esock_fd_own(l->tfd);
 	l->armed_deadline = -1; /* a new timer (a forked child's) is not set */
 	ev.data.u64 = KEY_LISTEN;
 	if (REAL(epoll_ctl)(l->epfd, EPOLL_CTL_ADD, l->fd, &ev) < 0)
@@ -366,8 +369,8 @@ fail:;
 	int rc = -errno;
 
 	if (l->tfd >= 0)
-		REAL(close)(l->tfd);
-	REAL(close)(l->epfd);
+		esock_fd_close(l->tfd);
+	esock_fd_close(l->epfd);
 	l->epfd = l->tfd = -1;
 	return rc;
 }
@@ -440,11 +443,12 @@ ESOCK_EXPORT int esock_listen(const struct sockaddr *addr, socklen_t addrlen, in
 	    REAL(bind)(fd, addr, addrlen) < 0 || REAL(listen)(fd, backlog > 0 ? backlog : 128) < 0) {
 		rc = -errno;
 		if (fd >= 0)
-			REAL(close)(fd);
+			esock_fd_close(fd);
 		return rc;
 	}
+	esock_fd_own(fd);
 	if ((rc = listener_new(fd, true, out)) < 0)
-		REAL(close)(fd);
+		esock_fd_close(fd);
 	return rc;
 }
 
@@ -543,11 +547,11 @@ ESOCK_EXPORT int esock_listener_close(struct esock_listener *l)
 	pthread_mutex_unlock(&all_lock);
 	drop_all(l, true);
 	if (l->epfd >= 0)
-		REAL(close)(l->epfd);
+		esock_fd_close(l->epfd);
 	if (l->tfd >= 0)
-		REAL(close)(l->tfd);
+		esock_fd_close(l->tfd);
 	if (l->own)
-		REAL(close)(l->fd);
+		esock_fd_close(l->fd);
 	pthread_mutex_destroy(&l->lock);
 	free(l->pend);
 	free(l->done);
@@ -640,10 +644,10 @@ int ep_conn_req_lowest_fd(struct esock_conn_req *r)
 	if (fd < 0)
 		return -errno;
 	if (fd > r->fd) { /* none lower is free */
-		REAL(close)(fd);
+		esock_fd_close(fd);
 		return r->fd;
 	}
-	REAL(close)(r->fd);
+	esock_fd_close(r->fd);
 	return r->fd = fd;
 }
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "libesock/ep.h"
+#include "libesock/fdtab.h"
 #include "libesock/real.h"
 #include "util/log.h"
 
@@ -104,7 +105,7 @@ ESOCK_EXPORT int esock_qp_destroy(struct esock_qp *qp)
 	while (atomic_load(&qp->refs) || atomic_load(&qp->busy))
 		sched_yield();
 	if (qp->fd >= 0 && !qp->fd_borrowed)
-		REAL(close)(qp->fd);
+		esock_fd_close(qp->fd);
 	free(qp->connecting); /* an exchange left half-way (its socket is the caller's) */
 	atomic_fetch_sub(&qp->pd->refs, 1);
 	pthread_mutex_destroy(&qp->eng_lock);

@@ -23,6 +23,7 @@
 void ep_restrict(void)
 {
 	if (!atomic_exchange(&ep_restricted, true)) {
+		esock_log_sandboxed();
 		log_info("restricted system calls from now on (read, write, poll): no engine thread");
 		ep_engine_stop();
 		ep_uncork_all(); /* no socket options from now on */

@@ -151,9 +151,67 @@ API int accept(int fd, struct sockaddr *addr, socklen_t *len)
 
 API int close(int fd)
 {
-	if (!esock_fdtab_get(fd))
+	if (!esock_fdtab_get(fd)) {
+		if (__builtin_expect(esock_fd_is_own(fd), 0)) {
+			errno = EBADF; /* the library's: not open for the application */
+			return -1;
+		}
 		return REAL(close)(fd);
+	}
 	return sock_close_fd(fd);
+}
+
+/*
+ * closefrom and close_range close the application's descriptors in the
+ * range, DDPMODE ones through close (or mark them close-on-exec), and pass
+ * the library's own by (fdtab.h): the spans between are one call each.
+ */
+static int close_span(unsigned first, unsigned last, int flags)
+{
+	int rc = 0, kept;
+	bool own;
+
+	if (flags & ~(CLOSE_RANGE_CLOEXEC | CLOSE_RANGE_UNSHARE)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if ((flags & CLOSE_RANGE_UNSHARE) && REAL(close_range)(~0u, ~0u, CLOSE_RANGE_UNSHARE) < 0)
+		return -1; /* (the table is this thread's own from here on) */
+	flags &= ~CLOSE_RANGE_UNSHARE;
+	while (first <= last) {
+		kept = esock_fd_next_kept(first, last, &own);
+		unsigned end = kept < 0 ? last : (unsigned)kept - 1;
+
+		if (kept != (int)first && REAL(close_range)(first, end, flags) < 0 && errno != ENOSYS)
+			rc = -1;
+		if (kept < 0 || (unsigned)kept == ~0u)
+			break;
+		if (!own) {
+			if (flags & CLOSE_RANGE_CLOEXEC)
+				fcntl(kept, F_SETFD, FD_CLOEXEC); /* (the wrapper: the wish is noted) */
+			else
+				sock_close_fd(kept);
+		}
+		first = (unsigned)kept + 1;
+	}
+	return rc;
+}
+
+API int close_range(unsigned first, unsigned last, int flags)
+{
+	if (first > last) {
+		errno = EINVAL;
+		return -1;
+	}
+	return close_span(first, last, flags);
+}
+
+API void closefrom(int lowfd)
+{
+	int save = errno;
+
+	(void)close_span(lowfd < 0 ? 0 : (unsigned)lowfd, ~0u, 0);
+	errno = save;
 }
 
 API int shutdown(int fd, int how)

@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "libesock/fdtab.h"
 #include "libesock/real.h"
+#include "util/log.h"
 
 struct esock_real esock_real;
 
@@ -78,6 +80,7 @@ static void resolve(void)
 	*(void **)&r.fexecve = need("fexecve");
 	*(void **)&r.fdopen = need("fdopen");
 	*(void **)&r.vdprintf = need("vdprintf");
+	*(void **)&r.close_range = need("close_range");
 	esock_real = r;
 }
 
@@ -91,4 +94,7 @@ void esock_real_init(void)
 __attribute__((constructor)) static void real_init_at_load(void)
 {
 	esock_real_init();
+	esock_log_init(); /* (idempotent) its file is the library's own descriptor */
+	if (esock_log_fd() >= 0)
+		esock_fd_own(esock_log_fd());
 }

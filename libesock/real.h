@@ -70,6 +70,7 @@ struct esock_real {
 	int (*fexecve)(int, char *const[], char *const[]);
 	FILE *(*fdopen)(int, const char *);
 	int (*vdprintf)(int, const char *, va_list);
+	int (*close_range)(unsigned, unsigned, int);
 };
 
 extern struct esock_real esock_real;

@@ -284,7 +284,9 @@ static void fd_gone(struct esock_sock *s, int fd)
 		pthread_mutex_unlock(&s->lock);
 		return;
 	}
-	if ((nfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+	if ((nfd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 3)) >= 0)
+		esock_fd_own(nfd);
+	if (nfd < 0) {
 		log_error("fd %d: cannot keep the connection past this close: %s", fd, strerror(errno));
 	} else if ((qp = s->qp) && qp->fd == fd && qp->fd_borrowed) {
 		/*
@@ -297,14 +299,14 @@ static void fd_gone(struct esock_sock *s, int fd)
 			s->fd = nfd;
 		} else {
 			log_error("fd %d: cannot move the connection to fd %d", fd, nfd);
-			REAL(close)(nfd);
+			esock_fd_close(nfd);
 		}
 	} else if (!s->qp && !s->lst) {
 		/* Not connected yet: the copy is the library's (the QP borrows it later). */
 		s->fd = nfd;
 		s->fd_private = true;
 	} else {
-		REAL(close)(nfd);
+		esock_fd_close(nfd);
 	}
 	pthread_mutex_unlock(&s->lock);
 }
@@ -373,7 +375,7 @@ static void release_free(struct esock_sock *s)
 	sock_slots_release(s);
 	sock_stat_detach(s);
 	if (s->fd_private) /* the application's descriptors are all closed: ours goes too */
-		REAL(close)(s->fd);
+		esock_fd_close(s->fd);
 	s->fd_private = false;
 	s->rbuf = NULL;
 	s->rdone = s->rlen = s->repost = NULL;
@@ -384,7 +386,7 @@ static void release_free(struct esock_sock *s)
 int sock_close_fd(int fd)
 {
 	sock_release_fd(fd);
-	return REAL(close)(fd);
+	return esock_fd_close(fd);
 }
 
 /*

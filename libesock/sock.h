@@ -243,6 +243,20 @@ int sock_stdio_vdprintf(struct esock_sock *s, const char *fmt, va_list ap);
 void sock_note_inherit(int fd, bool inherit); /* the application's close-on-exec wish for fd */
 char **sock_handoff_prepare(char *const envp[]);
 void sock_handoff_abort(char **env);
+/*
+ * sock_carry.c: a quiet connection's state as octets for another process.
+ * sock_carry_cap: the most octets |s|'s record can take.  sock_carry_write
+ * (lock held): sends queued leave first when |drain|; returns the record's
+ * length, its QP left quiesced (the caller ends that, or the process does),
+ * or -errno (-EBUSY: not quiet, -EOPNOTSUPP: the extended API, -ENOSPC).
+ * sock_carry_len: a record's length at |buf| or -EINVAL.  sock_carry_read
+ * (lock held): |s| goes on from the record (its QP suspended: the first
+ * call here drives it); 0 or -errno.
+ */
+size_t sock_carry_cap(const struct esock_sock *s);
+ssize_t sock_carry_write(struct esock_sock *s, uint8_t *buf, size_t cap, bool drain);
+ssize_t sock_carry_len(const uint8_t *buf, size_t len);
+int sock_carry_read(struct esock_sock *s, const uint8_t *buf, size_t len);
 /* sock_conn.c / sock_data.c, for it */
 int sock_conn_resume(struct esock_sock *s, const struct ep_qp_snap *sn);
 int sock_pool_inject(struct esock_sock *s, const void *data, uint32_t len);
@@ -275,6 +289,8 @@ unsigned sock_ready(struct esock_sock *s, unsigned events); /* poll bits now tru
 int sock_shutdown(struct esock_sock *s, int how);
 int sock_pool_setup(struct esock_sock *s);
 void sock_pool_post_all(struct esock_sock *s);
+void sock_pool_forget(struct esock_sock *s);
+void sock_pool_repost(struct esock_sock *s);
 int sock_resume(struct esock_sock *s);       /* after fork: drive it in this process */
 
 /* sock_ready.c */

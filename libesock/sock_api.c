@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "libesock/ep.h"
+#include "libesock/fdtab.h"
 #include "libesock/real.h"
 #include "libesock/sock.h"
 #include "util/log.h"
@@ -76,6 +77,7 @@ static int api_eq_create(int depth)
 		free(q);
 		return -EMFILE;
 	}
+	esock_fd_own(q->epfd);
 	pthread_mutex_lock(&eq_lock);
 	for (h = 0; h < MAX_EQ && eqs[h]; h++)
 		;
@@ -83,7 +85,7 @@ static int api_eq_create(int depth)
 		eqs[h] = q;
 	pthread_mutex_unlock(&eq_lock);
 	if (h == MAX_EQ) {
-		REAL(close)(q->epfd);
+		esock_fd_close(q->epfd);
 		free(q->ev);
 		free(q);
 		return -ENFILE;
@@ -113,7 +115,7 @@ static int api_eq_destroy(int h)
 	pthread_mutex_lock(&eq_lock);
 	eqs[h] = NULL;
 	pthread_mutex_unlock(&eq_lock);
-	REAL(close)(q->epfd);
+	esock_fd_close(q->epfd);
 	free(q->bound);
 	free(q->ev);
 	free(q);

@@ -111,7 +111,7 @@ static void conn_param(struct esock_sock *s, struct esock_conn_param *p, uint8_t
 }
 
 /* The QP, its CQ and the receive pool, before the MPA exchange. */
-static int make_qp(struct esock_sock *s)
+static int new_qp(struct esock_sock *s)
 {
 	struct esock_qp_attr qa = { 0 };
 	int rc;
@@ -138,7 +138,14 @@ static int make_qp(struct esock_sock *s)
 	s->qp->lazy = ep_engine_lazy_ok() && !s->async_api;
 	/* Our RTR goes with the first message (ep.h): every wait for input here pushes it. */
 	s->qp->rtr_cork = !s->async_api;
-	return sock_pool_setup(s);
+	return 0;
+}
+
+static int make_qp(struct esock_sock *s)
+{
+	int rc = new_qp(s);
+
+	return rc < 0 ? rc : sock_pool_setup(s);
 }
 
 static void ended_setup(struct esock_sock *s, int err)
@@ -181,15 +188,36 @@ static void connected(struct esock_sock *s, bool initiator)
 }
 
 /*
- * A connection carried across exec (sock_handoff.c): a QP on |s|'s
- * descriptor goes on where the other image's left off (lock held).
+ * A connection carried from another process (sock_carry.c): a QP on |s|'s
+ * descriptor goes on where the other process's left off (lock held).
+ * After exec |s| is new; after fork it holds a stale copy (another process
+ * went on with the connection since), which goes without a word on the
+ * wire: its pool's messages and queued sends were that process's.
  */
 int sock_conn_resume(struct esock_sock *s, const struct ep_qp_snap *sn)
 {
-	int rc;
+	bool borrowed = true;
+	int rc, fd = s->fd;
 
-	if ((rc = make_qp(s)) < 0 || (rc = ep_qp_resume(s->qp, s->fd, sn)) < 0)
+	if (s->qp) {
+		fd = s->qp->fd;
+		borrowed = s->qp->fd_borrowed;
+		ep_engine_del(s->qp);
+		s->qp->fd = -1; /* (its destruction must not touch the socket) */
+		esock_qp_destroy(s->qp);
+		s->qp = NULL;
+		sock_pool_forget(s);
+		if ((rc = new_qp(s)) < 0)
+			return rc;
+		sock_pool_repost(s);
+	} else if ((rc = make_qp(s)) < 0) {
 		return rc;
+	}
+	if ((rc = ep_qp_resume(s->qp, fd, sn)) < 0)
+		return rc;
+	s->qp->fd_borrowed = borrowed;
+	if (!s->peer_esock)
+		sock_pool_post_all(s); /* RDMA rules: a plain peer's Sends find receives posted */
 	s->st = SOCK_CONNECTED;
 	s->suspended = true; /* as a forked copy: started by the first call here (sock_resume) */
 	sock_stat_describe(s);
@@ -223,7 +251,7 @@ static int reconnect_plain(struct esock_sock *s)
 	    (s->nonblock && REAL(fcntl)(nfd, F_SETFL, O_NONBLOCK) < 0) ||
 	    REAL(dup3)(nfd, s->fd, fdflags > 0 && (fdflags & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)
 		rc = -errno;
-	REAL(close)(nfd);
+	esock_fd_close(nfd);
 	return rc;
 }
 
@@ -455,7 +483,7 @@ static int hand_plain(struct esock_sock *ls, int fd, int flags)
 
 	if ((rc = set_nonblock(fd, flags & SOCK_NONBLOCK)) < 0 ||
 	    (!(flags & SOCK_CLOEXEC) && REAL(fcntl)(fd, F_SETFD, 0) < 0 && (rc = -errno))) {
-		REAL(close)(fd);
+		esock_fd_close(fd);
 		return rc;
 	}
 	ls->stats->fallbacks++;
@@ -578,7 +606,7 @@ void sock_teardown(struct esock_sock *s, bool graceful)
 			/* A copy from fork: the other process may own the connection. */
 			ep_engine_del(qp);
 			if (qp->fd >= 0 && !qp->fd_borrowed)
-				REAL(close)(qp->fd);
+				esock_fd_close(qp->fd);
 			qp->fd = -1;
 		} else if (graceful && esock_qp_state(qp) == ESOCK_QPS_RTS) {
 			struct timespec t0, t;

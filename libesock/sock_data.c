@@ -171,6 +171,35 @@ int sock_pool_inject(struct esock_sock *s, const void *data, uint32_t len)
 	return 0;
 }
 
+/*
+ * A stale copy's pool (sock_conn_resume): its QP is gone, so are its posted
+ * receives, its completions, its sends in flight; its unread messages were
+ * read by the process that went on with the connection.  All free again.
+ */
+void sock_pool_forget(struct esock_sock *s)
+{
+	struct esock_wc wc[32];
+	uint32_t n = (uint32_t)s->o.rdepth;
+
+	while (s->cq && esock_cq_poll(s->cq, 32, wc) > 0)
+		;
+	for (uint32_t i = 0; s->repost && i < n; i++)
+		s->repost[i] = n - 1 - i;
+	s->nrepost = s->repost ? n : 0;
+	s->rposted = s->rhead = s->rcount = s->roff = 0;
+	s->rready = 0;
+	sock_slots_release(s);
+	s->inflight = 0;
+	s->direct_done = s->direct_seq;
+}
+
+/* The first receives of a fresh QP on a pool (sock_pool_forget'd). */
+void sock_pool_repost(struct esock_sock *s)
+{
+	s->rtarget = s->o.rdepth < SOCK_RPOST_START ? (uint32_t)s->o.rdepth : SOCK_RPOST_START;
+	repost_flush(s);
+}
+
 /* Towards a plain RDMA peer every buffer is posted (called before the QP receives). */
 void sock_pool_post_all(struct esock_sock *s)
 {

@@ -234,8 +234,11 @@ static int bell_ready(struct epset *st, int epfd)
 {
 	struct epoll_event mark = { .events = EPOLLIN, .data.u64 = marker_hi | BELL_KEY };
 
-	if (st->bell < 0 && (st->bell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
-		return -errno;
+	if (st->bell < 0) {
+		if ((st->bell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+			return -errno;
+		esock_fd_own(st->bell);
+	}
 	if (!st->bell_in_kernel) {
 		if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, st->bell, &mark) < 0)
 			return -errno;
@@ -273,7 +276,7 @@ void sock_epoll_fresh(int epfd)
 			remove_entry(st, epfd, st->byfd[fd], false);
 	/* No CQ rings the old bell any more (unwatched): it goes, the new set gets its own. */
 	if (st->bell >= 0)
-		REAL(close)(st->bell);
+		esock_fd_close(st->bell);
 	st->bell = -1;
 	st->bell_in_kernel = false;
 	pthread_mutex_lock(&st->kick_lock);

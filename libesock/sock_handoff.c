@@ -32,7 +32,7 @@
 #include "util/log.h"
 
 #define HO_MAGIC 0x646e61686b6f7365ull /* "esokhand" */
-#define HO_VERSION 1
+#define HO_VERSION 2
 #define HO_FDS 8
 #define HO_ENV "ESOCK_HANDOFF"
 
@@ -41,14 +41,10 @@ struct ho_head {
 	uint32_t version, count;
 };
 
-/* One connection; its unread messages follow it, each a uint32_t length and the octets. */
+/* One connection: its descriptors, then its record (sock_carry.c), len octets. */
 struct ho_rec {
 	int32_t fds[HO_FDS];
-	uint32_t nfds, nmsgs;
-	struct sock_opts o;
-	uint32_t peer_msg_max;
-	uint8_t peer_esock, eof, shut_rd, shut_wr, nagle;
-	struct ep_qp_snap qp;
+	uint32_t nfds, len;
 };
 
 /*
@@ -113,64 +109,32 @@ static bool preloads_us(char *const envp[])
 	return false;
 }
 
-/* Sends queued on |s| leave first (bounded): a quiet QP is one with nothing in flight. */
-static void drain_sends(struct esock_sock *s)
-{
-	int64_t end = ep_now_ms() + 2000;
-
-	while (s->inflight && ep_now_ms() < end) {
-		struct esock_wc wc[16];
-		int n;
-
-		pthread_mutex_unlock(&s->lock);
-		n = esock_cq_wait(s->cq, 16, wc, 50);
-		pthread_mutex_lock(&s->lock);
-		for (int i = 0; i < n; i++)
-			sock_handle_wc(s, &wc[i]);
-	}
-}
-
 /* Writes |s|'s record (descriptors |fds|) to |mfd|; 0 or -errno (then nothing is carried). */
 static int write_one(int mfd, struct esock_sock *s, const int *fds, uint32_t nfds)
 {
 	struct ho_rec r = { .nfds = nfds };
+	size_t cap = sock_carry_cap(s);
+	uint8_t *buf = malloc(cap); /* (its pages are touched only as far as the record goes) */
+	ssize_t len;
 	int rc;
 
+	if (!buf)
+		return -ENOMEM;
 	pthread_mutex_lock(&s->lock);
 	/*
 	 * A copy from fork that nobody used here since (suspended) may be the
 	 * other process's to drive: it is carried as it is, or not at all.
 	 */
-	if (!s->suspended)
-		drain_sends(s);
-	sock_drain(s); /* messages the QP completed go to the pool: they travel as unread */
-	if (s->st != SOCK_CONNECTED || !s->qp || s->async_api || s->err || s->inflight) {
+	if ((len = sock_carry_write(s, buf, cap, !s->suspended)) < 0) {
 		pthread_mutex_unlock(&s->lock);
-		return s->async_api ? -EOPNOTSUPP : -EBUSY;
-	}
-	if ((rc = ep_qp_snapshot(s->qp, &r.qp, true)) < 0) {
-		pthread_mutex_unlock(&s->lock);
-		return rc;
+		free(buf);
+		return (int)len;
 	}
 	memcpy(r.fds, fds, nfds * sizeof(*fds));
-	r.o = s->o;
-	r.peer_msg_max = s->peer_msg_max;
-	r.peer_esock = s->peer_esock;
-	r.eof = s->eof;
-	r.shut_rd = s->shut_rd;
-	r.shut_wr = s->shut_wr;
-	r.nagle = s->nagle;
-	r.nmsgs = s->rcount;
-	rc = write(mfd, &r, sizeof(r)) == (ssize_t)sizeof(r) ? 0 : -EIO;
-	for (uint32_t k = 0; rc == 0 && k < s->rcount; k++) {
-		uint32_t idx = s->rdone[(s->rhead + k) % (uint32_t)s->o.rdepth];
-		uint32_t off = k ? 0 : s->roff, len = s->rlen[idx] - off;
-		const uint8_t *p = s->rbuf + (size_t)idx * (size_t)s->o.rsize + off;
-
-		if (write(mfd, &len, sizeof(len)) != (ssize_t)sizeof(len) ||
-		    (len && write(mfd, p, len) != (ssize_t)len))
-			rc = -EIO;
-	}
+	r.len = (uint32_t)len;
+	rc = write(mfd, &r, sizeof(r)) == (ssize_t)sizeof(r) &&
+		     write(mfd, buf, (size_t)len) == len ? 0 : -EIO;
+	free(buf);
 	if (rc < 0) {
 		ep_qp_unquiesce(s->qp);
 		pthread_mutex_unlock(&s->lock);
@@ -252,7 +216,7 @@ char **sock_handoff_prepare(char *const envp[])
 			REAL(fcntl)(fds[i][k], F_SETFD, 0);
 	}
 	if (!carried) {
-		REAL(close)(mfd);
+		esock_fd_close(mfd);
 		return NULL;
 	}
 	h.count = carried;
@@ -260,7 +224,7 @@ char **sock_handoff_prepare(char *const envp[])
 	while (envp && envp[nenv])
 		nenv++;
 	if (!(env = calloc(nenv + 2, sizeof(*env)))) {
-		REAL(close)(mfd);
+		esock_fd_close(mfd);
 		sock_handoff_abort(NULL);
 		return NULL;
 	}
@@ -296,7 +260,7 @@ void sock_handoff_abort(char **env)
 			REAL(fcntl)((int)fd, F_SETFD, FD_CLOEXEC);
 	pthread_mutex_unlock(&keep_lock);
 	if (mfd >= 0)
-		REAL(close)(mfd);
+		esock_fd_close(mfd);
 }
 
 /* ---- in the new image ---- */
@@ -315,40 +279,32 @@ static int read_all(int fd, void *buf, size_t len)
 	return 0;
 }
 
-/* Rebuilds one connection from |r| (its messages next in |mfd|); 0 or -errno. */
+/* Rebuilds one connection from |r| (its record next in |mfd|); 0 or -errno. */
 static int restore_one(int mfd, const struct ho_rec *r)
 {
 	struct esock_sock *s;
-	int rc = 0, io = 0;
+	uint8_t *buf;
+	int rc = 0;
 
-	if (!r->nfds || r->nfds > HO_FDS || r->fds[0] < 0 || !(s = sock_new(r->fds[0])))
-		return -EINVAL;
-	pthread_mutex_lock(&s->lock);
-	s->o = r->o;
-	s->peer_msg_max = r->peer_msg_max;
-	s->peer_esock = r->peer_esock;
-	s->eof = r->eof;
-	s->shut_rd = r->shut_rd;
-	s->shut_wr = r->shut_wr;
-	s->nagle = r->nagle;
-	rc = sock_conn_resume(s, &r->qp);
-	for (uint32_t k = 0; k < r->nmsgs && !io; k++) {
-		uint32_t len;
-		uint8_t *buf = NULL;
-
-		if (read_all(mfd, &len, sizeof(len)) < 0 || len > (uint32_t)r->o.rsize ||
-		    !(buf = malloc(len ? len : 1)) || read_all(mfd, buf, len) < 0)
-			io = -EIO; /* the rest of the memfd cannot be trusted */
-		else if (rc == 0)
-			rc = sock_pool_inject(s, buf, len);
+	if (!r->nfds || r->nfds > HO_FDS || r->fds[0] < 0 || r->len > (64u << 20))
+		return -EIO; /* the rest of the memfd cannot be trusted */
+	if (!(buf = malloc(r->len ? r->len : 1)) || read_all(mfd, buf, r->len) < 0) {
 		free(buf);
+		return -EIO;
 	}
+	if (!(s = sock_new(r->fds[0]))) {
+		free(buf);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&s->lock);
+	rc = sock_carry_read(s, buf, r->len);
 	pthread_mutex_unlock(&s->lock);
-	if (io || rc < 0) {
+	free(buf);
+	if (rc < 0) {
 		sock_close_fd(r->fds[0]);
 		for (uint32_t k = 1; k < r->nfds; k++)
-			REAL(close)(r->fds[k]);
-		return io ? io : rc;
+			esock_fd_close(r->fds[k]);
+		return rc;
 	}
 	for (uint32_t k = 0; k < r->nfds; k++) {
 		if (k)
@@ -358,8 +314,8 @@ static int restore_one(int mfd, const struct ho_rec *r)
 		if (r->fds[k] <= 2 && k == 0)
 			sock_stdio_adopt_std(r->fds[k]); /* (dups: sock_dup_fd did) */
 	}
-	log_info("fd %d: DDPMODE connection carried across exec (%u descriptor(s), %u unread "
-		 "message(s))", r->fds[0], r->nfds, r->nmsgs);
+	log_info("fd %d: DDPMODE connection carried across exec (%u descriptor(s), %u octets of "
+		 "state and unread messages)", r->fds[0], r->nfds, r->len);
 	return 0;
 }
 
@@ -393,5 +349,5 @@ __attribute__((constructor)) static void handoff_restore(void)
 				break;
 		}
 	}
-	REAL(close)(mfd);
+	esock_fd_close(mfd);
 }

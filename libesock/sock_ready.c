@@ -31,7 +31,8 @@ static int64_t left_ms(int64_t end)
 int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 {
 	struct esock_sock *small_s[SMALL], **ss = small_s;
-	struct pollfd small_k[2 * SMALL], *k = small_k;
+	struct pollfd small_k[2 * SMALL], *k = small_k, small_c[2 * SMALL], *c = small_c;
+	uint32_t small_m[2 * SMALL], *m = small_m;
 	int64_t end = timeout_ms > 0 ? ep_now_ms() + timeout_ms : 0;
 	nfds_t nddp = 0;
 	int rc = 0;
@@ -39,9 +40,13 @@ int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 	if (n > SMALL) {
 		ss = calloc(n, sizeof(*ss));
 		k = calloc(2 * n, sizeof(*k));
-		if (!ss || !k) {
-			free(ss == small_s ? NULL : ss);
-			free(k == small_k ? NULL : k);
+		c = calloc(2 * n, sizeof(*c));
+		m = calloc(2 * n, sizeof(*m));
+		if (!ss || !k || !c || !m) {
+			free(ss);
+			free(k);
+			free(c);
+			free(m);
 			errno = ENOMEM;
 			return -1;
 		}
@@ -93,6 +98,13 @@ int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 			else if (ss[i] && ss[i]->st != SOCK_LISTENING && !ready) /* its CQ, to sleep on */
 				k[i] = (struct pollfd){ .fd = ss[i]->cq ? esock_cq_fd(ss[i]->cq) : -1,
 							.events = POLLIN };
+			/*
+			 * Restricted: one descriptor per connection, its socket (a CQ
+			 * descriptor made before would be a second; the limit on them
+			 * may be as low as the caller's count).
+			 */
+			if (ss[i] && ss[i]->st != SOCK_LISTENING && atomic_load(&ep_restricted))
+				k[i].fd = -1;
 			if (ss[i] && k[i].fd < 0 && atomic_load(&ep_restricted) && (wait < 0 || wait > 100))
 				wait = 100; /* (restricted: no CQ descriptor to wake us: look again) */
 			if (!qp)
@@ -115,9 +127,25 @@ int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 		}
 		if (wait)
 			ep_uncork_all(); /* what we wait for may need a corked RTR out first (ep.h) */
-		rc = REAL(poll)(k, 2 * n, wait);
+		/*
+		 * Only the descriptors to watch go to the kernel: poll refuses more
+		 * entries than RLIMIT_NOFILE (EINVAL), which a sandbox sets as low as
+		 * 1 (sshd's pre-auth child).
+		 */
+		nfds_t nc = 0;
+
+		for (nfds_t j = 0; j < 2 * n; j++) {
+			k[j].revents = 0;
+			if (k[j].fd >= 0) {
+				c[nc] = k[j];
+				m[nc++] = (uint32_t)j;
+			}
+		}
+		rc = REAL(poll)(c, nc, wait);
 		if (rc < 0)
 			break;
+		for (nfds_t j = 0; j < nc; j++)
+			k[m[j]].revents = c[j].revents;
 		rc = ready;
 		for (nfds_t i = 0; i < n; i++) {
 			if (!ss[i]) {
@@ -144,7 +172,10 @@ int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 			sock_put(ss[i]);
 	if (ss != small_s)
 		free(ss);
-	if (k != small_k)
+	if (k != small_k) {
 		free(k);
+		free(c);
+		free(m);
+	}
 	return rc;
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "libesock/ep.h"
+#include "libesock/fdtab.h"
 #include "libesock/real.h"
 #include "libesock/sock.h"
 #include "libesock/sock_stat.h"
@@ -33,7 +34,8 @@ static void remove_file(void)
 {
 	char p[64];
 
-	if (map && map_pid == getpid()) {
+	/* (A sandboxed process may not unlink: the next sweep removes its file.) */
+	if (map && map_pid == getpid() && !atomic_load(&ep_restricted)) {
 		path_of(map_pid, p, sizeof(p));
 		unlink(p);
 	}
@@ -79,11 +81,11 @@ static struct esock_stat_file *create(void)
 	if (ftruncate(fd, sizeof(*m)) < 0 ||
 	    (m = mmap(NULL, sizeof(*m), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
 		log_debug("no counters in shared memory: %s", strerror(errno));
-		REAL(close)(fd);
+		esock_fd_close(fd);
 		unlink(p);
 		return NULL;
 	}
-	REAL(close)(fd);
+	esock_fd_close(fd);
 	m->version = ESOCK_STAT_VERSION;
 	m->nslots = ESOCK_STAT_SLOTS;
 	m->pid = (int32_t)getpid();

@@ -11,7 +11,8 @@ build_pkgs=(build-essential autoconf automake libtool autoconf-archive pkg-confi
 	libisal-dev check libpcap-dev zlib1g-dev)
 test_pkgs=(tshark valgrind clang libclang-rt-dev
 	nginx-light curl redis-server redis-tools iperf3 socat rsync nftables iproute2
-	lighttpd apache2 apache2-utils memcached haproxy nodejs python3 postgresql git)
+	lighttpd apache2 apache2-utils memcached haproxy nodejs python3 postgresql git
+	openssh-server openssh-client)
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")

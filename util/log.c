@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util/log.h"
@@ -75,13 +77,31 @@ __attribute__((constructor)) void esock_log_init(void)
 		fprintf(stderr, "esock: ESOCK_LOG=%s: cannot open log file\n", env);
 }
 
+static atomic_bool log_mute;
+
+void esock_log_sandboxed(void)
+{
+	FILE *f = log_sink ? log_sink : stderr;
+	struct rlimit rl;
+	struct stat st;
+
+	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode))
+		atomic_store(&log_mute, true);
+}
+
+int esock_log_fd(void)
+{
+	return log_sink && log_sink != stderr ? fileno(log_sink) : -1;
+}
+
 void esock_log_write(int level, const char *fmt, ...)
 {
 	char line[1024];
 	va_list ap;
 	int n;
 
-	if (level < ESOCK_LOG_ERROR || level > ESOCK_LOG_TRACE)
+	if (level < ESOCK_LOG_ERROR || level > ESOCK_LOG_TRACE || atomic_load(&log_mute))
 		return;
 	/* The process too: a pre-fork server's children share the sink. */
 	n = snprintf(line, sizeof(line), "esock[%d] %s: ", (int)getpid(), level_names[level]);

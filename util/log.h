@@ -28,6 +28,15 @@ void esock_log_init(void);
 int esock_log_set(int level, const char *path);
 /* Parses a level name; returns the level or -EINVAL. */
 int esock_log_parse_level(const char *name);
+/* The log file's descriptor, or -1 (standard error, or none). */
+int esock_log_fd(void);
+/*
+ * The process is about to be sandboxed: when it may no longer grow files
+ * (RLIMIT_FSIZE, as sshd's pre-auth child sets to 0), writing a log line
+ * to a regular file would kill it (SIGXFSZ): from now on such lines are
+ * dropped.  Looked at now, while every system call is still allowed.
+ */
+void esock_log_sandboxed(void);
 
 void esock_log_write(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
