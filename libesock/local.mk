@@ -13,7 +13,7 @@ libesock_ep_la_LIBADD = libesock_core.la -lpthread
 # tools and tests that link libesock_ep.la keep libc's calls).
 noinst_LTLIBRARIES += libesock_sock.la
 libesock_sock_la_SOURCES = libesock/sock.h libesock/sock.c libesock/sock_opt.c \
-	libesock/sock_conn.c libesock/sock_carry.c libesock/sock_handoff.c libesock/sock_stdio.c libesock/sock_data.c libesock/sock_ready.c libesock/sock_epoll.c libesock/sock_api.c libesock/sock_slots.c \
+	libesock/sock_conn.c libesock/sock_carry.c libesock/sock_share.c libesock/sock_handoff.c libesock/sock_stdio.c libesock/sock_data.c libesock/sock_ready.c libesock/sock_epoll.c libesock/sock_api.c libesock/sock_slots.c \
 	libesock/sock_stat.h libesock/sock_stat.c libesock/preload.c
 libesock_sock_la_LIBADD = libesock_ep.la
 

@@ -449,8 +449,10 @@ static void fork_prepare(void)
 	 * engine was taking in at the fork).
 	 */
 	for (size_t i = 0; i < nlive; i++)
-		if (live[i]->qp)
+		if (live[i]->qp) {
 			ep_qp_quiesce(live[i]->qp);
+			sock_share_fork_prepare(live[i]);
+		}
 }
 
 static void fork_parent(void)
@@ -488,6 +490,25 @@ void sock_fork_child(void)
 			s->suspended = true; /* its token: released by the endpoint's handler */
 	}
 	sock_stat_fork_child(live, nlive);
+	pthread_mutex_unlock(&live_lock);
+}
+
+/*
+ * The process ends (exit, or main returned): a connection it drives that
+ * other processes hold is left to them with its state (sock_share.c).
+ */
+__attribute__((destructor)) static void sock_at_exit(void)
+{
+	pthread_mutex_lock(&live_lock);
+	for (size_t i = 0; i < nlive; i++) {
+		struct esock_sock *s = live[i];
+
+		if (!s->share)
+			continue;
+		pthread_mutex_lock(&s->lock);
+		sock_share_exit(s);
+		pthread_mutex_unlock(&s->lock);
+	}
 	pthread_mutex_unlock(&live_lock);
 }
 

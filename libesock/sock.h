@@ -62,6 +62,7 @@ struct sock_eq;
 struct esock_stat_slot;
 struct user_op;
 struct ep_qp_snap;
+struct sock_share;
 
 /* Receive buffers posted at first (sock_data.c: the target grows when they ran out). */
 #define SOCK_RPOST_START 8
@@ -82,6 +83,8 @@ struct esock_sock {
 	bool nonblock;              /* O_NONBLOCK as the application set it */
 	int rcvtimeo_ms, sndtimeo_ms; /* SO_RCVTIMEO, SO_SNDTIMEO (0: none; sock_timeo_read) */
 	bool suspended;             /* copied by fork: resumed by the first call here */
+	struct sock_share *share;   /* held by other processes too (sock_share.c), or NULL */
+	uint32_t share_gen;         /* the shared record this copy's state is at */
 	bool nagle;                 /* the application turned TCP_NODELAY off */
 	bool fd_private;            /* |fd| is the library's copy (the application closed its own) */
 	/*
@@ -257,6 +260,18 @@ size_t sock_carry_cap(const struct esock_sock *s);
 ssize_t sock_carry_write(struct esock_sock *s, uint8_t *buf, size_t cap, bool drain);
 ssize_t sock_carry_len(const uint8_t *buf, size_t len);
 int sock_carry_read(struct esock_sock *s, const uint8_t *buf, size_t len);
+/*
+ * sock_share.c: a connection held by several processes after fork, used by
+ * one at a time.  fork_prepare: before a fork (QP quiesced).  claim: by
+ * sock_resume, the first call in a process (lock held): 0, or -EBUSY
+ * (another process drives it now), -ECONNABORTED (its state was lost).
+ * leave: the last close here (lock held): true when other processes still
+ * hold it (then the connection is not ended).  exit: the process ends.
+ */
+void sock_share_fork_prepare(struct esock_sock *s);
+int sock_share_claim(struct esock_sock *s);
+bool sock_share_leave(struct esock_sock *s);
+void sock_share_exit(struct esock_sock *s);
 /* sock_conn.c / sock_data.c, for it */
 int sock_conn_resume(struct esock_sock *s, const struct ep_qp_snap *sn);
 int sock_pool_inject(struct esock_sock *s, const void *data, uint32_t len);

@@ -599,10 +599,13 @@ static int linger_ms(void)
 void sock_teardown(struct esock_sock *s, bool graceful)
 {
 	struct esock_qp *qp;
+	bool others;
 
 	pthread_mutex_lock(&s->lock);
+	/* Held by other processes too: left to them, with its state if it is ours. */
+	others = sock_share_leave(s);
 	if ((qp = s->qp)) {
-		if (s->suspended) {
+		if (others || s->suspended) {
 			/* A copy from fork: the other process may own the connection. */
 			ep_engine_del(qp);
 			if (qp->fd >= 0 && !qp->fd_borrowed)

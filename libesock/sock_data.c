@@ -405,8 +405,16 @@ static int wait_some(struct esock_sock *s, int64_t end)
 
 int sock_resume(struct esock_sock *s)
 {
+	int rc;
+
 	if (!s->suspended)
 		return 0;
+	/* Another process may have gone on with it since the fork (sock_share.c). */
+	if ((rc = sock_share_claim(s)) < 0) {
+		if (rc != -EBUSY)
+			s->err = -rc; /* its state is gone for good */
+		return rc;
+	}
 	s->suspended = false;
 	if (s->qp && s->qp->fd >= 0) {
 		int st = esock_qp_state(s->qp);
@@ -422,12 +430,15 @@ static int usable(struct esock_sock *s)
 	if (atomic_load(&s->closing))
 		return -EBADF;
 	switch (s->st) {
-	case SOCK_CONNECTED:
-		if (s->suspended)
-			sock_resume(s);
+	case SOCK_CONNECTED: {
+		int rc = s->suspended ? sock_resume(s) : 0;
+
+		if (rc < 0)
+			return rc;
 		if (s->qp)
 			ep_qp_serve(s->qp);
 		return 0;
+	}
 	case SOCK_TCP_CONNECTING:
 	case SOCK_MPA_CONNECTING:
 		/* TCP, then MPA; a non-blocking socket (the file's flag) gets EAGAIN until both are done. */
@@ -826,9 +837,9 @@ unsigned sock_ready(struct esock_sock *s, unsigned events)
 	if (s->st == SOCK_TCP_CONNECTING || s->st == SOCK_MPA_CONNECTING)
 		return sock_connect_ready(s, events);
 	pthread_mutex_lock(&s->lock);
-	if (s->st == SOCK_CONNECTED) {
-		if (s->suspended)
-			sock_resume(s);
+	if (s->st == SOCK_CONNECTED && s->suspended && sock_resume(s) < 0) {
+		r = POLLERR | POLLHUP; /* (sock_share.c said why) */
+	} else if (s->st == SOCK_CONNECTED) {
 		if (s->qp)
 			ep_qp_serve(s->qp);
 		sock_drain(s);
