@@ -266,11 +266,13 @@ int sock_carry_read(struct esock_sock *s, const uint8_t *buf, size_t len);
  * sock_resume, the first call in a process (lock held): 0, or -EBUSY
  * (another process drives it now), -ECONNABORTED (its state was lost).
  * leave: the last close here (lock held): true when other processes still
- * hold it (then the connection is not ended).  exit: the process ends.
+ * hold it (then the connection is not ended); *quiesced: its QP was left
+ * quiesced (the caller unquiesces once the socket is out of its reach).
+ * exit: the process ends.
  */
 void sock_share_fork_prepare(struct esock_sock *s);
 int sock_share_claim(struct esock_sock *s);
-bool sock_share_leave(struct esock_sock *s);
+bool sock_share_leave(struct esock_sock *s, bool *quiesced);
 void sock_share_exit(struct esock_sock *s);
 /* sock_conn.c / sock_data.c, for it */
 int sock_conn_resume(struct esock_sock *s, const struct ep_qp_snap *sn);

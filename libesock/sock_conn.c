@@ -599,11 +599,11 @@ static int linger_ms(void)
 void sock_teardown(struct esock_sock *s, bool graceful)
 {
 	struct esock_qp *qp;
-	bool others;
+	bool others, quiesced;
 
 	pthread_mutex_lock(&s->lock);
 	/* Held by other processes too: left to them, with its state if it is ours. */
-	others = sock_share_leave(s);
+	others = sock_share_leave(s, &quiesced);
 	if ((qp = s->qp)) {
 		if (others || s->suspended) {
 			/* A copy from fork: the other process may own the connection. */
@@ -611,6 +611,8 @@ void sock_teardown(struct esock_sock *s, bool graceful)
 			if (qp->fd >= 0 && !qp->fd_borrowed)
 				esock_fd_close(qp->fd);
 			qp->fd = -1;
+			if (quiesced)
+				ep_qp_unquiesce(qp); /* (its destruction waits for the token) */
 		} else if (graceful && esock_qp_state(qp) == ESOCK_QPS_RTS) {
 			struct timespec t0, t;
 			int lim = linger_ms();

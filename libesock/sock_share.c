@@ -137,8 +137,12 @@ int sock_share_claim(struct esock_sock *s)
 	return 0;
 }
 
-/* The owner lets go, leaving its record for the next (lock held). */
-static void leave_record(struct esock_sock *s, struct sock_share *sh)
+/*
+ * The owner lets go, leaving its record for the next (lock held).  True
+ * when it did: then its QP stays quiesced (nothing of the socket is read
+ * here any more).
+ */
+static bool leave_record(struct esock_sock *s, struct sock_share *sh)
 {
 	ssize_t len = sock_carry_write(s, sh->data, sh->size - sizeof(*sh), true);
 
@@ -146,24 +150,26 @@ static void leave_record(struct esock_sock *s, struct sock_share *sh)
 		atomic_store(&sh->owner, LOST);
 		log_error("fd %d: this process leaves a DDPMODE connection that others hold, but not "
 			  "its state (%s): they cannot go on with it", s->fd, strerror((int)-len));
-		return;
+		return false;
 	}
 	sh->len = (uint32_t)len;
 	s->share_gen = atomic_fetch_add(&sh->gen, 1) + 1;
 	atomic_store(&sh->owner, 0);
 	log_debug("fd %d: DDPMODE connection left to the other processes (%zd octets)", s->fd, len);
+	return true;
 }
 
-bool sock_share_leave(struct esock_sock *s)
+bool sock_share_leave(struct esock_sock *s, bool *quiesced)
 {
 	struct sock_share *sh = s->share;
 	bool others;
 
+	*quiesced = false;
 	if (!sh)
 		return false;
 	others = atomic_load(&sh->procs) > 1;
 	if (others && !s->suspended && atomic_load(&sh->owner) == (int32_t)getpid() && s->qp)
-		leave_record(s, sh);
+		*quiesced = leave_record(s, sh);
 	atomic_fetch_sub(&sh->procs, 1);
 	s->share = NULL;
 	munmap(sh, sh->size);
@@ -178,7 +184,7 @@ void sock_share_exit(struct esock_sock *s)
 		return;
 	if (!s->suspended && s->qp && atomic_load(&sh->procs) > 1 &&
 	    atomic_load(&sh->owner) == (int32_t)getpid())
-		leave_record(s, sh);
+		(void)leave_record(s, sh); /* (quiesced until the process is gone) */
 	atomic_fetch_sub(&sh->procs, 1); /* (the mapping goes with the process) */
 	s->share = NULL;
 }

@@ -80,6 +80,14 @@ tests_integration_check_sock_sandbox_SOURCES = tests/integration/check_sock_sand
 tests_integration_check_sock_sandbox_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_integration_check_sock_sandbox_LDADD = libesock.la tests/unit/libtestutil.la $(CHECK_LIBS) -lpthread
 
+# One DDPMODE connection used by several processes one after another, as sshd does (issue 13).
+check_PROGRAMS += tests/integration/check_sock_fork
+TESTS += tests/integration/check_sock_fork
+tests_integration_check_sock_fork_SOURCES = tests/integration/check_sock_fork.c \
+	tests/integration/sock_util.c tests/integration/sock_util.h
+tests_integration_check_sock_fork_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_integration_check_sock_fork_LDADD = libesock.la tests/unit/libtestutil.la $(CHECK_LIBS) -lpthread
+
 # A DDPMODE connection carried across exec, inetd style (issue 13).
 check_PROGRAMS += tests/integration/check_sock_exec
 TESTS += tests/integration/check_sock_exec

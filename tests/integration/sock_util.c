@@ -104,6 +104,13 @@ static void *echo_client_main(void *arg)
 
 			if (n > 0)
 				sent += (size_t)n;
+			/*
+			 * Done sending: say so.  (A close alone sends no FIN while a
+			 * process forked from this one holds a copy of the socket, as
+			 * with TCP; the tests' servers fork.)
+			 */
+			if (sent == total)
+				shutdown(fd, SHUT_WR);
 		}
 		if (p.revents & POLLIN) {
 			ssize_t n = recv(fd, echo_in + ec->echoed, total - ec->echoed, MSG_DONTWAIT);
