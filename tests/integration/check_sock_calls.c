@@ -4,7 +4,9 @@
  * documented errno; none may write raw octets into the MPA stream or miss
  * data (linked against libesock.so, the ordinary calls): SO_RCVTIMEO and
  * SO_SNDTIMEO, sendmmsg and recvmmsg, splice both ways, MSG_OOB, select
- * beyond FD_SETSIZE, and a descriptor dup2'd onto stdout before exec.
+ * beyond FD_SETSIZE, a descriptor dup2'd onto stdout before exec, closefrom
+ * and close_range around the library's own descriptors, poll under an
+ * RLIMIT_NOFILE of 1.
  */
 #include "config.h"
 
@@ -412,6 +414,107 @@ START_TEST(close_from_signal_handler)
 }
 END_TEST
 
+/*
+ * Daemons close what they did not open (sshd: closefrom(6) at start, others
+ * a loop of close): the library's own descriptors (its engine's epoll set
+ * and doorbell, event fds, the listener's timers) must survive, the
+ * connections the application holds keep working, and everything else in
+ * the range is closed.  Before, sshd's closefrom took the engine's
+ * descriptors and the connection died.  In a child of the test's process
+ * (Check's own descriptors are among the ones closed).
+ */
+START_TEST(closefrom_keeps_the_library)
+{
+	pid_t pid = fork();
+	int status = -1;
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		static char big[1 << 20], got[1 << 20];
+		int cli, srv, lo, hi, probe, rc = 0;
+
+		pairs(1, &cli, &srv);
+		still_works(cli, srv); /* (the engine and its descriptors are up) */
+		lo = cli < srv ? cli : srv;
+		hi = cli < srv ? srv : cli;
+		probe = open("/dev/null", O_RDONLY); /* the application's: must go */
+		closefrom(hi + 1);
+		if (hi - lo > 1)
+			close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
+		for (int fd = 3; fd < lo && fd < 64; fd++) /* a loop of close, as old daemons do */
+			if (fd != cli && fd != srv)
+				close(fd);
+		if (fcntl(probe, F_GETFD) != -1 || errno != EBADF)
+			_exit(2);
+		for (size_t i = 0; i < sizeof(big); i++)
+			big[i] = (char)(i * 13 + 1);
+		/* A blocking megabyte each way: the waits use the library's descriptors. */
+		for (int dir = 0; dir < 2 && !rc; dir++) {
+			int a = dir ? srv : cli, b = dir ? cli : srv;
+			size_t put = 0, have = 0;
+
+			while (have < sizeof(big)) {
+				struct pollfd p[2] = { { .fd = a, .events = put < sizeof(big) ? POLLOUT : 0 },
+						       { .fd = b, .events = POLLIN } };
+				ssize_t n;
+
+				if (poll(p, 2, 10000) <= 0) {
+					rc = 3;
+					break;
+				}
+				if ((p[0].revents & POLLOUT) &&
+				    (n = send(a, big + put, sizeof(big) - put, MSG_DONTWAIT)) > 0)
+					put += (size_t)n;
+				if ((p[1].revents & POLLIN) &&
+				    (n = recv(b, got + have, sizeof(got) - have, MSG_DONTWAIT)) > 0)
+					have += (size_t)n;
+			}
+			if (!rc && memcmp(big, got, sizeof(big)) != 0)
+				rc = 4;
+		}
+		_exit(rc);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child ended with status %#x",
+		      (unsigned)status);
+}
+END_TEST
+
+/*
+ * poll refuses more entries than RLIMIT_NOFILE (EINVAL); sshd's pre-auth
+ * child sets the limit to 1 and polls its one connection.  The library's
+ * poll on a DDPMODE descriptor must stay within what the caller passed.
+ */
+START_TEST(poll_within_nofile_limit)
+{
+	struct rlimit one, old;
+	int cli, srv, rc;
+	char c;
+
+	pairs(1, &cli, &srv);
+	still_works(cli, srv);
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+	one = (struct rlimit){ 1, old.rlim_max }; /* (the soft limit is what poll checks) */
+	ck_assert_int_eq(write(cli, "x", 1), 1);
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &one), 0);
+	{
+		struct pollfd p = { .fd = srv, .events = POLLIN };
+
+		rc = poll(&p, 1, 5000);
+		ck_assert_msg(rc == 1 && (p.revents & POLLIN), "poll: %d (%s), revents %#x", rc,
+			      rc < 0 ? strerror(errno) : "-", (unsigned)p.revents);
+		p.revents = 0;
+		ck_assert_int_eq(read(srv, &c, 1), 1);
+		rc = poll(&p, 1, 100); /* nothing: a timeout, not EINVAL */
+		ck_assert_msg(rc == 0, "poll with nothing to read: %d (%s)", rc,
+			      rc < 0 ? strerror(errno) : "-");
+	}
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+	close(cli);
+	close(srv);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sock calls");
@@ -427,6 +530,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, select_beyond_fd_setsize);
 	tcase_add_test(tc, dup2_onto_stdout_then_exec);
 	tcase_add_test(tc, close_from_signal_handler);
+	tcase_add_test(tc, closefrom_keeps_the_library);
+	tcase_add_test(tc, poll_within_nofile_limit);
 	suite_add_tcase(s, tc);
 	return s;
 }

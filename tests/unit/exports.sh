@@ -11,7 +11,7 @@ libc='socket connect listen accept accept4 close shutdown read write readv write
 recvfrom sendto recvmsg sendmsg sendfile sendfile64 sendmmsg recvmmsg splice setsockopt getsockopt fcntl fcntl64 ioctl
 dup dup2 dup3 poll ppoll select pselect epoll_create epoll_create1 epoll_ctl epoll_wait epoll_pwait epoll_pwait2
 __read_chk __recv_chk __recvfrom_chk __poll_chk __ppoll_chk prctl
-execve execv execvp execvpe execl execlp execle fexecve fdopen dprintf vdprintf vfork'
+execve execv execvp execvpe execl execlp execle fexecve fdopen dprintf vdprintf vfork closefrom close_range'
 allowed=$(printf '%s\n' $libc | paste -sd'|')
 bad=$(printf '%s\n' "$syms" | grep -v -E "^(esock_[A-Za-z0-9_]+|ESOCK_[0-9]+|$allowed)\$" || true)
 for f in $libc; do
