@@ -52,7 +52,7 @@ struct ho_rec {
  * happens: another thread reading one meanwhile (or this process's engine)
  * would take octets the new image then misses.  A failed exec lets go.
  */
-static struct esock_sock *frozen[64];
+static struct esock_sock **frozen; /* (room for every connection: prepare's allocation) */
 static uint32_t nfrozen;
 
 /* ---- which descriptors the application keeps across exec ---- */
@@ -139,7 +139,7 @@ static int write_one(int mfd, struct esock_sock *s, const int *fds, uint32_t nfd
 		ep_qp_unquiesce(s->qp);
 		pthread_mutex_unlock(&s->lock);
 	} else {
-		frozen[nfrozen++] = s; /* (at most 64: prepare's own bound) */
+		frozen[nfrozen++] = s;
 	}
 	return rc;
 }
@@ -160,11 +160,17 @@ static void thaw(void)
  * them (free with sock_handoff_abort after a failed exec), or NULL when
  * there is nothing to carry (exec with |envp| as it is).
  */
+/* A connection to carry and its descriptors. */
+struct ho_conn {
+	struct esock_sock *s;
+	int fds[HO_FDS];
+	uint32_t nfd;
+};
+
 char **sock_handoff_prepare(char *const envp[])
 {
-	struct esock_sock *done[64];
-	int fds[64][HO_FDS];
-	uint32_t nfd[64] = { 0 }, nsock = 0, carried = 0;
+	struct ho_conn *c = NULL;
+	uint32_t nsock = 0, carried = 0, extra = 0;
 	struct ho_head h = { .magic = HO_MAGIC, .version = HO_VERSION };
 	size_t nenv = 0;
 	char **env, num[32];
@@ -172,49 +178,67 @@ char **sock_handoff_prepare(char *const envp[])
 
 	if (!atomic_load(&sock_count))
 		return NULL;
-	/* The connections behind the descriptors the application keeps. */
+	/* The connections behind the descriptors the application keeps (at most one each). */
 	pthread_mutex_lock(&keep_lock);
+	free(frozen);
+	if (!(c = calloc(nkeep ? nkeep : 1, sizeof(*c))) ||
+	    !(frozen = calloc(nkeep ? nkeep : 1, sizeof(*frozen)))) {
+		pthread_mutex_unlock(&keep_lock);
+		free(c);
+		log_error("exec: no memory to carry the DDPMODE connections: their descriptors are closed");
+		return NULL;
+	}
 	for (size_t fd = 0; fd < nkeep; fd++) {
 		struct esock_sock *s;
 		uint32_t i;
 
 		if (!keep[fd] || !(s = esock_fdtab_get((int)fd)) || s->st != SOCK_CONNECTED)
 			continue;
-		for (i = 0; i < nsock && done[i] != s; i++)
+		for (i = 0; i < nsock && c[i].s != s; i++)
 			;
-		if (i == nsock && nsock < 64)
-			done[nsock++] = s;
-		if (i < nsock && nfd[i] < HO_FDS)
-			fds[i][nfd[i]++] = (int)fd;
+		if (i == nsock)
+			c[nsock++].s = s;
+		if (c[i].nfd < HO_FDS)
+			c[i].fds[c[i].nfd++] = (int)fd;
+		else
+			extra++;
 	}
 	pthread_mutex_unlock(&keep_lock);
-	if (!nsock)
+	if (extra)
+		log_error("exec: %u descriptor(s) beyond %d naming one DDPMODE connection stay behind "
+			  "(closed in the new image)", extra, HO_FDS);
+	if (!nsock) {
+		free(c);
 		return NULL;
+	}
 	if (!preloads_us(envp)) {
 		log_error("exec: %u DDPMODE connection(s) stay behind: the new image does not preload "
 			  "libesock (it would see raw MPA octets); its descriptors are closed", nsock);
+		free(c);
 		return NULL;
 	}
 	if ((mfd = memfd_create("esock-handoff", 0)) < 0) {
 		log_error("exec: no memfd for the DDPMODE connections: %s", strerror(errno));
+		free(c);
 		return NULL;
 	}
 	(void)!write(mfd, &h, sizeof(h));
 	for (uint32_t i = 0; i < nsock; i++) {
 		off_t at = lseek(mfd, 0, SEEK_CUR);
-		int rc = write_one(mfd, done[i], fds[i], nfd[i]);
+		int rc = write_one(mfd, c[i].s, c[i].fds, c[i].nfd);
 
 		if (rc < 0) {
 			log_error("exec: fd %d: the DDPMODE connection cannot be carried (%s): its "
-				  "descriptors are closed in the new image", fds[i][0], strerror(-rc));
+				  "descriptors are closed in the new image", c[i].fds[0], strerror(-rc));
 			(void)!ftruncate(mfd, at);
 			lseek(mfd, at, SEEK_SET);
 			continue;
 		}
 		carried++;
-		for (uint32_t k = 0; k < nfd[i]; k++)
-			REAL(fcntl)(fds[i][k], F_SETFD, 0);
+		for (uint32_t k = 0; k < c[i].nfd; k++)
+			REAL(fcntl)(c[i].fds[k], F_SETFD, 0);
 	}
+	free(c);
 	if (!carried) {
 		esock_fd_close(mfd);
 		return NULL;
