@@ -284,8 +284,13 @@ int sock_set_nodelay(struct esock_sock *s, const void *val, socklen_t len);
 
 /* sock_conn.c */
 int sock_connect(struct esock_sock *s, const struct sockaddr *addr, socklen_t len);
-/* Drives a connecting socket (TCP, then MPA): 0 connected, -EAGAIN not yet (|block|: waits), -errno. */
-int sock_connect_progress(struct esock_sock *s, bool block);
+/*
+ * Drives a connecting socket (TCP, then MPA): 0 connected (or fell back to
+ * plain TCP), -EAGAIN not yet, -errno; |wait_ms|: 0 none, -1 until done.
+ */
+int sock_connect_progress(struct esock_sock *s, int wait_ms);
+/* How long a blocking connect waits for the MPA Reply before it returns (sock_connect). */
+#define SOCK_CONNECT_GRACE_MS 50
 unsigned sock_connect_ready(struct esock_sock *s, unsigned events); /* poll bits, progressing it */
 /* What a poll of a connecting socket waits for: |fd| and |events|; returns ms until its MPA timeout (-1 none). */
 int sock_connect_watch(struct esock_sock *s, int *fd, short *events);

@@ -326,16 +326,18 @@ static int mpa_step(struct esock_sock *s)
 /*
  * A non-blocking connect stays non-blocking through the MPA exchange: TCP
  * first (the kernel's), then the Request, then the Reply as it comes; a
- * blocking caller waits for each (bounded by the MPA timeout).  Lock held.
+ * caller that waits (|wait_ms| -1: until done, bounded by the MPA timeout;
+ * else at most that long for the Reply) waits for each.  Lock held.
  */
-int sock_connect_progress(struct esock_sock *s, bool block)
+int sock_connect_progress(struct esock_sock *s, int wait_ms)
 {
+	int64_t end = wait_ms > 0 ? ep_now_ms() + wait_ms : 0;
 	int rc = 0;
 
 	if (s->st == SOCK_TCP_CONNECTING) {
 		struct pollfd p = { .fd = s->fd, .events = POLLOUT };
 
-		if (REAL(poll)(&p, 1, block ? -1 : 0) <= 0 || !(p.revents & (POLLOUT | POLLERR | POLLHUP)))
+		if (REAL(poll)(&p, 1, wait_ms) <= 0 || !(p.revents & (POLLOUT | POLLERR | POLLHUP)))
 			return -EAGAIN;
 		if ((rc = mpa_begin(s)) < 0)
 			return rc;
@@ -343,10 +345,11 @@ int sock_connect_progress(struct esock_sock *s, bool block)
 	while (s->st == SOCK_MPA_CONNECTING) {
 		struct pollfd p = { .fd = s->fd, .events = POLLIN };
 		int64_t spin_end = 0;
+		int t;
 
 		if ((rc = mpa_step(s)) != -EINPROGRESS)
 			return rc;
-		if (!block)
+		if (!wait_ms || (end && ep_now_ms() >= end))
 			return -EAGAIN;
 		/* The Reply is one server round trip away: spin a little first, as a waiter for data does. */
 		while (ep_spin(&spin_end))
@@ -354,7 +357,10 @@ int sock_connect_progress(struct esock_sock *s, bool block)
 				return rc;
 		if (ep_connect_settling(s->qp))
 			p.events = 0; /* the Reply is in: only the profile's pause is left */
-		if (REAL(poll)(&p, 1, esock_qp_connect_wait_ms(s->qp)) < 0 && errno != EINTR)
+		t = esock_qp_connect_wait_ms(s->qp);
+		if (end && (t < 0 || t > end - ep_now_ms()))
+			t = end - ep_now_ms() > 0 ? (int)(end - ep_now_ms()) : 0;
+		if (REAL(poll)(&p, 1, t) < 0 && errno != EINTR)
 			return -errno;
 	}
 	return s->st == SOCK_FAILED ? (s->err ? -s->err : -ENOTCONN) : 0;
@@ -376,7 +382,7 @@ unsigned sock_connect_ready(struct esock_sock *s, unsigned events)
 {
 	pthread_mutex_lock(&s->lock);
 	if (s->st == SOCK_TCP_CONNECTING || s->st == SOCK_MPA_CONNECTING)
-		(void)sock_connect_progress(s, false);
+		(void)sock_connect_progress(s, 0);
 	pthread_mutex_unlock(&s->lock);
 	if (s->st == SOCK_TCP_CONNECTING || s->st == SOCK_MPA_CONNECTING)
 		return 0;
@@ -407,8 +413,23 @@ int sock_connect(struct esock_sock *s, const struct sockaddr *addr, socklen_t le
 	if ((rc = mpa_begin(s)) < 0 || s->st != SOCK_MPA_CONNECTING)
 		return rc;
 	/* The file's flag is the truth (set before DDPMODE, or by another library). */
-	rc = sock_connect_progress(s, !(REAL(fcntl)(s->fd, F_GETFL) & O_NONBLOCK));
-	return rc == -EAGAIN ? -EINPROGRESS : rc;
+	if (REAL(fcntl)(s->fd, F_GETFL) & O_NONBLOCK) {
+		rc = sock_connect_progress(s, 0);
+		return rc == -EAGAIN ? -EINPROGRESS : rc;
+	}
+	/*
+	 * Blocking: TCP's connect returns once the server's kernel took the
+	 * connection (its listen backlog), before the server accepts; ours
+	 * needs the server's MPA Reply, sent from its accept.  So it waits a
+	 * server's round trip and a prompt accept (SOCK_CONNECT_GRACE_MS: a
+	 * refusal still fails the connect), then returns connected as far as
+	 * the application knows; the first call that needs the connection
+	 * (a read, a write, a negotiated option) waits for the Reply, up to the
+	 * MPA timeout (a client that connects to a listener of its own thread
+	 * before accepting, a server slow to accept).
+	 */
+	rc = sock_connect_progress(s, SOCK_CONNECT_GRACE_MS);
+	return rc == -EAGAIN ? 0 : rc;
 }
 
 /* Read at each listen (rare): a program may set it before its own listen. */

@@ -426,24 +426,27 @@ int sock_resume(struct esock_sock *s)
 	return 0;
 }
 
+/* usable(): the connect fell back to plain TCP while the call waited for it. */
+#define SOCK_FELL_BACK 1
+
 static int usable(struct esock_sock *s)
 {
+	int rc;
+
 	if (atomic_load(&s->closing))
 		return -EBADF;
 	switch (s->st) {
-	case SOCK_CONNECTED: {
-		int rc = s->suspended ? sock_resume(s) : 0;
-
-		if (rc < 0)
+	case SOCK_CONNECTED:
+		if (s->suspended && (rc = sock_resume(s)) < 0)
 			return rc;
 		if (s->qp)
 			ep_qp_serve(s->qp);
 		return 0;
-	}
 	case SOCK_TCP_CONNECTING:
 	case SOCK_MPA_CONNECTING:
 		/* TCP, then MPA; a non-blocking socket (the file's flag) gets EAGAIN until both are done. */
-		return sock_connect_progress(s, !(REAL(fcntl)(s->fd, F_GETFL) & O_NONBLOCK));
+		rc = sock_connect_progress(s, REAL(fcntl)(s->fd, F_GETFL) & O_NONBLOCK ? 0 : -1);
+		return rc == 0 && s->st == SOCK_PLAIN ? SOCK_FELL_BACK : rc;
 	case SOCK_FAILED:
 		return s->err ? -s->err : -ENOTCONN;
 	default:
@@ -507,6 +510,21 @@ static size_t copy_out(struct esock_sock *s, const struct iovec *iov, int iovcnt
 	return got;
 }
 
+/* The call on a connection that fell back to plain TCP (ESOCK_FALLBACK=tcp) goes to the kernel. */
+static ssize_t plain_io(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags,
+			bool out, int *msg_flags)
+{
+	struct msghdr m = { .msg_iov = (struct iovec *)(uintptr_t)iov, .msg_iovlen = (size_t)iovcnt };
+	int fd = s->fd;
+	ssize_t n;
+
+	pthread_mutex_unlock(&s->lock);
+	n = out ? REAL(sendmsg)(fd, &m, flags) : REAL(recvmsg)(fd, &m, flags);
+	if (n >= 0 && msg_flags)
+		*msg_flags = m.msg_flags;
+	return n < 0 ? -errno : n;
+}
+
 /* SO_RCVTIMEO or SO_SNDTIMEO (sock_timeo_ms) as a deadline in ep_now_ms() time, or -1. */
 static int64_t timeo_deadline(int ms)
 {
@@ -528,6 +546,8 @@ ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 	pthread_mutex_lock(&s->lock);
 	if ((rc = usable(s)) < 0)
 		goto out;
+	if (rc == SOCK_FELL_BACK)
+		return plain_io(s, iov, iovcnt, flags, false, msg_flags);
 	block = !s->nonblock && !(flags & MSG_DONTWAIT);
 	for (;;) {
 		sock_drain(s);
@@ -789,6 +809,8 @@ ssize_t sock_send_ex(struct esock_sock *s, const struct iovec *iov, int iovcnt, 
 	pthread_mutex_lock(&s->lock);
 	if ((rc = usable(s)) < 0)
 		goto out;
+	if (rc == SOCK_FELL_BACK)
+		return plain_io(s, iov, iovcnt, flags, true, NULL);
 	sock_drain(s);
 	/* After the peer's FIN we may still send (half-close), unless the QP ended. */
 	if (s->shut_wr || s->err || s->tx_failed || esock_qp_state(s->qp) != ESOCK_QPS_RTS) {

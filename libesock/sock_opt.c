@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -248,10 +249,21 @@ int sock_setopt(struct esock_sock *s, int level, int name, const void *val, sock
 int sock_getopt(struct esock_sock *s, int level, int name, void *val, socklen_t *len)
 {
 	struct esock_conn_info info;
-	bool have = s->qp && esock_qp_conn_info(s->qp, &info) == 0;
+	bool have;
 	int v;
 
 	(void)level;
+	/*
+	 * A blocking connect returns before the server's Reply (sock_connect):
+	 * what was negotiated is known once it came.
+	 */
+	if (s->st == SOCK_MPA_CONNECTING && name != ESOCK_DDPMODE &&
+	    !(REAL(fcntl)(s->fd, F_GETFL) & O_NONBLOCK)) {
+		pthread_mutex_lock(&s->lock);
+		(void)sock_connect_progress(s, -1);
+		pthread_mutex_unlock(&s->lock);
+	}
+	have = s->qp && esock_qp_conn_info(s->qp, &info) == 0;
 	switch (name) {
 	case ESOCK_DDPMODE:
 		v = s->st != SOCK_PLAIN;

@@ -6,7 +6,7 @@
  * SO_SNDTIMEO, sendmmsg and recvmmsg, splice both ways, MSG_OOB, select
  * beyond FD_SETSIZE, a descriptor dup2'd onto stdout before exec, closefrom
  * and close_range around the library's own descriptors, poll under an
- * RLIMIT_NOFILE of 1.
+ * RLIMIT_NOFILE of 1, a connect that completes before the server accepts.
  */
 #include "config.h"
 
@@ -515,6 +515,43 @@ START_TEST(poll_within_nofile_limit)
 }
 END_TEST
 
+/*
+ * connect completes without the server calling accept, as TCP's does (the
+ * kernel's listen backlog): one thread connects three clients to its own
+ * listener, then accepts them, then each pair talks.  Before, a blocking
+ * connect waited for the MPA Reply, which only the server's accept sends:
+ * for the whole MPA timeout, then failed.
+ */
+START_TEST(connect_before_accept)
+{
+	struct sockaddr_in sa;
+	int lfd = listener(0, 0, &sa), cli[3], srv[3], v = 0;
+	socklen_t vl = sizeof(v);
+
+	for (int i = 0; i < 3; i++) {
+		int64_t t0 = now_ms();
+
+		cli[i] = ddp_socket(0);
+		ck_assert_int_eq(connect(cli[i], (struct sockaddr *)&sa, sizeof(sa)), 0);
+		ck_assert_msg(now_ms() - t0 < 2000, "connect %d took %ld ms", i, (long)(now_ms() - t0));
+	}
+	for (int i = 0; i < 3; i++) {
+		srv[i] = accept(lfd, NULL, NULL);
+		ck_assert_int_ge(srv[i], 0);
+	}
+	for (int i = 0; i < 3; i++) {
+		still_works(cli[i], srv[i]);
+		close(srv[i]);
+	}
+	/* What was negotiated, once the Reply came (not the wishes). */
+	ck_assert_int_eq(getsockopt(cli[0], SOL_ESOCK, ESOCK_MPA_REV, &v, &vl), 0);
+	ck_assert_int_eq(v, 2);
+	for (int i = 0; i < 3; i++)
+		close(cli[i]);
+	close(lfd);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sock calls");
@@ -532,6 +569,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, close_from_signal_handler);
 	tcase_add_test(tc, closefrom_keeps_the_library);
 	tcase_add_test(tc, poll_within_nofile_limit);
+	tcase_add_test(tc, connect_before_accept);
 	suite_add_tcase(s, tc);
 	return s;
 }
