@@ -267,6 +267,11 @@ struct esock_qp {
 	 */
 	bool fd_borrowed;
 	/*
+	 * The owner's SO_LINGER {1, 0} (its destruction resets the connection)
+	 * as the socket layer knows it (linger_known), else asked of the kernel.
+	 */
+	bool linger_known, linger_abort;
+	/*
 	 * Its input is read by the calls of whoever waits for it (a socket:
 	 * read, poll, epoll_wait, esock_cq_wait), as a TCP socket's is: the
 	 * engine watches it only while a responder holds sends back until the
@@ -294,7 +299,14 @@ struct esock_qp {
 	 */
 	bool rtr_cork;
 	atomic_bool rtr_corked;
-	atomic_bool in_engine;      /* registered with the engine's epoll */
+	atomic_bool in_engine;      /* the engine's to watch (ep_engine_add) */
+	/*
+	 * In the engine's epoll set (under eng_lock).  A lazy QP is only while
+	 * the engine has something to watch (the hold's first FPDU, room to
+	 * send): its callers read it and see its hang-up themselves, so its
+	 * connection costs the engine no system call and no wake-up.
+	 */
+	bool eng_reg;
 	bool pollout;               /* EPOLLOUT requested */
 	/*
 	 * A thread waiting on a CQ of this QP reads its socket itself; the engine

@@ -275,6 +275,7 @@ void ep_engine_stop(void)
 	for (uint32_t i = 0; i < tab_cap; i++)
 		if (tab[i]) {
 			atomic_store(&tab[i]->in_engine, false);
+			tab[i]->eng_reg = false;
 			if (atomic_exchange(&tab[i]->detached, false))
 				atomic_fetch_sub(&ndetached, 1);
 		}
@@ -310,6 +311,7 @@ static void qp_fork_child(struct esock_qp *qp)
 {
 	pthread_mutex_init(&qp->eng_lock, NULL);
 	atomic_store(&qp->in_engine, false);
+	qp->eng_reg = false;
 	atomic_store(&qp->detached, false);
 	atomic_store(&qp->refs, 0);
 	atomic_store(&qp->busy, false);
@@ -412,6 +414,12 @@ static uint32_t events_of(const struct esock_qp *qp)
 	return EPOLLET | (watch_in(qp) ? EPOLLIN | EPOLLRDHUP : 0) | (qp->pollout ? EPOLLOUT : 0);
 }
 
+/* Whether the engine's epoll set holds it (ep.h: eng_reg): a lazy QP only for input or room. */
+static bool watched(const struct esock_qp *qp, uint32_t events)
+{
+	return !qp->lazy || (events & (EPOLLIN | EPOLLOUT));
+}
+
 bool ep_engine_lazy_ok(void)
 {
 	if (atomic_load(&ep_restricted))
@@ -443,9 +451,10 @@ int ep_engine_add(struct esock_qp *qp)
 		return -ENOSYS;
 	pthread_mutex_lock(&qp->eng_lock);
 	ev.events = events_of(qp);
-	if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, qp->fd, &ev) < 0) {
+	if (watched(qp, ev.events) && REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, qp->fd, &ev) < 0) {
 		rc = -errno;
 	} else {
+		qp->eng_reg = watched(qp, ev.events);
 		if (ep_engine_add_gap)
 			ep_engine_add_gap(qp);
 		atomic_store(&qp->in_engine, true);
@@ -457,8 +466,9 @@ int ep_engine_add(struct esock_qp *qp)
 void ep_engine_del(struct esock_qp *qp)
 {
 	pthread_mutex_lock(&qp->eng_lock);
-	if (atomic_exchange(&qp->in_engine, false))
+	if (atomic_exchange(&qp->in_engine, false) && qp->eng_reg)
 		REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, qp->fd, NULL);
+	qp->eng_reg = false;
 	if (atomic_exchange(&qp->detached, false))
 		atomic_fetch_sub(&ndetached, 1);
 	pthread_mutex_unlock(&qp->eng_lock);
@@ -470,7 +480,7 @@ int ep_engine_move(struct esock_qp *qp, int nfd, bool drive)
 
 	ep_qp_quiesce(qp); /* nobody reads or writes the old descriptor meanwhile */
 	pthread_mutex_lock(&qp->eng_lock);
-	if (atomic_load(&qp->in_engine)) {
+	if (atomic_load(&qp->in_engine) && qp->eng_reg) {
 		/* ADD first: an edge-triggered ADD reports what is already waiting. */
 		struct epoll_event ev = { .events = events_of(qp), .data.u32 = qp->num };
 
@@ -490,13 +500,19 @@ int ep_engine_move(struct esock_qp *qp, int nfd, bool drive)
 	return rc;
 }
 
-/* Rewrites the QP's interest set; under eng_lock. */
+/* Rewrites the QP's interest set (in, out of or within the epoll set); under eng_lock. */
 static void modify(struct esock_qp *qp)
 {
 	struct epoll_event ev = { .events = events_of(qp), .data.u32 = qp->num };
+	bool want = watched(qp, ev.events);
+	int op = want ? (qp->eng_reg ? EPOLL_CTL_MOD : EPOLL_CTL_ADD) : EPOLL_CTL_DEL;
 
-	if (atomic_load(&qp->in_engine) && REAL(epoll_ctl)(epfd, EPOLL_CTL_MOD, qp->fd, &ev) < 0)
-		log_error("[qp %u fd %d] engine: epoll_ctl MOD: %s", qp->num, qp->fd, strerror(errno));
+	if (!atomic_load(&qp->in_engine) || (!want && !qp->eng_reg))
+		return;
+	if (REAL(epoll_ctl)(epfd, op, qp->fd, &ev) < 0)
+		log_error("[qp %u fd %d] engine: epoll_ctl %d: %s", qp->num, qp->fd, op, strerror(errno));
+	else
+		qp->eng_reg = want;
 }
 
 void ep_engine_refresh(struct esock_qp *qp)

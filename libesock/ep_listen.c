@@ -276,10 +276,10 @@ static void adopt(struct esock_listener *l, int fd, const struct sockaddr_storag
 	/* (Edge-triggered: octets that came between the read and the ADD are reported by it.) */
 }
 
-/* Accepts what the backlog holds (a batch); 0 or an accept(2) error worth reporting. */
-static int accept_some(struct esock_listener *l)
+/* Accepts what the backlog holds (up to |max|); 0 or an accept(2) error worth reporting. */
+static int accept_some(struct esock_listener *l, int max)
 {
-	for (int k = 0; k < BATCH; k++) {
+	for (int k = 0; k < max; k++) {
 		struct sockaddr_storage peer = { 0 };
 		socklen_t len = sizeof(peer);
 		int fd = REAL(accept4)(l->fd, (struct sockaddr *)&peer, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -383,11 +383,21 @@ static int progress(struct esock_listener *l)
 
 	if ((rc = setup(l)) < 0)
 		return rc;
+	if (!l->npend && l->armed_deadline < 0) {
+		/*
+		 * Nothing but the listening socket to look at (no connection
+		 * waits for its Request, no timer runs): its backlog at once,
+		 * without asking the epoll set first.
+		 */
+		rc = l->ndone < (size_t)l->max_pending ? accept_some(l, 1) : 0; /* (as accept4 does) */
+		arm_timer(l); /* (one that came without its Request waits for it from now on) */
+		return rc;
+	}
 	n = REAL(epoll_wait)(l->epfd, ev, BATCH, 0);
 	for (int i = 0; i < n; i++) {
 		if (ev[i].data.u64 == KEY_LISTEN) {
 			/* Requests nobody takes stay bounded: the rest waits in the kernel's backlog. */
-			int e = l->ndone < (size_t)l->max_pending ? accept_some(l) : 0;
+			int e = l->ndone < (size_t)l->max_pending ? accept_some(l, BATCH) : 0;
 
 			rc = rc ? rc : e;
 		} else if (ev[i].data.u64 == KEY_TIMER) {
@@ -520,7 +530,7 @@ ESOCK_EXPORT int esock_listener_ready(struct esock_listener *l)
 	int rc;
 
 	pthread_mutex_lock(&l->lock);
-	rc = progress(l);
+	rc = l->ndone ? 0 : progress(l); /* (something to hand out already: no look needed) */
 	if (l->ndone)
 		rc = (int)l->ndone;
 	pthread_mutex_unlock(&l->lock);
@@ -571,7 +581,7 @@ ESOCK_EXPORT int esock_get_request(struct esock_listener *l, struct esock_conn_r
 		int rc, left;
 
 		pthread_mutex_lock(&l->lock);
-		rc = progress(l);
+		rc = l->ndone ? 0 : progress(l);
 		if (l->ndone) {
 			*out = l->done[0];
 			memmove(l->done, l->done + 1, --l->ndone * sizeof(*l->done));

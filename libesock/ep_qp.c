@@ -88,7 +88,8 @@ ESOCK_EXPORT int esock_qp_destroy(struct esock_qp *qp)
 	 * the socket down wakes it (POLLHUP), so waiting out its reference and
 	 * the engine's cannot hang.
 	 */
-	if (qp->fd >= 0) {
+	/* (Failed: ep_qp_fail shut the socket down already.) */
+	if (qp->fd >= 0 && atomic_load(&qp->state) != ESOCK_QPS_ERROR) {
 		struct linger l = { 0 };
 		socklen_t ll = sizeof(l);
 
@@ -97,8 +98,9 @@ ESOCK_EXPORT int esock_qp_destroy(struct esock_qp *qp)
 		 * SHUT_RD wakes the sleepers without the FIN SHUT_RDWR would send
 		 * before the reset.
 		 */
-		bool abort = ep_getsockopt(qp->fd, SOL_SOCKET, SO_LINGER, &l, &ll) == 0 &&
-			     l.l_onoff && l.l_linger == 0;
+		bool abort = qp->linger_known ? qp->linger_abort :
+			     ep_getsockopt(qp->fd, SOL_SOCKET, SO_LINGER, &l, &ll) == 0 &&
+				     l.l_onoff && l.l_linger == 0;
 
 		REAL(shutdown)(qp->fd, abort ? SHUT_RD : SHUT_RDWR);
 	}

@@ -572,9 +572,13 @@ API int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 			return (int)ret(rc);
 		}
 		r = REAL(setsockopt)(fd, level, name, val, len);
-		if (r == 0 && level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO) &&
+		if (r == 0 && level == SOL_SOCKET &&
+		    (name == SO_RCVTIMEO || name == SO_SNDTIMEO || name == SO_LINGER) &&
 		    (s = sock_get(fd))) {
-			sock_timeo_read(s); /* a DDPMODE socket waits in user space: it needs them */
+			if (name == SO_LINGER)
+				sock_linger_set(s, val, len); /* (close resets or not: known without asking) */
+			else
+				sock_timeo_read(s); /* a DDPMODE socket waits in user space: it needs them */
 			sock_put(s);
 		}
 		return r;

@@ -164,6 +164,35 @@ void sock_defaults(struct sock_opts *o)
 	*o = defaults;
 }
 
+/*
+ * SO_LINGER {1, 0}: close aborts (the peer sees a reset), as with libc.
+ * Read once when the socket becomes DDPMODE, then followed as the
+ * application sets it (setsockopt: preload.c), so that a close asks nothing.
+ */
+static bool linger_abort_of(int fd)
+{
+	struct linger l = { 0 };
+	socklen_t len = sizeof(l);
+
+	/* (Restricted: no socket options any more; a linger set before is not seen.) */
+	return ep_getsockopt(fd, SOL_SOCKET, SO_LINGER, &l, &len) == 0 && l.l_onoff &&
+	       l.l_linger == 0;
+}
+
+void sock_linger_set(struct esock_sock *s, const void *val, socklen_t len)
+{
+	struct linger l = { 0 };
+
+	if (val && len >= (socklen_t)sizeof(l)) {
+		memcpy(&l, val, sizeof(l));
+		pthread_mutex_lock(&s->lock);
+		s->linger_abort = l.l_onoff && l.l_linger == 0;
+		if (s->qp)
+			s->qp->linger_abort = s->linger_abort;
+		pthread_mutex_unlock(&s->lock);
+	}
+}
+
 /* The kernel keeps SO_RCVTIMEO / SO_SNDTIMEO (setsockopt passes through); cached here. */
 void sock_timeo_read(struct esock_sock *s)
 {
@@ -221,14 +250,16 @@ static struct esock_sock *sock_make(int fd, const struct esock_sock *ls)
 	}
 	s->fd = fd;
 	if (ls) {
-		/* Accepted: the caller set the flag; the kernel copied the listener's timeouts. */
+		/* Accepted: the caller set the flag; the kernel copied the listener's options. */
 		s->rcvtimeo_ms = ls->rcvtimeo_ms;
 		s->sndtimeo_ms = ls->sndtimeo_ms;
+		s->linger_abort = ls->linger_abort;
 	} else { /* SOCK_NONBLOCK or O_NONBLOCK set before DDPMODE: the file's flag is the truth */
 		int fl = REAL(fcntl)(fd, F_GETFL);
 
 		s->nonblock = fl > 0 && (fl & O_NONBLOCK);
 		sock_timeo_read(s);
+		s->linger_abort = linger_abort_of(fd);
 	}
 	atomic_store(&s->nfds, 1);
 	sock_defaults(&s->o);
@@ -251,17 +282,6 @@ static void sock_recycle(struct esock_sock *s)
 	s->next_free = free_list;
 	free_list = s;
 	pthread_mutex_unlock(&free_lock);
-}
-
-/* SO_LINGER {1, 0}: close aborts (the peer sees a reset), as with libc. */
-static bool linger_abort(int fd)
-{
-	struct linger l = { 0 };
-	socklen_t len = sizeof(l);
-
-	/* (Restricted: no socket options any more; a linger set before is not seen.) */
-	return ep_getsockopt(fd, SOL_SOCKET, SO_LINGER, &l, &len) == 0 && l.l_onoff &&
-	       l.l_linger == 0;
 }
 
 /*
@@ -323,7 +343,7 @@ int sock_release_fd(int fd)
 		return 0;
 	}
 	atomic_store(&s->closing, true);
-	s->release_graceful = !linger_abort(fd);
+	s->release_graceful = !s->linger_abort;
 	if (held_here(s)) {
 		/*
 		 * A signal handler closes a socket that the call it interrupted

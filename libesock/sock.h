@@ -82,6 +82,7 @@ struct esock_sock {
 	enum sock_state st;
 	bool nonblock;              /* O_NONBLOCK as the application set it */
 	int rcvtimeo_ms, sndtimeo_ms; /* SO_RCVTIMEO, SO_SNDTIMEO (0: none; sock_timeo_read) */
+	bool linger_abort;          /* SO_LINGER {1, 0}: close resets (kept as it is set) */
 	bool suspended;             /* copied by fork: resumed by the first call here */
 	struct sock_share *share;   /* held by other processes too (sock_share.c), or NULL */
 	uint32_t share_gen;         /* the shared record this copy's state is at */
@@ -230,6 +231,7 @@ int sock_dup_fd(int oldfd, int newfd);       /* newfd now names oldfd's sock too
 void sock_keep_cloexec(struct esock_sock *s, int fd); /* connections never cross exec */
 void sock_defaults(struct sock_opts *o);
 void sock_timeo_read(struct esock_sock *s);  /* SO_RCVTIMEO / SO_SNDTIMEO from the kernel */
+void sock_linger_set(struct esock_sock *s, const void *val, socklen_t len); /* SO_LINGER set */
 void sock_fork_child(void);
 
 /* sock_opt.c */

@@ -135,6 +135,8 @@ static int new_qp(struct esock_sock *s)
 	if ((rc = esock_qp_create(&qa, &s->qp)) < 0)
 		return rc;
 	s->qp->fd_borrowed = true; /* it runs on the application's descriptor */
+	s->qp->linger_known = true; /* (followed by sock_linger_set) */
+	s->qp->linger_abort = s->linger_abort;
 	s->qp->lazy = ep_engine_lazy_ok() && !s->async_api;
 	/* Our RTR goes with the first message (ep.h): every wait for input here pushes it. */
 	s->qp->rtr_cork = !s->async_api;
