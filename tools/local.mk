@@ -63,6 +63,11 @@ tools_esock_connscale_SOURCES = tools/bench/connscale.c
 TESTS += tools/connscale-test.sh
 EXTRA_DIST += tools/connscale-test.sh
 
+# tools/appbench.sh: real applications (redis, nginx, pgbench, iperf3, a 64-octet
+# request/response) plain, pass-through and DDPMODE in the same run; run from
+# the source tree (it uses tests/apps/common.sh), not installed.
+EXTRA_DIST += tools/appbench.sh
+
 # esock-stat: the DDPMODE sockets of running processes (shared-memory counters).
 bin_PROGRAMS += tools/esock-stat
 tools_esock_stat_SOURCES = tools/esock-stat.c libesock/sock_stat.h
