@@ -880,6 +880,8 @@ unsigned sock_ready(struct esock_sock *s, unsigned events)
 		if (!s->err && !s->tx_failed && !s->shut_wr && s->qp &&
 		    esock_qp_state(s->qp) == ESOCK_QPS_RTS && s->nslots < SOCK_SLOTS_MAX)
 			r |= POLLOUT | POLLWRNORM;
+		else if ((events & (POLLOUT | POLLWRNORM)) && !s->err && !s->tx_failed && !s->shut_wr)
+			room_wanted(s, true); /* a caller waits for room: our sends' completions are news */
 	} else if (s->st == SOCK_FAILED) {
 		r = POLLERR | POLLHUP | POLLOUT;
 	}

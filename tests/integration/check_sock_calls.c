@@ -6,7 +6,8 @@
  * SO_SNDTIMEO, sendmmsg and recvmmsg, splice both ways, MSG_OOB, select
  * beyond FD_SETSIZE, a descriptor dup2'd onto stdout before exec, closefrom
  * and close_range around the library's own descriptors, poll under an
- * RLIMIT_NOFILE of 1, a connect that completes before the server accepts.
+ * RLIMIT_NOFILE of 1, a connect that completes before the server accepts,
+ * a poll for room woken when room comes.
  */
 #include "config.h"
 
@@ -14,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -552,6 +554,70 @@ START_TEST(connect_before_accept)
 }
 END_TEST
 
+/*
+ * A writer that waits in poll for room is woken when room comes.  The
+ * socket layer's sends complete quietly (no wake-up for a completion nobody
+ * waits for); a poller asking for POLLOUT while every send slot was taken,
+ * after a write that went through whole, slept until its timeout: iperf3's
+ * client (select for writable, then write) ran at 0.02-0.1x of plain TCP,
+ * its waits ending by timeout.  Here the reader never stops, so no wait for
+ * room may come near the 10 s timeout.
+ */
+struct drain {
+	int fd;
+	size_t want, got;
+	pthread_t th;
+};
+
+static void *drain_main(void *arg)
+{
+	struct drain *d = arg;
+	static char buf[1 << 16];
+
+	while (d->got < d->want) {
+		ssize_t n = read(d->fd, buf, sizeof(buf));
+
+		if (n <= 0)
+			break;
+		d->got += (size_t)n;
+	}
+	return NULL;
+}
+
+START_TEST(poll_out_wakes_for_room)
+{
+	static char block[1 << 16];
+	struct drain d = { .want = 48u << 20 };
+	size_t put = 0;
+	int cli, srv;
+	int64_t worst = 0;
+
+	pairs(1, &cli, &srv);
+	d.fd = srv;
+	ck_assert_int_eq(fcntl(cli, F_SETFL, O_NONBLOCK), 0);
+	ck_assert_int_eq(pthread_create(&d.th, NULL, drain_main, &d), 0);
+	while (put < d.want) {
+		struct pollfd p = { .fd = cli, .events = POLLOUT };
+		int64_t t0 = now_ms();
+		size_t k = d.want - put < sizeof(block) ? d.want - put : sizeof(block);
+		ssize_t n;
+
+		ck_assert_int_eq(poll(&p, 1, 10000), 1);
+		if (now_ms() - t0 > worst)
+			worst = now_ms() - t0;
+		n = write(cli, block, k);
+		ck_assert_msg(n > 0 || errno == EAGAIN, "write: %s", strerror(errno));
+		if (n > 0)
+			put += (size_t)n;
+	}
+	pthread_join(d.th, NULL);
+	ck_assert_uint_eq(d.got, d.want);
+	ck_assert_msg(worst < 3000, "a wait for room took %ld ms while the reader read", (long)worst);
+	close(cli);
+	close(srv);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sock calls");
@@ -570,6 +636,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, closefrom_keeps_the_library);
 	tcase_add_test(tc, poll_within_nofile_limit);
 	tcase_add_test(tc, connect_before_accept);
+	tcase_add_test(tc, poll_out_wakes_for_room);
 	suite_add_tcase(s, tc);
 	return s;
 }
