@@ -534,6 +534,8 @@ void ep_tune_socket(int fd);
 void ep_close_reset(int fd);
 /* Requests a listener made ready so far (edge-triggered readiness). */
 uint64_t ep_listener_completed(const struct esock_listener *l);
+/* Connections the listener has ready to hand out (no system call). */
+size_t ep_listener_pending(struct esock_listener *l);
 
 /* Time helper for timeouts (ms since an arbitrary start). */
 int64_t ep_now_ms(void);

@@ -537,6 +537,16 @@ ESOCK_EXPORT int esock_listener_ready(struct esock_listener *l)
 	return rc;
 }
 
+size_t ep_listener_pending(struct esock_listener *l)
+{
+	size_t n;
+
+	pthread_mutex_lock(&l->lock);
+	n = l->ndone;
+	pthread_mutex_unlock(&l->lock);
+	return n;
+}
+
 uint64_t ep_listener_completed(const struct esock_listener *l)
 {
 	return l->completed;
