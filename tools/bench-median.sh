@@ -14,6 +14,8 @@ shift
 bench=${ESOCK_BENCH:-${top_builddir:+$top_builddir/tools/}esock-bench}
 [ -n "${top_builddir:-}" ] || [ -n "${ESOCK_BENCH:-}" ] || bench=$(dirname "$0")/esock-bench
 [ -x "$bench" ] || { echo "bench-median.sh: $bench not built" >&2; exit 1; }
+machine="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $(nproc) cores, kernel $(uname -r), $(date -u +%Y-%m-%d)"
+echo "# $machine; medians of $n runs of esock-bench $*"
 i=0
 while [ $i -lt "$n" ]; do
 	"$bench" --csv "$@" | sed 1d

@@ -16,6 +16,8 @@ lib=${ESOCK_LIB:-$b/.libs/libesock.so}
 max=${1:-2000} step=${2:-500} active=${3:-200} bytes=${4:-4096} secs=${5:-2} out=${6:-connscale-out}
 [ -x "$bin" ] && [ -f "$lib" ] || { echo "connscale: build first ($bin, $lib)"; exit 77; }
 mkdir -p "$out"
+machine="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $(nproc) cores, kernel $(uname -r), $(date -u +%Y-%m-%d)"
+echo "# $machine" | tee "$out/machine.txt"
 "$bin" "$max" "$step" "$active" "$bytes" "$secs" >"$out/plain.csv"
 LD_PRELOAD=$lib ESOCK_DDPMODE=all "$bin" "$max" "$step" "$active" "$bytes" "$secs" >"$out/ddp.csv"
 
@@ -42,7 +44,7 @@ END {
 }' "$out/plain.csv" "$out/ddp.csv" | tee "$out/summary.txt"
 
 # The plot: server memory (MB) and cumulative setup time (s) against connections.
-awk -F, -v max="$max" '
+awk -F, -v max="$max" -v machine="$machine" '
 FNR == 1 || $1 == "throughput" || $1 == "busy" { next }
 FNR == 2 { next }
 { d = FILENAME ~ /ddp/; i = ++cnt[d]; x[d, i] = $1; mem[d, i] = $4 / 1024; t[d] += $2 / 1000; tt[d, i] = t[d]
@@ -66,6 +68,7 @@ END {
 		}
 		printf "<text x=\"%d\" y=\"%d\" fill=\"blue\">plain TCP</text><text x=\"%d\" y=\"%d\" fill=\"red\">DDPMODE</text>\n", ox + L + 10, H + 32, ox + L + 100, H + 32
 	}
+	printf "<text x=\"%d\" y=\"%d\">%s</text>\n", 20 + L, H + 52, machine
 	printf "</svg>\n"
 }' "$out/plain.csv" "$out/ddp.csv" >"$out/connscale.svg"
 echo "connscale: CSVs, summary.txt and connscale.svg in $out"

@@ -41,6 +41,8 @@ run() { # mode test size arg -> figure
 	esac | awk '{print $3}'
 }
 
+machine="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $(nproc) cores, kernel $(uname -r), $(date -u +%Y-%m-%d)"
+echo "# $machine; medians of $repeat run(s)"
 printf '%-4s %9s %6s %10s %10s %10s %8s %8s\n' test size cpus plain preload ddp pre/pl ddp/pl
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 row() { # test size arg

@@ -70,6 +70,8 @@ void ctl_get(int fd, void *p, size_t len);
 void bench_sort(double *v, size_t n);
 double bench_pct(const double *sorted, size_t n, double p);
 const char *bench_op_name(int op);
+/* "CPU model, N cores, kernel K, YYYY-MM-DD": where and when a figure was measured. */
+void bench_machine(char *buf, size_t len);
 const char *bench_cpus_name(enum bench_cpus c);
 
 /* Registered memory of one process: rbuf (peers write / send into it) and sbuf. */

@@ -210,14 +210,17 @@ int bench_endpoint(const struct bench_opts *o)
 {
 	int failed = 0;
 
+	char machine[256];
+
 	signal(SIGPIPE, SIG_IGN); /* a vanished peer is an error return, not a silent death */
+	bench_machine(machine, sizeof(machine));
 	if (o->csv)
 		printf("test,op,size,crc,markers,placement,iters,esock_value,tcp_value,unit,ratio\n");
 	else
 		printf("# esock %s endpoint vs kernel TCP on 127.0.0.1; latency: round trip in us "
-		       "(p50, p99), bandwidth: MB/s; ratio = esock/TCP\n"
+		       "(p50, p99), bandwidth: MB/s; ratio = esock/TCP\n# %s\n"
 		       "%-7s %-5s %9s %-3s %-7s %-9s %8s %10s %10s %-4s %6s\n",
-		       esock_version(), "test", "op", "size", "crc", "markers", "placement", "iters",
+		       esock_version(), machine, "test", "op", "size", "crc", "markers", "placement", "iters",
 		       "esock", "tcp", "unit", "ratio");
 	fflush(stdout);
 	for (int i = 0; i < o->ncpus; i++) {

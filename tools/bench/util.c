@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -182,4 +183,27 @@ const char *bench_op_name(int op)
 const char *bench_cpus_name(enum bench_cpus c)
 {
 	return c == CPUS_SAME ? "same" : c == CPUS_SPLIT ? "split" : "none";
+}
+
+void bench_machine(char *buf, size_t len)
+{
+	char model[128] = "unknown CPU", line[256];
+	struct utsname u;
+	time_t now = time(NULL);
+	struct tm tm;
+	FILE *f = fopen("/proc/cpuinfo", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (strncmp(line, "model name", 10) == 0 && strchr(line, ':')) {
+			snprintf(model, sizeof(model), "%s", strchr(line, ':') + 2);
+			model[strcspn(model, "\n")] = 0;
+			break;
+		}
+	if (f)
+		fclose(f);
+	if (uname(&u) < 0)
+		snprintf(u.release, sizeof(u.release), "?");
+	gmtime_r(&now, &tm);
+	snprintf(buf, len, "%s, %ld cores, kernel %s, %04d-%02d-%02d", model,
+		 sysconf(_SC_NPROCESSORS_ONLN), u.release, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
 }
