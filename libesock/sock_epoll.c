@@ -393,8 +393,13 @@ static int watch_socket(int epfd, struct ep_entry *e)
 
 		if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, want, &ev) < 0)
 			return -errno;
+		/*
+		 * No read here: the kernel looks at the socket as it adds it and
+		 * queues an edge for whatever (octets, FIN, error) waits already.
+		 * Reading to EAGAIN here cost two empty recvs per message for
+		 * programs that add and delete their sockets around each request.
+		 */
 		e->sfd = want;
-		e->rx_kick = e->rx_end = true; /* what came before it was watched, to the end */
 	}
 	return 0;
 }

@@ -1052,6 +1052,44 @@ START_TEST(epoll_edge_mixed_oneshot)
 }
 END_TEST
 
+/*
+ * Octets and the FIN that came while the socket was in no set are an edge
+ * at EPOLL_CTL_ADD, as with the kernel's TCP, and again after DEL and ADD.
+ */
+START_TEST(epoll_edge_added_after_data)
+{
+	struct peer p = { .send = "abcdefgh", .n = 8, .pieces = 1, .close_after = true };
+	struct sockaddr_in sa;
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.u32 = 5 }, out[2];
+	int fd, ep = epoll_create1(0);
+	char buf[16];
+
+	peer_start(&p, &sa);
+	fd = ddp_connect(&sa);
+	peer_stop(&p);
+	usleep(200 * 1000); /* (the octets and the FIN are in our socket by now) */
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
+	ck_assert_int_eq(epoll_wait(ep, out, 2, 5000), 1);
+	ck_assert_uint_eq(out[0].data.u32, 5);
+	ck_assert(out[0].events & EPOLLIN);
+	ck_assert_int_eq(epoll_wait(ep, out, 2, 30), 0); /* no news, no edge */
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL), 0);
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
+	ck_assert_int_eq(epoll_wait(ep, out, 2, 5000), 1); /* still readable: an edge at ADD */
+	ck_assert(out[0].events & EPOLLIN);
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 8);
+	ck_assert_int_eq(memcmp(buf, "abcdefgh", 8), 0);
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 0);
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL), 0);
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
+	ck_assert_int_eq(epoll_wait(ep, out, 2, 5000), 1); /* at its end: readable, hung up */
+	ck_assert(out[0].events & EPOLLIN);
+	ck_assert(out[0].events & EPOLLRDHUP);
+	close(ep);
+	close(fd);
+}
+END_TEST
+
 START_TEST(epoll_nonblocking_connect)
 {
 	struct peer p = { .send = "hi", .n = 2, .pieces = 1, .delay_ms = 50 };
@@ -1343,6 +1381,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, threads_own_fds);
 	tcase_add_test(tc, epoll_level);
 	tcase_add_test(tc, epoll_edge_mixed_oneshot);
+	tcase_add_test(tc, epoll_edge_added_after_data);
 	tcase_add_test(tc, epoll_nonblocking_connect);
 	suite_add_tcase(s, tc);
 	return s;
