@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The interposer's descriptor table (see fdtab.h): lock-free lookups over
- * pages that never move, writers under one mutex, sized from RLIMIT_NOFILE.
+ * pages that never move, writers under one mutex, sized from RLIMIT_NOFILE
+ * (esock_fd_span).
  */
 #include "config.h"
 
@@ -9,18 +10,11 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <sys/resource.h>
 
+#include "libc/ownfd.h"
 #include "libesock/fdtab.h"
-#include "libesock/real.h"
-
-#define FD_CAP (1u << 22) /* no table beyond 4 Mi descriptors */
 
 struct esock_fdtab esock_fdtab;
-
-/* The own-descriptor marks: a bit per fd, in pages beside the table's. */
-#define OWN_WORDS (ESOCK_FDTAB_PAGE / 64)
-static _Atomic(_Atomic uint64_t *) *own_top;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -38,24 +32,15 @@ static void fork_unlock(void)
 
 static void init_once(void)
 {
-	struct rlimit rl;
-	unsigned max = 1024, npages;
+	unsigned max = esock_fd_span(ESOCK_FDTAB_PAGE);
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
-		max = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > FD_CAP ? FD_CAP
-									   : (unsigned)rl.rlim_max;
-	if (max < ESOCK_FDTAB_PAGE)
-		max = ESOCK_FDTAB_PAGE;
-	npages = (max + ESOCK_FDTAB_PAGE - 1) >> ESOCK_FDTAB_PAGE_SHIFT;
-	esock_fdtab.top = calloc(npages, sizeof(*esock_fdtab.top));
-	own_top = calloc(npages, sizeof(*own_top));
-	if (!esock_fdtab.top || !own_top) {
+	esock_fdtab.top = calloc(max >> ESOCK_FDTAB_PAGE_SHIFT, sizeof(*esock_fdtab.top));
+	if (!esock_fdtab.top) {
 		init_rc = -ENOMEM;
 		return;
 	}
 	pthread_atfork(fork_lock, fork_unlock, fork_unlock);
-	atomic_store_explicit(&esock_fdtab.max, npages << ESOCK_FDTAB_PAGE_SHIFT,
-			      memory_order_release);
+	atomic_store_explicit(&esock_fdtab.max, max, memory_order_release);
 }
 
 int esock_fdtab_init(void)
@@ -111,54 +96,7 @@ struct esock_sock *esock_fdtab_take(int fd)
 	return old;
 }
 
-/* ---- the library's own descriptors ---- */
-
-static _Atomic uint64_t *own_page(unsigned fd, int make)
-{
-	_Atomic uint64_t *pg;
-
-	if (esock_fdtab_init() < 0 || fd >= atomic_load(&esock_fdtab.max))
-		return NULL;
-	pg = atomic_load_explicit(&own_top[fd >> ESOCK_FDTAB_PAGE_SHIFT], memory_order_acquire);
-	if (!pg && make) {
-		pthread_mutex_lock(&lock);
-		if (!(pg = atomic_load(&own_top[fd >> ESOCK_FDTAB_PAGE_SHIFT])) &&
-		    (pg = calloc(OWN_WORDS, sizeof(*pg))))
-			atomic_store_explicit(&own_top[fd >> ESOCK_FDTAB_PAGE_SHIFT], pg,
-					      memory_order_release);
-		pthread_mutex_unlock(&lock);
-	}
-	return pg;
-}
-
-void esock_fd_own(int fd)
-{
-	_Atomic uint64_t *pg;
-
-	if (fd >= 0 && (pg = own_page((unsigned)fd, 1)))
-		atomic_fetch_or(&pg[((unsigned)fd & (ESOCK_FDTAB_PAGE - 1)) / 64],
-				1ull << ((unsigned)fd % 64));
-}
-
-bool esock_fd_is_own(int fd)
-{
-	_Atomic uint64_t *pg;
-
-	return fd >= 0 && (pg = own_page((unsigned)fd, 0)) &&
-	       (atomic_load(&pg[((unsigned)fd & (ESOCK_FDTAB_PAGE - 1)) / 64]) >> ((unsigned)fd % 64)) & 1;
-}
-
-int esock_fd_close(int fd)
-{
-	_Atomic uint64_t *pg;
-
-	if (fd >= 0 && (pg = own_page((unsigned)fd, 0)))
-		atomic_fetch_and(&pg[((unsigned)fd & (ESOCK_FDTAB_PAGE - 1)) / 64],
-				 ~(1ull << ((unsigned)fd % 64)));
-	return REAL(close)(fd);
-}
-
-int esock_fd_next_kept(unsigned from, unsigned to, bool *own)
+int esock_fdtab_next(unsigned from, unsigned to)
 {
 	unsigned max;
 
@@ -167,23 +105,15 @@ int esock_fd_next_kept(unsigned from, unsigned to, bool *own)
 	max = atomic_load(&esock_fdtab.max);
 	if (to >= max)
 		to = max - 1;
-	for (unsigned fd = from; fd <= to && fd < max;) {
-		unsigned pi = fd >> ESOCK_FDTAB_PAGE_SHIFT;
-		_Atomic uint64_t *op = atomic_load(&own_top[pi]);
-		struct esock_sock *_Atomic *sp = atomic_load(&esock_fdtab.top[pi]);
+	for (unsigned fd = from; fd <= to;) {
+		struct esock_sock *_Atomic *pg = atomic_load(&esock_fdtab.top[fd >> ESOCK_FDTAB_PAGE_SHIFT]);
 
-		if (!op && !sp) { /* a whole page of neither */
-			fd = (pi + 1) << ESOCK_FDTAB_PAGE_SHIFT;
+		if (!pg) { /* a whole page of none */
+			fd = ((fd >> ESOCK_FDTAB_PAGE_SHIFT) + 1) << ESOCK_FDTAB_PAGE_SHIFT;
 			continue;
 		}
-		if (op && (atomic_load(&op[(fd & (ESOCK_FDTAB_PAGE - 1)) / 64]) >> (fd % 64)) & 1) {
-			*own = true;
+		if (atomic_load(&pg[fd & (ESOCK_FDTAB_PAGE - 1)]))
 			return (int)fd;
-		}
-		if (sp && atomic_load(&sp[fd & (ESOCK_FDTAB_PAGE - 1)])) {
-			*own = false;
-			return (int)fd;
-		}
 		fd++;
 	}
 	return -1;

@@ -53,20 +53,7 @@ int esock_fdtab_set(int fd, struct esock_sock *s);
 /* Clears |fd| and returns what it held (NULL when nothing). */
 struct esock_sock *esock_fdtab_take(int fd);
 
-/*
- * The library's own descriptors (the engine's epoll set and doorbell, event
- * and timer fds, its copies of sockets, the log file).  Daemons close what
- * they did not open (closefrom(3), a loop of close, close_range: sshd at
- * start): the application's close, closefrom and close_range pass these by
- * as if they were not open (EBADF), so the library keeps working and never
- * writes into a file the application opened under a reused number.
- * esock_fd_own marks one (after creating it); every close of the library's
- * goes through esock_fd_close, which forgets the mark first.
- */
-void esock_fd_own(int fd);
-bool esock_fd_is_own(int fd);
-int esock_fd_close(int fd);
-/* The lowest own or DDPMODE descriptor in [|from|, |to|], or -1. */
-int esock_fd_next_kept(unsigned from, unsigned to, bool *own);
+/* The lowest DDPMODE descriptor in [|from|, |to|], or -1. */
+int esock_fdtab_next(unsigned from, unsigned to);
 
 #endif /* ESOCK_LIBESOCK_FDTAB_H */

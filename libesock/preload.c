@@ -24,9 +24,10 @@
 #include <alloca.h>
 #include <unistd.h>
 
-#include "libesock/ep.h"
+#include "endpoint/ep.h"
 #include "libesock/fdtab.h"
-#include "libesock/real.h"
+#include "libc/ownfd.h"
+#include "libc/real.h"
 #include "libesock/sock.h"
 #include "util/log.h"
 
@@ -164,11 +165,11 @@ API int close(int fd)
 /*
  * closefrom and close_range close the application's descriptors in the
  * range, DDPMODE ones through close (or mark them close-on-exec), and pass
- * the library's own by (fdtab.h): the spans between are one call each.
+ * the library's own by (libc/ownfd.h): the spans between are one call each.
  */
 static int close_span(unsigned first, unsigned last, int flags)
 {
-	int rc = 0, kept;
+	int rc = 0, kept, mine = -2, sock = -2; /* (-2: not looked for yet; -1: none left) */
 	bool own;
 
 	if (flags & ~(CLOSE_RANGE_CLOEXEC | CLOSE_RANGE_UNSHARE)) {
@@ -179,7 +180,12 @@ static int close_span(unsigned first, unsigned last, int flags)
 		return -1; /* (the table is this thread's own from here on) */
 	flags &= ~CLOSE_RANGE_UNSHARE;
 	while (first <= last) {
-		kept = esock_fd_next_kept(first, last, &own);
+		if (mine != -1 && mine < (int)first)
+			mine = esock_fd_next_own(first, last);
+		if (sock != -1 && sock < (int)first)
+			sock = esock_fdtab_next(first, last);
+		own = mine >= 0 && (sock < 0 || mine < sock);
+		kept = own ? mine : sock;
 		unsigned end = kept < 0 ? last : (unsigned)kept - 1;
 
 		if (kept != (int)first && REAL(close_range)(first, end, flags) < 0 && errno != ENOSYS)

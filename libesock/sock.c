@@ -13,9 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "libesock/ep.h"
+#include "endpoint/ep.h"
 #include "libesock/fdtab.h"
-#include "libesock/real.h"
+#include "libc/ownfd.h"
+#include "libc/real.h"
 #include "libesock/sock.h"
 #include "util/env.h"
 #include "util/log.h"

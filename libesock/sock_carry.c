@@ -13,7 +13,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "libesock/ep.h"
+#include "endpoint/ep.h"
 #include "libesock/sock.h"
 #include "util/log.h"
 

@@ -19,8 +19,8 @@
 
 #include <esock/rdmap.h>
 
-#include "libesock/ep.h"
-#include "libesock/real.h"
+#include "endpoint/ep.h"
+#include "libc/real.h"
 #include "libesock/sock.h"
 #include "libesock/sock_stat.h"
 #include "util/log.h"

@@ -41,9 +41,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "libesock/ep.h"
+#include "endpoint/ep.h"
 #include "libesock/fdtab.h"
-#include "libesock/real.h"
+#include "libc/ownfd.h"
+#include "libc/real.h"
 #include "libesock/sock.h"
 
 struct ep_entry {

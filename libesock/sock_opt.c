@@ -14,9 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libesock/ep.h"
-#include "libesock/fdtab.h"
-#include "libesock/real.h"
+#include "endpoint/ep.h"
+#include "libc/real.h"
 #include "libesock/sock.h"
 #include "util/log.h"
 

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libesock/ep.h"
-#include "libesock/real.h"
+#include "endpoint/ep.h"
+#include "libc/real.h"
 #include "libesock/sock.h"
 
 #define SMALL 32

@@ -38,7 +38,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "libesock/ep.h"
+#include "endpoint/ep.h"
 #include "libesock/sock.h"
 #include "util/log.h"
 

@@ -13,9 +13,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "libesock/ep.h"
-#include "libesock/fdtab.h"
-#include "libesock/real.h"
+#include "endpoint/ep.h"
+#include "libc/ownfd.h"
+#include "libc/real.h"
 #include "libesock/sock.h"
 #include "libesock/sock_stat.h"
 #include "util/log.h"

@@ -23,7 +23,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "libesock/real.h"
+#include "libc/real.h"
 #include "libesock/sock.h"
 #include "util/log.h"
 

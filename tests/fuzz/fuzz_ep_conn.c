@@ -25,7 +25,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "libesock/ep.h"
+#include "endpoint/ep.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target: the endpoint's whole receive path (libesock/ep_rx.c: MPA
+ * Fuzz target: the endpoint's whole receive path (endpoint/ep_rx.c: MPA
  * header-first parsing, DDP/RDMAP checks, placement straight into targets,
  * Read Requests, Terminates) fed from a socket.  The first input octet sets
  * CRC, markers and whether the QP is a responder; the rest is the peer's
@@ -20,7 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "libesock/ep.h"
+#include "endpoint/ep.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int ep_rx_init(struct esock_qp *qp);

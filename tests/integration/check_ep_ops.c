@@ -15,7 +15,7 @@
 
 #include <esock/mpa.h>
 
-#include "libesock/ep.h"
+#include "endpoint/ep.h"
 #include "tests/integration/ep_pair.h"
 #include "tests/unit/testutil.h"
 

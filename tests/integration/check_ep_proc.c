@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "libesock/ep.h"
+#include "endpoint/ep.h"
 #include "tests/integration/ep_pair.h"
 #include "tests/unit/testutil.h"
 

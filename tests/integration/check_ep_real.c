@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The endpoint reaches the C library only through its resolved-real table
- * (libesock/real.h): this program defines its own recv, send, recvmsg,
+ * (libc/real.h): this program defines its own recv, send, recvmsg,
  * sendmsg and poll, as libesock's interposer will, and counts the
  * calls that land in them while a pair of QPs connects, moves data both
  * ways, and is torn down.  Any count above zero would be a call that, under

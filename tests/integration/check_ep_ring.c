@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The lock-free ring of libesock/ep_ring.h under contention: several
+ * The lock-free ring of endpoint/ep_ring.h under contention: several
  * producer threads and several copying consumers move numbered items
  * through a small ring; every item must come out exactly once, each
  * producer's items in its order.  Also the single-thread edge cases: full,
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libesock/ep_ring.h"
+#include "endpoint/ep_ring.h"
 #include "tests/unit/testutil.h"
 
 #define PRODUCERS 4

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libesock/ep.h"
+#include "endpoint/ep.h"
 #include "tests/integration/ep_pair.h"
 #include "tests/unit/testutil.h"
 

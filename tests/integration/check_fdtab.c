@@ -3,17 +3,20 @@
  * The interposer's descriptor table (libesock/fdtab.[ch]): lookups of set,
  * cleared, negative and out-of-range descriptors, and readers racing
  * writers: a reader may see a slot before or after a write, never anything
- * else.
+ * else.  The library's own descriptors (libc/ownfd.[ch]) and the searches
+ * closefrom and close_range make over both.
  */
 #include "config.h"
 
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <unistd.h>
 
+#include "libc/ownfd.h"
 #include "libesock/fdtab.h"
 #include "tests/unit/testutil.h"
 
@@ -72,6 +75,44 @@ static void *reader(void *arg)
 	return NULL;
 }
 
+/* The next DDPMODE or own descriptor in a span, across pages and at its ends. */
+START_TEST(next_in_span)
+{
+	int fd = dup(0);
+
+	ck_assert_int_eq(esock_fdtab_init(), 0);
+	ck_assert_int_eq(esock_fdtab_next(0, ~0u), -1);
+	ck_assert_int_eq(esock_fdtab_set(7, fake(7)), 0);
+	ck_assert_int_eq(esock_fdtab_set(3000, fake(3000)), 0);
+	ck_assert_int_eq(esock_fdtab_next(0, ~0u), 7);
+	ck_assert_int_eq(esock_fdtab_next(7, 7), 7);
+	ck_assert_int_eq(esock_fdtab_next(8, ~0u), 3000);
+	ck_assert_int_eq(esock_fdtab_next(8, 2999), -1);
+	ck_assert_int_eq(esock_fdtab_next(3001, ~0u), -1);
+	ck_assert_ptr_eq(esock_fdtab_take(7), fake(7));
+	ck_assert_ptr_eq(esock_fdtab_take(3000), fake(3000));
+	ck_assert_int_eq(esock_fdtab_next(0, ~0u), -1);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert(!esock_fd_is_own(fd));
+	esock_fd_own(fd);
+	esock_fd_own(2500);
+	ck_assert(esock_fd_is_own(fd));
+	ck_assert(esock_fd_is_own(2500));
+	ck_assert(!esock_fd_is_own(-1));
+	ck_assert(!esock_fd_is_own(2501));
+	ck_assert_int_eq(esock_fd_next_own(0, ~0u), fd);
+	ck_assert_int_eq(esock_fd_next_own((unsigned)fd + 1, ~0u), 2500);
+	ck_assert_int_eq(esock_fd_next_own((unsigned)fd + 1, 2499), -1);
+	ck_assert_int_eq(esock_fd_close(fd), 0); /* forgets the mark, closes it */
+	ck_assert(!esock_fd_is_own(fd));
+	ck_assert_int_eq(fcntl(fd, F_GETFD), -1);
+	ck_assert_int_eq(esock_fd_next_own(0, ~0u), 2500);
+	ck_assert_int_eq(esock_fd_close(2500), -1); /* (never open: the mark goes all the same) */
+	ck_assert_int_eq(esock_fd_next_own(0, ~0u), -1);
+}
+END_TEST
+
 START_TEST(races)
 {
 	pthread_t w[2], r[2];
@@ -100,6 +141,7 @@ static Suite *suite(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, basics);
+	tcase_add_test(tc, next_in_span);
 	tcase_add_test(tc, races);
 	suite_add_tcase(s, tc);
 	return s;

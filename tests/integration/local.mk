@@ -41,7 +41,7 @@ tests_integration_check_ep_ring_LDADD = tests/unit/libtestutil.la $(CHECK_LIBS) 
 
 check_PROGRAMS += tests/integration/check_fdtab
 TESTS += tests/integration/check_fdtab
-tests_integration_check_fdtab_SOURCES = tests/integration/check_fdtab.c
+tests_integration_check_fdtab_SOURCES = tests/integration/check_fdtab.c libesock/fdtab.c
 tests_integration_check_fdtab_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_integration_check_fdtab_LDADD = $(EP_TEST_LDADD)
 

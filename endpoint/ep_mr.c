@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libesock/ep.h"
+#include "endpoint/ep.h"
 
 #define STAG_INDEX_MAX 0xffffffu /* 24 bits */
 #define PAGE_SHIFT 10

@@ -13,7 +13,7 @@
 #include <esock/mpa.h>
 #include <esock/rdmap.h>
 
-#include "libesock/ep_profile.h"
+#include "endpoint/ep_profile.h"
 
 #define RTR_ALL (ESOCK_MPA_RTR_SEND | ESOCK_MPA_RTR_WRITE | ESOCK_MPA_RTR_READ)
 

@@ -15,9 +15,9 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "libesock/ep.h"
-#include "libesock/ep_spare.h"
-#include "libesock/real.h"
+#include "endpoint/ep.h"
+#include "endpoint/ep_spare.h"
+#include "libc/real.h"
 
 struct ep_txwork *ep_txwork_get(bool crc, bool markers, uint32_t pos, bool pack)
 {

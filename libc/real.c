@@ -6,10 +6,11 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
-#include "libesock/fdtab.h"
-#include "libesock/real.h"
+#include "libc/ownfd.h"
+#include "libc/real.h"
 #include "util/log.h"
 
 struct esock_real esock_real;
@@ -19,12 +20,15 @@ static void *need(const char *name)
 	void *p = dlsym(RTLD_NEXT, name);
 
 	if (!p) {
-		/* No logging module here: it may not be set up; say it and stop. */
+		/*
+		 * No logging module here: it may not be set up; say it and stop.
+		 * The system call itself: write() would be the interposer's own.
+		 */
 		static const char msg[] = "esock: cannot resolve a C library function\n";
 
-		(void)!write(2, msg, sizeof(msg) - 1);
-		(void)!write(2, name, __builtin_strlen(name));
-		(void)!write(2, "\n", 1);
+		(void)!syscall(SYS_write, 2, msg, sizeof(msg) - 1);
+		(void)!syscall(SYS_write, 2, name, __builtin_strlen(name));
+		(void)!syscall(SYS_write, 2, "\n", 1);
 		abort();
 	}
 	return p;

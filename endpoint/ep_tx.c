@@ -17,8 +17,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "libesock/ep.h"
-#include "libesock/real.h"
+#include "endpoint/ep.h"
+#include "libc/real.h"
 #include "util/log.h"
 
 /* Writes what is left of the batch.  True once it is all out. */

@@ -39,8 +39,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "libesock/ep.h"
-#include "libesock/real.h"
+#include "endpoint/ep.h"
+#include "libc/real.h"
 #include "util/env.h"
 #include "util/log.h"
 

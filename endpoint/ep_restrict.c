@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "libesock/ep.h"
-#include "libesock/real.h"
+#include "endpoint/ep.h"
+#include "libc/real.h"
 #include "util/log.h"
 
 void ep_restrict(void)

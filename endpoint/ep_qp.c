@@ -17,9 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "libesock/ep.h"
-#include "libesock/fdtab.h"
-#include "libesock/real.h"
+#include "endpoint/ep.h"
+#include "libc/ownfd.h"
+#include "libc/real.h"
 #include "util/log.h"
 
 static void qp_free(struct esock_qp *qp)

@@ -6,8 +6,8 @@
  * connection holds neither; threads that serve QP after QP (the engine,
  * application threads) take and give back the same few blocks, no allocation.
  */
-#ifndef ESOCK_LIBESOCK_EP_SPARE_H
-#define ESOCK_LIBESOCK_EP_SPARE_H
+#ifndef ESOCK_ENDPOINT_EP_SPARE_H
+#define ESOCK_ENDPOINT_EP_SPARE_H
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -24,4 +24,4 @@ enum ep_spare_kind {
 void *ep_spare_get(enum ep_spare_kind kind, size_t size, bool *fresh);
 /* Keeps |p| as a spare of |kind|, or frees it when there are enough. */
 void ep_spare_put(enum ep_spare_kind kind, void *p);
-#endif /* ESOCK_LIBESOCK_EP_SPARE_H */
+#endif /* ESOCK_ENDPOINT_EP_SPARE_H */

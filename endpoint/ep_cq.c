@@ -18,9 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "libesock/ep.h"
-#include "libesock/fdtab.h"
-#include "libesock/real.h"
+#include "endpoint/ep.h"
+#include "libc/ownfd.h"
+#include "libc/real.h"
 #include "util/env.h"
 #include "util/log.h"
 

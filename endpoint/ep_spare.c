@@ -10,7 +10,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "libesock/ep_spare.h"
+#include "endpoint/ep_spare.h"
 
 #define SLOTS 4 /* per kind: the engine and a few application threads at once */
 

@@ -19,10 +19,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "libesock/ep.h"
-#include "libesock/ep_spare.h"
-#include "libesock/fdtab.h"
-#include "libesock/real.h"
+#include "endpoint/ep.h"
+#include "endpoint/ep_spare.h"
+#include "libc/ownfd.h"
+#include "libc/real.h"
 #include "util/env.h"
 #include "util/log.h"
 

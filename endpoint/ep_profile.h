@@ -5,8 +5,8 @@
  * scattered knobs.  Chosen by esock_conn_param.peer or $ESOCK_PEER;
  * docs/peer-profiles.md gives the facts behind each entry.
  */
-#ifndef ESOCK_LIBESOCK_EP_PROFILE_H
-#define ESOCK_LIBESOCK_EP_PROFILE_H
+#ifndef ESOCK_ENDPOINT_EP_PROFILE_H
+#define ESOCK_ENDPOINT_EP_PROFILE_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -34,4 +34,4 @@ const struct ep_profile *ep_profile_pick(const char *name);
 /* Every profile in turn (NULL after the last), for tools and tests. */
 const struct ep_profile *ep_profile_at(unsigned i);
 
-#endif /* ESOCK_LIBESOCK_EP_PROFILE_H */
+#endif /* ESOCK_ENDPOINT_EP_PROFILE_H */

@@ -13,8 +13,8 @@
  * in place; completions leave through the CQ's lock-free ring.  No lock on
  * the data path.
  */
-#ifndef ESOCK_LIBESOCK_EP_H
-#define ESOCK_LIBESOCK_EP_H
+#ifndef ESOCK_ENDPOINT_EP_H
+#define ESOCK_ENDPOINT_EP_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -27,8 +27,8 @@
 #include <esock/mpa.h>
 #include <esock/rdmap.h>
 
-#include "libesock/ep_profile.h"
-#include "libesock/ep_ring.h"
+#include "endpoint/ep_profile.h"
+#include "endpoint/ep_ring.h"
 
 #define EP_SGE_MAX 15          /* + the header piece = ESOCK_MPA_TX_PIECES_MAX */
 #define EP_DEPTH_DEFAULT 128
@@ -550,4 +550,4 @@ bool ep_connect_settling(const struct esock_qp *qp);
  */
 bool ep_spin(int64_t *spin_end);
 
-#endif /* ESOCK_LIBESOCK_EP_H */
+#endif /* ESOCK_ENDPOINT_EP_H */

@@ -20,9 +20,9 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "libesock/ep.h"
-#include "libesock/fdtab.h"
-#include "libesock/real.h"
+#include "endpoint/ep.h"
+#include "libc/ownfd.h"
+#include "libc/real.h"
 #include "util/log.h"
 
 static pthread_mutex_t tab_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -369,7 +369,7 @@ static void engine_start(void)
 	sigset_t all, old;
 
 	spin = poll && strcmp(poll, "spin") == 0;
-	if ((epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
+	if ((epfd = REAL(epoll_create1)(EPOLL_CLOEXEC)) < 0 ||
 	    (doorbell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
 	    REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, doorbell,
 		      &(struct epoll_event){ .events = EPOLLIN, .data.u32 = 0 }) < 0) {

@@ -16,9 +16,9 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#include "libesock/ep.h"
-#include "libesock/ep_spare.h"
-#include "libesock/real.h"
+#include "endpoint/ep.h"
+#include "endpoint/ep_spare.h"
+#include "libc/real.h"
 #include "util/byteorder.h"
 #include "util/log.h"
 

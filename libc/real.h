@@ -7,8 +7,8 @@
  * happens in a constructor, and again on first use for callers that run
  * before it; a missing symbol aborts with a message (never a call through NULL).
  */
-#ifndef ESOCK_LIBESOCK_REAL_H
-#define ESOCK_LIBESOCK_REAL_H
+#ifndef ESOCK_LIBC_REAL_H
+#define ESOCK_LIBC_REAL_H
 
 #include <poll.h>
 #include <signal.h>
@@ -82,4 +82,4 @@ void esock_real_init(void);
 #define REAL(fn) (__builtin_expect(esock_real.fn != NULL, 1) ? esock_real.fn \
 							   : (esock_real_init(), esock_real.fn))
 
-#endif /* ESOCK_LIBESOCK_REAL_H */
+#endif /* ESOCK_LIBC_REAL_H */

@@ -9,8 +9,8 @@
  * place (the slot is released only when its work request completes); the
  * CQ is taken by copy, by any number of consumers.
  */
-#ifndef ESOCK_LIBESOCK_EP_RING_H
-#define ESOCK_LIBESOCK_EP_RING_H
+#ifndef ESOCK_ENDPOINT_EP_RING_H
+#define ESOCK_ENDPOINT_EP_RING_H
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -122,4 +122,4 @@ static inline uint32_t ep_ring_count(const struct ep_ring *r)
 	return atomic_load(&((struct ep_ring *)r)->head) - atomic_load(&((struct ep_ring *)r)->tail);
 }
 
-#endif /* ESOCK_LIBESOCK_EP_RING_H */
+#endif /* ESOCK_ENDPOINT_EP_RING_H */
