@@ -6,6 +6,10 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/sendfile.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -34,57 +38,26 @@ static void *need(const char *name)
 	return p;
 }
 
+/* Each signature in calls.h is the C library's own (a typo would call through a wrong type). */
+#define ESOCK_LIBC(ret, name, params, kind) ESOCK_LIBC_CHECK_##kind(ret, name, params)
+#define ESOCK_LIBC_CHECK_WRAP(ret, name, params) ESOCK_LIBC_CHECK_REAL(ret, name, params)
+#define ESOCK_LIBC_CHECK_REAL(ret, name, params)                                          \
+	_Static_assert(__builtin_types_compatible_p(__typeof__(&name), ret(*) params), \
+		       #name " in libc/calls.h is not the C library's");
+#define ESOCK_LIBC_CHECK_SHIM(ret, name, params)
+#include "libc/calls.h"
+#undef ESOCK_LIBC
+
 static void resolve(void)
 {
 	struct esock_real r;
 
-	*(void **)&r.read = need("read");
-	*(void **)&r.write = need("write");
-	*(void **)&r.recv = need("recv");
-	*(void **)&r.send = need("send");
-	*(void **)&r.recvmsg = need("recvmsg");
-	*(void **)&r.sendmsg = need("sendmsg");
-	*(void **)&r.socket = need("socket");
-	*(void **)&r.bind = need("bind");
-	*(void **)&r.listen = need("listen");
-	*(void **)&r.connect = need("connect");
-	*(void **)&r.accept4 = need("accept4");
-	*(void **)&r.close = need("close");
-	*(void **)&r.shutdown = need("shutdown");
-	*(void **)&r.setsockopt = need("setsockopt");
-	*(void **)&r.getsockopt = need("getsockopt");
-	*(void **)&r.getsockname = need("getsockname");
-	*(void **)&r.getpeername = need("getpeername");
-	*(void **)&r.poll = need("poll");
-	*(void **)&r.epoll_ctl = need("epoll_ctl");
-	*(void **)&r.epoll_wait = need("epoll_wait");
-	*(void **)&r.readv = need("readv");
-	*(void **)&r.writev = need("writev");
-	*(void **)&r.recvfrom = need("recvfrom");
-	*(void **)&r.sendto = need("sendto");
-	*(void **)&r.sendfile = need("sendfile");
-	*(void **)&r.sendmmsg = need("sendmmsg");
-	*(void **)&r.recvmmsg = need("recvmmsg");
-	*(void **)&r.splice = need("splice");
-	*(void **)&r.accept = need("accept");
-	*(void **)&r.fcntl = need("fcntl");
-	*(void **)&r.ioctl = need("ioctl");
-	*(void **)&r.dup = need("dup");
-	*(void **)&r.dup2 = need("dup2");
-	*(void **)&r.dup3 = need("dup3");
-	*(void **)&r.ppoll = need("ppoll");
-	*(void **)&r.select = need("select");
-	*(void **)&r.pselect = need("pselect");
-	*(void **)&r.epoll_pwait = need("epoll_pwait");
-	*(void **)&r.epoll_create1 = need("epoll_create1");
-	*(void **)&r.epoll_create = need("epoll_create");
-	*(void **)&r.prctl = need("prctl");
-	*(void **)&r.execve = need("execve");
-	*(void **)&r.execvpe = need("execvpe");
-	*(void **)&r.fexecve = need("fexecve");
-	*(void **)&r.fdopen = need("fdopen");
-	*(void **)&r.vdprintf = need("vdprintf");
-	*(void **)&r.close_range = need("close_range");
+#define ESOCK_LIBC(ret, name, params, kind) ESOCK_LIBC_NEED_##kind(name)
+#define ESOCK_LIBC_NEED_WRAP(name) *(void **)&r.name = need(#name);
+#define ESOCK_LIBC_NEED_REAL(name) *(void **)&r.name = need(#name);
+#define ESOCK_LIBC_NEED_SHIM(name)
+#include "libc/calls.h"
+#undef ESOCK_LIBC
 	esock_real = r;
 }
 

@@ -15,7 +15,13 @@ libesock_la_SOURCES =
 nodist_EXTRA_libesock_la_SOURCES = dummy.c
 libesock_la_LIBADD = libesock_sock.la -ldl
 libesock_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 \
-	-Wl,--version-script=$(srcdir)/libesock/libesock.map
+	-Wl,--version-script=libesock/libesock.map
 EXTRA_libesock_la_DEPENDENCIES = libesock/libesock.map
-EXTRA_DIST += libesock/libesock.map
+EXTRA_DIST += libesock/libesock.map.in
+CLEANFILES += libesock/libesock.map
+# The exported libc names come from libc/calls.h (-undef: no predefined
+# macro such as "linux" may stand in for a name).
+libesock/libesock.map: $(srcdir)/libesock/libesock.map.in $(srcdir)/libc/calls.h
+	$(AM_V_GEN)$(MKDIR_P) libesock && \
+	$(CPP) -P -undef -I$(srcdir) -x c $(srcdir)/libesock/libesock.map.in >$@-t && mv $@-t $@
 

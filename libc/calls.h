@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Every C library function that libesock resolves past itself or
+ * interposes, one line each: the one place a new call is added.  No include
+ * guard: the includer defines ESOCK_LIBC(ret, name, params, kind) first.
+ *   kind WRAP: interposed (exported by libesock.so, its wrapper in
+ *              libesock/preload.c) and resolved for REAL(name);
+ *   kind REAL: only resolved (the library calls it, never interposes it);
+ *   kind SHIM: only interposed (the wrapper calls another REAL function).
+ * libc/real.h builds the table of REAL and WRAP entries, libc/real.c resolves
+ * it, and the build makes libesock.so's version script (libesock.map.in)
+ * from the WRAP and SHIM names, which tests/unit/exports.sh holds the
+ * library's exports against.
+ */
+ESOCK_LIBC(ssize_t, read, (int, void *, size_t), WRAP)
+ESOCK_LIBC(ssize_t, write, (int, const void *, size_t), WRAP)
+ESOCK_LIBC(ssize_t, recv, (int, void *, size_t, int), WRAP)
+ESOCK_LIBC(ssize_t, send, (int, const void *, size_t, int), WRAP)
+ESOCK_LIBC(ssize_t, recvmsg, (int, struct msghdr *, int), WRAP)
+ESOCK_LIBC(ssize_t, sendmsg, (int, const struct msghdr *, int), WRAP)
+ESOCK_LIBC(ssize_t, readv, (int, const struct iovec *, int), WRAP)
+ESOCK_LIBC(ssize_t, writev, (int, const struct iovec *, int), WRAP)
+ESOCK_LIBC(ssize_t, recvfrom, (int, void *, size_t, int, struct sockaddr *, socklen_t *), WRAP)
+ESOCK_LIBC(ssize_t, sendto, (int, const void *, size_t, int, const struct sockaddr *, socklen_t), WRAP)
+ESOCK_LIBC(ssize_t, sendfile, (int, int, off_t *, size_t), WRAP)
+ESOCK_LIBC(int, sendmmsg, (int, struct mmsghdr *, unsigned int, int), WRAP)
+ESOCK_LIBC(int, recvmmsg, (int, struct mmsghdr *, unsigned int, int, struct timespec *), WRAP)
+ESOCK_LIBC(ssize_t, splice, (int, loff_t *, int, loff_t *, size_t, unsigned int), WRAP)
+ESOCK_LIBC(int, socket, (int, int, int), WRAP)
+ESOCK_LIBC(int, bind, (int, const struct sockaddr *, socklen_t), REAL)
+ESOCK_LIBC(int, listen, (int, int), WRAP)
+ESOCK_LIBC(int, connect, (int, const struct sockaddr *, socklen_t), WRAP)
+ESOCK_LIBC(int, accept, (int, struct sockaddr *, socklen_t *), WRAP)
+ESOCK_LIBC(int, accept4, (int, struct sockaddr *, socklen_t *, int), WRAP)
+ESOCK_LIBC(int, close, (int), WRAP)
+ESOCK_LIBC(int, close_range, (unsigned, unsigned, int), WRAP)
+ESOCK_LIBC(int, shutdown, (int, int), WRAP)
+ESOCK_LIBC(int, setsockopt, (int, int, int, const void *, socklen_t), WRAP)
+ESOCK_LIBC(int, getsockopt, (int, int, int, void *, socklen_t *), WRAP)
+ESOCK_LIBC(int, getsockname, (int, struct sockaddr *, socklen_t *), REAL)
+ESOCK_LIBC(int, getpeername, (int, struct sockaddr *, socklen_t *), REAL)
+ESOCK_LIBC(int, fcntl, (int, int, ...), WRAP)
+ESOCK_LIBC(int, ioctl, (int, unsigned long, ...), WRAP)
+ESOCK_LIBC(int, dup, (int), WRAP)
+ESOCK_LIBC(int, dup2, (int, int), WRAP)
+ESOCK_LIBC(int, dup3, (int, int, int), WRAP)
+ESOCK_LIBC(int, poll, (struct pollfd *, nfds_t, int), WRAP)
+ESOCK_LIBC(int, ppoll, (struct pollfd *, nfds_t, const struct timespec *, const sigset_t *), WRAP)
+ESOCK_LIBC(int, select, (int, fd_set *, fd_set *, fd_set *, struct timeval *), WRAP)
+ESOCK_LIBC(int, pselect, (int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *), WRAP)
+ESOCK_LIBC(int, epoll_create, (int), WRAP)
+ESOCK_LIBC(int, epoll_create1, (int), WRAP)
+ESOCK_LIBC(int, epoll_ctl, (int, int, int, struct epoll_event *), WRAP)
+ESOCK_LIBC(int, epoll_wait, (int, struct epoll_event *, int, int), WRAP)
+ESOCK_LIBC(int, epoll_pwait, (int, struct epoll_event *, int, int, const sigset_t *), WRAP)
+ESOCK_LIBC(int, prctl, (int, ...), WRAP)
+ESOCK_LIBC(int, execve, (const char *, char *const[], char *const[]), WRAP)
+ESOCK_LIBC(int, execvpe, (const char *, char *const[], char *const[]), WRAP)
+ESOCK_LIBC(int, fexecve, (int, char *const[], char *const[]), WRAP)
+ESOCK_LIBC(FILE *, fdopen, (int, const char *), WRAP)
+ESOCK_LIBC(int, vdprintf, (int, const char *, va_list), WRAP)
+/* Interposed; their wrappers go through the calls above. */
+ESOCK_LIBC(ssize_t, sendfile64, (int, int, off_t *, size_t), SHIM)
+ESOCK_LIBC(int, fcntl64, (int, int, ...), SHIM)
+ESOCK_LIBC(int, epoll_pwait2, (int, struct epoll_event *, int, const struct timespec *, const sigset_t *), SHIM)
+ESOCK_LIBC(ssize_t, __read_chk, (int, void *, size_t, size_t), SHIM)
+ESOCK_LIBC(ssize_t, __recv_chk, (int, void *, size_t, size_t, int), SHIM)
+ESOCK_LIBC(ssize_t, __recvfrom_chk, (int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *), SHIM)
+ESOCK_LIBC(int, __poll_chk, (struct pollfd *, nfds_t, int, size_t), SHIM)
+ESOCK_LIBC(int, __ppoll_chk, (struct pollfd *, nfds_t, const struct timespec *, const sigset_t *, size_t), SHIM)
+ESOCK_LIBC(int, execv, (const char *, char *const[]), SHIM)
+ESOCK_LIBC(int, execvp, (const char *, char *const[]), SHIM)
+ESOCK_LIBC(int, execl, (const char *, const char *, ...), SHIM)
+ESOCK_LIBC(int, execlp, (const char *, const char *, ...), SHIM)
+ESOCK_LIBC(int, execle, (const char *, const char *, ...), SHIM)
+ESOCK_LIBC(int, dprintf, (int, const char *, ...), SHIM)
+ESOCK_LIBC(pid_t, vfork, (void), SHIM)
+ESOCK_LIBC(void, closefrom, (int), SHIM)
