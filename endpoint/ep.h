@@ -30,6 +30,8 @@
 #include "endpoint/ep_profile.h"
 #include "endpoint/ep_ring.h"
 
+struct esock_backend;
+
 #define EP_SGE_MAX 15          /* + the header piece = ESOCK_MPA_TX_PIECES_MAX */
 #define EP_DEPTH_DEFAULT 128
 #define EP_IRD_DEFAULT 8
@@ -44,11 +46,13 @@
 #define EP_LOCAL_RCVBUF_DEFAULT (1024 * 1024)
 
 struct esock_pd {
+	const struct esock_backend *be; /* first: iwarp/backend.h */
 	uint32_t id;
 	atomic_int refs; /* MRs and QPs */
 };
 
 struct esock_mr {
+	const struct esock_backend *be; /* first: iwarp/backend.h */
 	struct esock_pd *pd;
 	uint8_t *addr;
 	uint64_t len;
@@ -79,6 +83,7 @@ struct ep_cq_watch {
 };
 
 struct esock_cq {
+	const struct esock_backend *be; /* first: iwarp/backend.h */
 	struct ep_ring ring;   /* lock-free: many QPs produce, many threads poll */
 	struct esock_wc *wc;   /* slots */
 	atomic_bool overflow;
@@ -252,6 +257,7 @@ enum {
 };
 
 struct esock_qp {
+	const struct esock_backend *be; /* first: iwarp/backend.h */
 	uint32_t num;
 	struct esock_pd *pd;
 	struct esock_cq *scq, *rcq;
@@ -498,6 +504,7 @@ void ep_qpn_free(struct esock_qp *qp);
 
 /* ep_conn.c / ep_listen.c: the passive side's connection request. */
 struct esock_conn_req {
+	const struct esock_backend *be; /* first: iwarp/backend.h */
 	int fd;
 	uint8_t frame[ESOCK_MPA_FRAME_MAX];
 	size_t have;              /* octets of frame read so far */
@@ -549,5 +556,59 @@ bool ep_connect_settling(const struct esock_qp *qp);
  * a whole slice (then this thread does not spin for a second).
  */
 bool ep_spin(int64_t *spin_end);
+
+/*
+ * The user backend's side of esock/iwarp.h (ep_backend.c puts them in
+ * its table, iwarp/backend.h; what each does is told there).
+ */
+int user_pd_alloc(struct esock_pd **pd);
+int user_pd_free(struct esock_pd *pd);
+int user_mr_reg(struct esock_pd *pd, void *addr, size_t len, unsigned access, uint8_t key,
+		struct esock_mr **mr);
+uint32_t user_mr_stag(const struct esock_mr *mr);
+int user_mr_dereg(struct esock_mr *mr);
+int user_mr_invalidate(struct esock_pd *pd, uint32_t stag);
+int user_mr_rekey(struct esock_mr *mr, uint8_t key);
+bool user_mr_valid(const struct esock_mr *mr);
+int user_cq_create(int depth, struct esock_cq **cq);
+int user_cq_destroy(struct esock_cq *cq);
+int user_cq_poll(struct esock_cq *cq, int n, struct esock_wc *wc);
+int user_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_ms);
+int user_cq_fd(struct esock_cq *cq);
+int user_cq_arm(struct esock_cq *cq, bool solicited_only);
+int user_qp_create(const struct esock_qp_attr *a, struct esock_qp **out);
+int user_qp_destroy(struct esock_qp *qp);
+enum esock_qp_state user_qp_state(const struct esock_qp *qp);
+uint32_t user_qp_num(const struct esock_qp *qp);
+int user_qp_connect(struct esock_qp *qp, const struct sockaddr *addr, socklen_t addrlen,
+		const struct esock_conn_param *param);
+int user_qp_connect_fd(struct esock_qp *qp, int fd, const struct esock_conn_param *param);
+int user_qp_connect_start(struct esock_qp *qp, int fd, const struct esock_conn_param *param);
+int user_qp_connect_continue(struct esock_qp *qp);
+int user_qp_connect_wait_ms(const struct esock_qp *qp);
+int user_qp_conn_info(const struct esock_qp *qp, struct esock_conn_info *info);
+int user_qp_disconnect(struct esock_qp *qp);
+int user_qp_last_error(const struct esock_qp *qp, struct esock_qp_error *e);
+int user_post_send(struct esock_qp *qp, struct esock_send_wr *wr,
+		struct esock_send_wr **bad_wr);
+int user_post_recv(struct esock_qp *qp, struct esock_recv_wr *wr,
+		struct esock_recv_wr **bad_wr);
+int user_listen(const struct sockaddr *addr, socklen_t addrlen, int backlog,
+		struct esock_listener **out);
+int user_listener_from_fd(int fd, struct esock_listener **out);
+int user_listener_addr(const struct esock_listener *l, struct sockaddr_storage *ss);
+int user_listener_fd(const struct esock_listener *l);
+int user_listener_close(struct esock_listener *l);
+int user_listener_configure(struct esock_listener *l, const struct esock_listen_param *p);
+int user_listener_poll_fd(struct esock_listener *l);
+int user_listener_ready(struct esock_listener *l);
+int user_get_request(struct esock_listener *l, struct esock_conn_req **out, int timeout_ms);
+int user_request_from_fd(int fd, struct esock_conn_req **out);
+int user_conn_req_fd(const struct esock_conn_req *r);
+int user_conn_req_take_plain(struct esock_conn_req *r);
+int user_conn_req_info(const struct esock_conn_req *r, struct esock_conn_info *i);
+int user_accept(struct esock_conn_req *r, struct esock_qp *qp,
+		const struct esock_conn_param *param);
+int user_reject(struct esock_conn_req *r, const void *pd, uint16_t pd_len);
 
 #endif /* ESOCK_ENDPOINT_EP_H */

@@ -577,7 +577,7 @@ static int connect_on(struct esock_qp *qp, int fd, const struct esock_mpa_policy
 
 	while (rc == 0 && (rc = connect_step(qp)) == -EINPROGRESS) {
 		if (ep_connect_settling(qp)) {
-			int ms = esock_qp_connect_wait_ms(qp);
+			int ms = user_qp_connect_wait_ms(qp);
 			struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
 
 			nanosleep(&ts, NULL);
@@ -588,7 +588,7 @@ static int connect_on(struct esock_qp *qp, int fd, const struct esock_mpa_policy
 	return rc;
 }
 
-ESOCK_EXPORT int esock_qp_connect(struct esock_qp *qp, const struct sockaddr *addr,
+int user_qp_connect(struct esock_qp *qp, const struct sockaddr *addr,
 				  socklen_t addrlen, const struct esock_conn_param *param)
 {
 	struct esock_mpa_policy pol;
@@ -627,7 +627,7 @@ static int connect_fd_prepare(struct esock_qp *qp, int fd, const struct esock_co
 	return 0;
 }
 
-ESOCK_EXPORT int esock_qp_connect_fd(struct esock_qp *qp, int fd, const struct esock_conn_param *param)
+int user_qp_connect_fd(struct esock_qp *qp, int fd, const struct esock_conn_param *param)
 {
 	struct esock_mpa_policy pol;
 	int64_t deadline = deadline_of(param ? param->timeout_ms : 0);
@@ -636,7 +636,7 @@ ESOCK_EXPORT int esock_qp_connect_fd(struct esock_qp *qp, int fd, const struct e
 	return rc < 0 ? rc : connect_on(qp, fd, &pol, param, deadline);
 }
 
-ESOCK_EXPORT int esock_qp_connect_start(struct esock_qp *qp, int fd,
+int user_qp_connect_start(struct esock_qp *qp, int fd,
 					const struct esock_conn_param *param)
 {
 	struct esock_mpa_policy pol;
@@ -652,12 +652,12 @@ void ep_conn_move_fd(struct esock_qp *qp, int nfd)
 		qp->connecting->fd = nfd;
 }
 
-ESOCK_EXPORT int esock_qp_connect_continue(struct esock_qp *qp)
+int user_qp_connect_continue(struct esock_qp *qp)
 {
 	return qp ? connect_step(qp) : -EINVAL;
 }
 
-ESOCK_EXPORT int esock_qp_connect_wait_ms(const struct esock_qp *qp)
+int user_qp_connect_wait_ms(const struct esock_qp *qp)
 {
 	int64_t left;
 
@@ -690,7 +690,7 @@ static int bad_accept(struct esock_conn_req *r)
 	return -EINVAL;
 }
 
-ESOCK_EXPORT int esock_accept(struct esock_conn_req *r, struct esock_qp *qp,
+int user_accept(struct esock_conn_req *r, struct esock_qp *qp,
 			      const struct esock_conn_param *param)
 {
 	struct esock_mpa_policy pol;
@@ -731,7 +731,7 @@ ESOCK_EXPORT int esock_accept(struct esock_conn_req *r, struct esock_qp *qp,
 	return rc;
 }
 
-ESOCK_EXPORT int esock_reject(struct esock_conn_req *r, const void *pd, uint16_t pd_len)
+int user_reject(struct esock_conn_req *r, const void *pd, uint16_t pd_len)
 {
 	struct esock_mpa_frame rep = { .reply = true, .reject = true, .rev = r->req.rev,
 				       .crc = r->req.crc, .pd = pd, .pd_len = pd_len };

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "endpoint/ep.h"
+#include "iwarp/backend.h"
 #include "libc/ownfd.h"
 #include "libc/real.h"
 #include "util/env.h"
@@ -87,7 +88,7 @@ static int spin_us(void)
 	return s;
 }
 
-ESOCK_EXPORT int esock_cq_create(int depth, struct esock_cq **cq)
+int user_cq_create(int depth, struct esock_cq **cq)
 {
 	struct esock_cq *c;
 
@@ -103,11 +104,12 @@ ESOCK_EXPORT int esock_cq_create(int depth, struct esock_cq **cq)
 	}
 	atomic_init(&c->efd, -1); /* made when asked for (esock_cq_fd) */
 	pthread_mutex_init(&c->lock, NULL);
+	c->be = &esock_user_backend;
 	*cq = c;
 	return 0;
 }
 
-ESOCK_EXPORT int esock_cq_destroy(struct esock_cq *cq)
+int user_cq_destroy(struct esock_cq *cq)
 {
 	if (!cq)
 		return -EINVAL;
@@ -236,7 +238,7 @@ void ep_cq_kick(struct esock_cq *cq)
 		notify(cq);
 }
 
-ESOCK_EXPORT int esock_cq_poll(struct esock_cq *cq, int n, struct esock_wc *wc)
+int user_cq_poll(struct esock_cq *cq, int n, struct esock_wc *wc)
 {
 	uint32_t pos;
 	int got = 0;
@@ -249,7 +251,7 @@ ESOCK_EXPORT int esock_cq_poll(struct esock_cq *cq, int n, struct esock_wc *wc)
 	return got || !atomic_load_explicit(&cq->overflow, memory_order_relaxed) ? got : -EOVERFLOW;
 }
 
-ESOCK_EXPORT int esock_cq_fd(struct esock_cq *cq)
+int user_cq_fd(struct esock_cq *cq)
 {
 	int fd = atomic_load(&cq->efd), none = -1;
 
@@ -282,9 +284,9 @@ bool ep_cq_arm(struct esock_cq *cq, bool solicited_only)
 	return ep_ring_count(&cq->ring) > 0;
 }
 
-ESOCK_EXPORT int esock_cq_arm(struct esock_cq *cq, bool solicited_only)
+int user_cq_arm(struct esock_cq *cq, bool solicited_only)
 {
-	int fd = esock_cq_fd(cq); /* arming asks for a notification: its eventfd */
+	int fd = user_cq_fd(cq); /* arming asks for a notification: its eventfd */
 
 	if (fd < 0)
 		return fd;
@@ -472,7 +474,7 @@ static int progress_pinned(struct esock_cq *cq, struct esock_qp **qps, int *m, i
 			qps[i--] = qps[--*m];
 		}
 	}
-	return esock_cq_poll(cq, n, wc);
+	return user_cq_poll(cq, n, wc);
 }
 
 /*
@@ -483,13 +485,13 @@ static int progress_pinned(struct esock_cq *cq, struct esock_qp **qps, int *m, i
  * a wake-up (~26 µs here).  Then it sleeps in poll() on the sockets and the
  * CQ's eventfd, reads what arrived, and returns at the first completion.
  */
-ESOCK_EXPORT int esock_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_ms)
+int user_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_ms)
 {
 	struct esock_qp *qps[WAIT_FDS];
 	int64_t t, end, spin_end;
 	int m, got, rc, efd;
 
-	if ((got = esock_cq_poll(cq, n, wc)))
+	if ((got = user_cq_poll(cq, n, wc)))
 		return got;
 	/* One clock read per round: a 64-octet round trip is only ~15 µs. */
 	t = now_us();
@@ -522,7 +524,7 @@ ESOCK_EXPORT int esock_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, 
 					left = (int)l;
 			}
 		sleeper_add(cq, efd);
-		if ((got = esock_cq_poll(cq, n, wc))) {
+		if ((got = user_cq_poll(cq, n, wc))) {
 			sleeper_del(cq, efd);
 			break;
 		}

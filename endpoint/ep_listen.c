@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "endpoint/ep.h"
+#include "iwarp/backend.h"
 #include "libc/ownfd.h"
 #include "libc/real.h"
 #include "util/env.h"
@@ -41,6 +42,7 @@
 #define PENDING_MAX_DEFAULT 4096
 
 struct esock_listener {
+	const struct esock_backend *be; /* first: iwarp/backend.h */
 	int fd;                  /* the listening TCP socket */
 	bool own;                /* made by esock_listen: closed with the listener */
 	pthread_mutex_t lock;    /* everything below */
@@ -257,6 +259,7 @@ static void adopt(struct esock_listener *l, int fd, const struct sockaddr_storag
 		ep_close_reset(fd);
 		return;
 	}
+	r->be = &esock_user_backend;
 	r->fd = fd;
 	r->remote = *peer;
 	r->sniffing = l->sniff_ms > 0;
@@ -427,12 +430,13 @@ static int listener_new(int fd, bool own, struct esock_listener **out)
 	if (!l)
 		return -ENOMEM;
 	pthread_once(&once, atfork_once);
+	l->be = &esock_user_backend;
 	l->fd = fd;
 	l->own = own;
 	l->epfd = l->tfd = -1;
 	l->next_deadline = l->armed_deadline = -1;
 	pthread_mutex_init(&l->lock, NULL);
-	esock_listener_configure(l, NULL);
+	user_listener_configure(l, NULL);
 	pthread_mutex_lock(&all_lock);
 	l->next = all;
 	all = l;
@@ -441,7 +445,7 @@ static int listener_new(int fd, bool own, struct esock_listener **out)
 	return 0;
 }
 
-ESOCK_EXPORT int esock_listen(const struct sockaddr *addr, socklen_t addrlen, int backlog,
+int user_listen(const struct sockaddr *addr, socklen_t addrlen, int backlog,
 			      struct esock_listener **out)
 {
 	int one = 1, fd, rc;
@@ -462,14 +466,14 @@ ESOCK_EXPORT int esock_listen(const struct sockaddr *addr, socklen_t addrlen, in
 	return rc;
 }
 
-ESOCK_EXPORT int esock_listener_from_fd(int fd, struct esock_listener **out)
+int user_listener_from_fd(int fd, struct esock_listener **out)
 {
 	if (fd < 0 || !out)
 		return -EINVAL;
 	return listener_new(fd, false, out);
 }
 
-ESOCK_EXPORT int esock_listener_configure(struct esock_listener *l, const struct esock_listen_param *p)
+int user_listener_configure(struct esock_listener *l, const struct esock_listen_param *p)
 {
 	static const struct esock_listen_param none;
 
@@ -503,19 +507,19 @@ ESOCK_EXPORT int esock_listener_configure(struct esock_listener *l, const struct
 	return 0;
 }
 
-ESOCK_EXPORT int esock_listener_addr(const struct esock_listener *l, struct sockaddr_storage *ss)
+int user_listener_addr(const struct esock_listener *l, struct sockaddr_storage *ss)
 {
 	socklen_t len = sizeof(*ss);
 
 	return REAL(getsockname)(l->fd, (struct sockaddr *)ss, &len) < 0 ? -errno : 0;
 }
 
-ESOCK_EXPORT int esock_listener_fd(const struct esock_listener *l)
+int user_listener_fd(const struct esock_listener *l)
 {
 	return l->fd;
 }
 
-ESOCK_EXPORT int esock_listener_poll_fd(struct esock_listener *l)
+int user_listener_poll_fd(struct esock_listener *l)
 {
 	int rc;
 
@@ -525,7 +529,7 @@ ESOCK_EXPORT int esock_listener_poll_fd(struct esock_listener *l)
 	return rc < 0 ? rc : l->epfd;
 }
 
-ESOCK_EXPORT int esock_listener_ready(struct esock_listener *l)
+int user_listener_ready(struct esock_listener *l)
 {
 	int rc;
 
@@ -552,7 +556,7 @@ uint64_t ep_listener_completed(const struct esock_listener *l)
 	return l->completed;
 }
 
-ESOCK_EXPORT int esock_listener_close(struct esock_listener *l)
+int user_listener_close(struct esock_listener *l)
 {
 	struct esock_listener **pp;
 
@@ -579,7 +583,7 @@ ESOCK_EXPORT int esock_listener_close(struct esock_listener *l)
 	return 0;
 }
 
-ESOCK_EXPORT int esock_get_request(struct esock_listener *l, struct esock_conn_req **out,
+int user_get_request(struct esock_listener *l, struct esock_conn_req **out,
 				   int timeout_ms)
 {
 	int64_t deadline = timeout_ms < 0 ? -1 : ep_now_ms() + timeout_ms;
@@ -609,7 +613,7 @@ ESOCK_EXPORT int esock_get_request(struct esock_listener *l, struct esock_conn_r
 	}
 }
 
-ESOCK_EXPORT int esock_request_from_fd(int fd, struct esock_conn_req **out)
+int user_request_from_fd(int fd, struct esock_conn_req **out)
 {
 	struct esock_conn_req *r;
 	struct esock_term t = { 0 };
@@ -622,6 +626,7 @@ ESOCK_EXPORT int esock_request_from_fd(int fd, struct esock_conn_req **out)
 	ep_tune_socket(fd);
 	if (!(r = calloc(1, sizeof(*r))))
 		return -ENOMEM;
+	r->be = &esock_user_backend;
 	r->fd = fd;
 	/* A timeout guards the Request, whatever the caller's wait (and even with "none"). */
 	deadline = ep_now_ms() + (guard_ms < 0 ? EP_TIMEOUT_DEFAULT_MS : guard_ms);
@@ -652,7 +657,7 @@ ESOCK_EXPORT int esock_request_from_fd(int fd, struct esock_conn_req **out)
 	return 0;
 }
 
-ESOCK_EXPORT int esock_conn_req_fd(const struct esock_conn_req *r)
+int user_conn_req_fd(const struct esock_conn_req *r)
 {
 	return r ? r->fd : -EINVAL;
 }
@@ -671,7 +676,7 @@ int ep_conn_req_lowest_fd(struct esock_conn_req *r)
 	return r->fd = fd;
 }
 
-ESOCK_EXPORT int esock_conn_req_take_plain(struct esock_conn_req *r)
+int user_conn_req_take_plain(struct esock_conn_req *r)
 {
 	int fd;
 
@@ -682,7 +687,7 @@ ESOCK_EXPORT int esock_conn_req_take_plain(struct esock_conn_req *r)
 	return fd;
 }
 
-ESOCK_EXPORT int esock_conn_req_info(const struct esock_conn_req *r, struct esock_conn_info *i)
+int user_conn_req_info(const struct esock_conn_req *r, struct esock_conn_info *i)
 {
 	memset(i, 0, sizeof(*i));
 	i->mpa_rev = r->req.rev;

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "endpoint/ep.h"
+#include "iwarp/backend.h"
 
 #define STAG_INDEX_MAX 0xffffffu /* 24 bits */
 #define PAGE_SHIFT 10
@@ -53,7 +54,7 @@ static void mr_atfork(void)
 	pthread_atfork(fork_lock, fork_unlock, fork_unlock);
 }
 
-ESOCK_EXPORT int esock_pd_alloc(struct esock_pd **pd)
+int user_pd_alloc(struct esock_pd **pd)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct esock_pd *p = calloc(1, sizeof(*p));
@@ -62,6 +63,7 @@ ESOCK_EXPORT int esock_pd_alloc(struct esock_pd **pd)
 	if (!p)
 		return -ENOMEM;
 	p->id = atomic_fetch_add(&pd_ids, 1) + 1;
+	p->be = &esock_user_backend;
 	*pd = p;
 	return 0;
 }
@@ -115,7 +117,7 @@ static uint32_t index_alloc(void)
 	return i;
 }
 
-ESOCK_EXPORT int esock_pd_free(struct esock_pd *pd)
+int user_pd_free(struct esock_pd *pd)
 {
 	if (!pd)
 		return -EINVAL;
@@ -125,7 +127,7 @@ ESOCK_EXPORT int esock_pd_free(struct esock_pd *pd)
 	return 0;
 }
 
-ESOCK_EXPORT int esock_mr_reg(struct esock_pd *pd, void *addr, size_t len, unsigned access,
+int user_mr_reg(struct esock_pd *pd, void *addr, size_t len, unsigned access,
 			      uint8_t key, struct esock_mr **mr)
 {
 	const unsigned all = ESOCK_ACCESS_LOCAL_WRITE | ESOCK_ACCESS_REMOTE_WRITE |
@@ -139,6 +141,7 @@ ESOCK_EXPORT int esock_mr_reg(struct esock_pd *pd, void *addr, size_t len, unsig
 		return -EINVAL;
 	if (!(m = calloc(1, sizeof(*m))))
 		return -ENOMEM;
+	m->be = &esock_user_backend;
 	m->pd = pd;
 	m->addr = addr;
 	m->len = len;
@@ -160,12 +163,12 @@ ESOCK_EXPORT int esock_mr_reg(struct esock_pd *pd, void *addr, size_t len, unsig
 	return 0;
 }
 
-ESOCK_EXPORT uint32_t esock_mr_stag(const struct esock_mr *mr)
+uint32_t user_mr_stag(const struct esock_mr *mr)
 {
 	return mr->stag;
 }
 
-ESOCK_EXPORT int esock_mr_dereg(struct esock_mr *mr)
+int user_mr_dereg(struct esock_mr *mr)
 {
 	if (!mr)
 		return -EINVAL;
@@ -209,7 +212,7 @@ static int invalidate(const struct esock_pd *pd, uint32_t stag, bool remote)
 	return rc;
 }
 
-ESOCK_EXPORT int esock_mr_invalidate(struct esock_pd *pd, uint32_t stag)
+int user_mr_invalidate(struct esock_pd *pd, uint32_t stag)
 {
 	return invalidate(pd, stag, false);
 }
@@ -219,7 +222,7 @@ int ep_mr_invalidate_remote(const struct esock_pd *pd, uint32_t stag)
 	return invalidate(pd, stag, true);
 }
 
-ESOCK_EXPORT int esock_mr_rekey(struct esock_mr *mr, uint8_t key)
+int user_mr_rekey(struct esock_mr *mr, uint8_t key)
 {
 	pthread_mutex_lock(&mr_lock);
 	mr->stag = (mr->stag & ~0xffu) | key;
@@ -229,7 +232,7 @@ ESOCK_EXPORT int esock_mr_rekey(struct esock_mr *mr, uint8_t key)
 	return 0;
 }
 
-ESOCK_EXPORT bool esock_mr_valid(const struct esock_mr *mr)
+bool user_mr_valid(const struct esock_mr *mr)
 {
 	struct esock_ddp_region r;
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "endpoint/ep.h"
+#include "iwarp/backend.h"
 #include "libc/ownfd.h"
 #include "libc/real.h"
 #include "util/log.h"
@@ -35,7 +36,7 @@ static void qp_free(struct esock_qp *qp)
 	free(qp);
 }
 
-ESOCK_EXPORT int esock_qp_create(const struct esock_qp_attr *a, struct esock_qp **out)
+int user_qp_create(const struct esock_qp_attr *a, struct esock_qp **out)
 {
 	struct esock_qp *qp;
 	uint32_t sqd, rqd;
@@ -49,6 +50,7 @@ ESOCK_EXPORT int esock_qp_create(const struct esock_qp_attr *a, struct esock_qp 
 		return -EINVAL;
 	if (!(qp = calloc(1, sizeof(*qp))))
 		return -ENOMEM;
+	qp->be = &esock_user_backend;
 	qp->max_sge = a->max_sge ? a->max_sge : 4;
 	qp->max_recv_sge = a->max_recv_sge ? a->max_recv_sge : qp->max_sge;
 	qp->sq_stride = (uint32_t)(sizeof(struct ep_sqe) + qp->max_sge * sizeof(struct esock_sge));
@@ -74,7 +76,7 @@ ESOCK_EXPORT int esock_qp_create(const struct esock_qp_attr *a, struct esock_qp 
 	return 0;
 }
 
-ESOCK_EXPORT int esock_qp_destroy(struct esock_qp *qp)
+int user_qp_destroy(struct esock_qp *qp)
 {
 	if (!qp)
 		return -EINVAL;
@@ -115,17 +117,17 @@ ESOCK_EXPORT int esock_qp_destroy(struct esock_qp *qp)
 	return 0;
 }
 
-ESOCK_EXPORT enum esock_qp_state esock_qp_state(const struct esock_qp *qp)
+enum esock_qp_state user_qp_state(const struct esock_qp *qp)
 {
 	return (enum esock_qp_state)atomic_load(&qp->state);
 }
 
-ESOCK_EXPORT uint32_t esock_qp_num(const struct esock_qp *qp)
+uint32_t user_qp_num(const struct esock_qp *qp)
 {
 	return qp->num;
 }
 
-ESOCK_EXPORT int esock_qp_conn_info(const struct esock_qp *qp, struct esock_conn_info *info)
+int user_qp_conn_info(const struct esock_qp *qp, struct esock_conn_info *info)
 {
 	if (!qp->info_valid)
 		return -ENOTCONN;
@@ -133,7 +135,7 @@ ESOCK_EXPORT int esock_qp_conn_info(const struct esock_qp *qp, struct esock_conn
 	return 0;
 }
 
-ESOCK_EXPORT int esock_qp_last_error(const struct esock_qp *qp, struct esock_qp_error *e)
+int user_qp_last_error(const struct esock_qp *qp, struct esock_qp_error *e)
 {
 	if (!qp->has_err)
 		return -ENOENT;
@@ -402,7 +404,7 @@ static int queue_send(struct esock_qp *qp, const struct esock_send_wr *wr)
 	return 0;
 }
 
-ESOCK_EXPORT int esock_post_send(struct esock_qp *qp, struct esock_send_wr *wr,
+int user_post_send(struct esock_qp *qp, struct esock_send_wr *wr,
 				 struct esock_send_wr **bad_wr)
 {
 	int rc = 0, st = atomic_load(&qp->state);
@@ -444,7 +446,7 @@ static int queue_recv(struct esock_qp *qp, const struct esock_recv_wr *wr)
 	return 0;
 }
 
-ESOCK_EXPORT int esock_post_recv(struct esock_qp *qp, struct esock_recv_wr *wr,
+int user_post_recv(struct esock_qp *qp, struct esock_recv_wr *wr,
 				 struct esock_recv_wr **bad_wr)
 {
 	int rc = 0;
@@ -461,7 +463,7 @@ ESOCK_EXPORT int esock_post_recv(struct esock_qp *qp, struct esock_recv_wr *wr,
 	return rc;
 }
 
-ESOCK_EXPORT int esock_qp_disconnect(struct esock_qp *qp)
+int user_qp_disconnect(struct esock_qp *qp)
 {
 	int st = atomic_load(&qp->state);
 
@@ -470,15 +472,4 @@ ESOCK_EXPORT int esock_qp_disconnect(struct esock_qp *qp)
 	atomic_store(&qp->state, ESOCK_QPS_CLOSING);
 	ep_qp_progress(qp, EP_WANT_TX);
 	return 0;
-}
-
-ESOCK_EXPORT const char *esock_wc_status_str(enum esock_wc_status st)
-{
-	static const char *const names[] = {
-		"success", "local length error", "local protection error",
-		"local QP operation error", "flush error", "remote access error",
-		"remote operation error", "fatal error",
-	};
-
-	return (unsigned)st < sizeof(names) / sizeof(names[0]) ? names[st] : "unknown status";
 }

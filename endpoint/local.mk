@@ -1,12 +1,14 @@
 # endpoint/: the user-level endpoint (include/esock/iwarp.h over kernel TCP):
 # queue pairs, completion queues, registration, listeners and the progress
-# engine, built on the wire codecs.  libesock_ep.la is linked by the tools and
-# the tests as it is, and by libesock.so under the socket layer.
+# engine, built on the wire codecs; and iwarp/, the API handed to the backend
+# of each object (the user-level one here).  libesock_ep.la is linked by the
+# tools and the tests as it is, and by libesock.so under the socket layer.
 noinst_LTLIBRARIES += libesock_ep.la
 libesock_ep_la_SOURCES = endpoint/ep.h endpoint/ep_ring.h endpoint/ep_profile.h endpoint/ep_profile.c \
 	endpoint/ep_mr.c endpoint/ep_cq.c endpoint/ep_qp.c endpoint/ep_conn.c endpoint/ep_listen.c \
 	endpoint/ep_tx.c endpoint/ep_txbatch.c endpoint/ep_spare.h endpoint/ep_spare.c endpoint/ep_rx.c \
-	endpoint/ep_engine.c endpoint/ep_sockbuf.c endpoint/ep_restrict.c
+	endpoint/ep_engine.c endpoint/ep_sockbuf.c endpoint/ep_restrict.c endpoint/ep_backend.c \
+	iwarp/backend.h iwarp/dispatch.c iwarp/choose.c
 libesock_ep_la_LIBADD = libesock_libc.la libesock_core.la -lpthread
 
 # Fuzz target over the endpoint's receive path (a QP fed from a socketpair).

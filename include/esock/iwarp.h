@@ -468,6 +468,17 @@ ESOCK_EXPORT int esock_post_recv(struct esock_qp *qp, struct esock_recv_wr *wr,
 /* Names for logs: "success", "flush error", ... */
 ESOCK_EXPORT const char *esock_wc_status_str(enum esock_wc_status st);
 
+/*
+ * The backend that carries |qp| or |l|: "user" (the user-level endpoint
+ * over kernel TCP) or "verbs" (rdma-core: kernel siw or an RNIC); NULL for
+ * NULL.  New PDs, CQs and listeners get $ESOCK_BACKEND (user, verbs, auto;
+ * default auto), a QP its PD's; a PD, its MRs and a QP's CQs are of one
+ * backend (-EINVAL otherwise).  A backend asked for but not built in: the
+ * creating call fails with -ENODEV.
+ */
+ESOCK_EXPORT const char *esock_qp_backend(const struct esock_qp *qp);
+ESOCK_EXPORT const char *esock_listener_backend(const struct esock_listener *l);
+
 #ifdef __cplusplus
 }
 #endif

@@ -51,6 +51,12 @@ tests_integration_check_ep_scale_SOURCES = tests/integration/check_ep_scale.c
 tests_integration_check_ep_scale_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_integration_check_ep_scale_LDADD = $(EP_TEST_LDADD) -lpthread
 
+check_PROGRAMS += tests/integration/check_backend
+TESTS += tests/integration/check_backend
+tests_integration_check_backend_SOURCES = tests/integration/check_backend.c
+tests_integration_check_backend_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_integration_check_backend_LDADD = $(EP_TEST_LDADD)
+
 check_PROGRAMS += tests/integration/check_ep_real
 TESTS += tests/integration/check_ep_real
 tests_integration_check_ep_real_SOURCES = tests/integration/check_ep_real.c

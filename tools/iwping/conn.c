@@ -256,7 +256,7 @@ void iwping_print_conn(struct iwping_conn *c)
 		return;
 	getnameinfo((const struct sockaddr *)&ci.remote, sizeof(ci.remote), host, sizeof(host), port,
 		    sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV);
-	iwping_dbg(c->o, "connected to %s port %s", host, port);
+	iwping_dbg(c->o, "connected to %s port %s (backend %s)", host, port, esock_qp_backend(c->qp));
 	iwping_dbg(c->o, "connected: MPA rev %u%s, CRC %s, markers tx %s rx %s, IRD %u ORD %u,"
 		   " RTR %s, peer profile %s", ci.mpa_rev, ci.enhanced ? " (RFC 6581)" : "",
 		   ci.crc ? "on" : "off", ci.markers_tx ? "on" : "off", ci.markers_rx ? "on" : "off",

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/* The user-level endpoint as a backend of esock/iwarp.h (iwarp/backend.h). */
+#include "config.h"
+
+#include "endpoint/ep.h"
+#include "iwarp/backend.h"
+
+const struct esock_backend esock_user_backend = {
+	.name = "user",
+	.pd_alloc = user_pd_alloc,
+	.pd_free = user_pd_free,
+	.mr_reg = user_mr_reg,
+	.mr_stag = user_mr_stag,
+	.mr_dereg = user_mr_dereg,
+	.mr_invalidate = user_mr_invalidate,
+	.mr_rekey = user_mr_rekey,
+	.mr_valid = user_mr_valid,
+	.cq_create = user_cq_create,
+	.cq_destroy = user_cq_destroy,
+	.cq_poll = user_cq_poll,
+	.cq_wait = user_cq_wait,
+	.cq_fd = user_cq_fd,
+	.cq_arm = user_cq_arm,
+	.qp_create = user_qp_create,
+	.qp_destroy = user_qp_destroy,
+	.qp_state = user_qp_state,
+	.qp_num = user_qp_num,
+	.qp_connect = user_qp_connect,
+	.qp_connect_fd = user_qp_connect_fd,
+	.qp_connect_start = user_qp_connect_start,
+	.qp_connect_continue = user_qp_connect_continue,
+	.qp_connect_wait_ms = user_qp_connect_wait_ms,
+	.qp_conn_info = user_qp_conn_info,
+	.qp_disconnect = user_qp_disconnect,
+	.qp_last_error = user_qp_last_error,
+	.post_send = user_post_send,
+	.post_recv = user_post_recv,
+	.listen = user_listen,
+	.listener_from_fd = user_listener_from_fd,
+	.listener_addr = user_listener_addr,
+	.listener_fd = user_listener_fd,
+	.listener_close = user_listener_close,
+	.listener_configure = user_listener_configure,
+	.listener_poll_fd = user_listener_poll_fd,
+	.listener_ready = user_listener_ready,
+	.get_request = user_get_request,
+	.request_from_fd = user_request_from_fd,
+	.conn_req_fd = user_conn_req_fd,
+	.conn_req_take_plain = user_conn_req_take_plain,
+	.conn_req_info = user_conn_req_info,
+	.accept = user_accept,
+	.reject = user_reject,
+};
