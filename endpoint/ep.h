@@ -29,6 +29,7 @@
 
 #include "endpoint/ep_profile.h"
 #include "endpoint/ep_ring.h"
+#include "endpoint/ep_sock.h"
 
 struct esock_backend;
 
@@ -38,7 +39,6 @@ struct esock_backend;
 #define EP_ORD_DEFAULT 8
 #define EP_IRD_MAX 128
 #define EP_CTRL_MAX 128        /* whole ULPDU of a Read Request / Terminate */
-#define EP_STAGE_LEN 8192       /* a read of the stage and a partial header before it */
 #define EP_DIRECT_MIN 2048     /* payload left worth a recv straight into place */
 #define EP_TIMEOUT_DEFAULT_MS 10000
 #define EP_REATTACH_MS 2          /* engine takes a detached QP back after this */
@@ -106,12 +106,6 @@ void ep_cq_push(struct esock_cq *cq, const struct esock_wc *wc, bool solicited);
  * and its descriptor and watchers (poll, epoll sets) hear nothing.
  */
 void ep_cq_push_quiet(struct esock_cq *cq, const struct esock_wc *wc);
-void ep_cq_kick(struct esock_cq *cq);
-/* Adds / removes a watcher (|fn| runs under the CQ's lock: it must not take it). 0 or -ENOMEM. */
-int ep_cq_watch(struct esock_cq *cq, void (*fn)(void *arg, int key), void *arg, int key);
-void ep_cq_unwatch(struct esock_cq *cq, void *arg, int key);
-/* Arms |cq| like esock_cq_arm without making it an eventfd; true when completions wait. */
-bool ep_cq_arm(struct esock_cq *cq, bool solicited_only);
 int ep_cq_bind(struct esock_cq *cq, struct esock_qp *qp);
 void ep_cq_unbind(struct esock_cq *cq, struct esock_qp *qp);
 
@@ -239,22 +233,6 @@ int ep_batch_frame(struct ep_batch *b, struct esock_mpa_tx *tx, const struct iov
 /* Writes what is left: 1 all out, 0 the socket is full, or -errno. */
 int ep_batch_write(struct ep_batch *b, int fd);
 
-/*
- * An internal send flag (never the application's: esock_post_send keeps it
- * for the socket layer's own sends): a successful completion wakes only a
- * thread asleep in esock_cq_wait, not the CQ's descriptor or watchers,
- * unless qp->want_room.  An echo server's epoll_wait then wakes for
- * messages, not for the completions of its own writes.
- */
-#define EP_SEND_QUIET 0x80000000u
-
-enum {
-	EP_WANT_RX = 0x1,
-	EP_WANT_TX = 0x2,
-	EP_WANT_FLUSH = 0x4,
-	EP_WANT_DRAIN = 0x8, /* with RX: read until EAGAIN (edge-triggered callers) */
-	EP_WANT_ENGINE = 0x10, /* the engine asks: void once it let go of the QP (ep_engine_del) */
-};
 
 struct esock_qp {
 	const struct esock_backend *be; /* first: iwarp/backend.h */
@@ -379,45 +357,10 @@ struct esock_qp {
 };
 
 /* ep_qp.c */
-void ep_qp_progress(struct esock_qp *qp, unsigned want);
-/*
- * fork(): takes the QP's progress token (waits for its holder, whose work
- * never blocks), so that the child's copy is not caught half-way through a
- * receive or send; released in both processes after the fork.  Wishes left
- * meanwhile stay for the next progress call.
- */
-void ep_qp_quiesce(struct esock_qp *qp);
-/* A corked RTR (rtr_cork) goes now: the application waits for input. */
-void ep_qp_uncork(struct esock_qp *qp);
 /* ep_engine.c: |qp| corked its RTR; every corked RTR of the process goes (a thread sleeps). */
 void ep_cork_note(struct esock_qp *qp);
-extern atomic_int ep_ncorked;
-void ep_uncork_all_slow(void);
-static inline void ep_uncork_all(void)
-{
-	if (atomic_load_explicit(&ep_ncorked, memory_order_relaxed))
-		ep_uncork_all_slow();
-}
-/*
- * Lets go of the token.  Wishes left meanwhile wait for the next call on
- * the QP (ep_qp_serve): after a fork, only the process that goes on using
- * a connection may serve them (the other one's reads would take octets
- * that are not its own).
- */
-void ep_qp_unquiesce(struct esock_qp *qp);
 /* In a forked child's thread: the quiesces its parent thread held are gone. */
 void ep_qp_fork_child_thread(void);
-/*
- * Serves wishes left for the token holder while nobody held it any more
- * (a fork's quiesce): every call on a connection does, so that a send
- * posted during a fork leaves (seen: a connect that finished during one
- * left its RTR unsent, and the peer waited for it for good).
- */
-static inline void ep_qp_serve(struct esock_qp *qp)
-{
-	if (atomic_load_explicit(&qp->want, memory_order_relaxed))
-		ep_qp_progress(qp, 0);
-}
 void ep_qp_fail(struct esock_qp *qp, const struct esock_term *t, bool send_term, int err,
 		enum esock_wc_status first_status);
 void ep_qp_complete_sq(struct esock_qp *qp);
@@ -425,20 +368,6 @@ void ep_qp_flush(struct esock_qp *qp);
 void ep_qp_flush_rq(struct esock_qp *qp);
 int ep_qp_start(struct esock_qp *qp, int fd, bool initiator);
 
-/* What a quiet QP in RTS must remember to go on in another image (ep_conn.c). */
-struct ep_qp_snap {
-	struct esock_conn_info info; /* (info.peer: NULL here, the profile's name below) */
-	char prof[16];
-	uint32_t msn_tx[3], msn_rx[3];
-	uint32_t next_msn[ESOCK_DDP_QN_MAX];
-	int64_t hold_left_ms;        /* tx_hold: how long the first FPDU may still take */
-	uint64_t fpdus;
-	bool tx_hold, rtr_pending, rx_wait, half_close, tx_pack;
-	uint32_t stage_len;          /* octets read from TCP, not yet handled (at an FPDU start) */
-	uint8_t stage[EP_STAGE_LEN];
-};
-int ep_qp_snapshot(struct esock_qp *qp, struct ep_qp_snap *sn, bool keep);
-int ep_qp_resume(struct esock_qp *qp, int fd, const struct ep_qp_snap *sn);
 /* The Read queues for qp->info's IRD and ORD.  0 or -ENOMEM. */
 int ep_qp_reads_init(struct esock_qp *qp);
 void ep_qp_update_mulpdu(struct esock_qp *qp);
@@ -456,43 +385,11 @@ bool ep_sockbuf_same_host(const struct sockaddr_storage *local,
 void ep_sockbuf_tune(struct esock_qp *qp);
 
 /* ep_engine.c */
-int ep_engine_add(struct esock_qp *qp);
-/*
- * Restricted system calls (a sandboxed process: the application installed a
- * seccomp filter, as sshd's pre-auth child does, or ESOCK_RESTRICTED=1):
- * from then on the process's connections use only read, write, poll and
- * shutdown on their sockets, as the application itself does: no engine
- * thread or epoll set is started, waits poll the sockets (no eventfd, no
- * spinning with sched_yield), input is read with read() after a poll that
- * says it is there, output written with write() piece by piece after a poll
- * that says there is room, and no socket option is looked at.  One-way:
- * a filter cannot be taken back.  ep_restrict_io() wraps the socket I/O.
- */
-extern atomic_bool ep_restricted;
-void ep_restrict(void);
-/*
- * getsockopt for the library's own looks at a socket: -EPERM without a
- * system call once restricted (so a sandboxed process keeps its defaults),
- * else 0 or -errno.
- */
-int ep_getsockopt(int fd, int level, int name, void *val, socklen_t *len);
 void ep_engine_stop(void);
 ssize_t ep_restricted_read(int fd, void *buf, size_t len);
 ssize_t ep_restricted_writev(int fd, const struct iovec *iov, int cnt);
 /* Test seam: when set, called inside ep_engine_add after the epoll ADD (tests widen that window). */
 extern void (*ep_engine_add_gap)(struct esock_qp *qp);
-void ep_engine_del(struct esock_qp *qp);
-/* True when QPs may leave their input to their callers (the engine does not busy-poll). */
-bool ep_engine_lazy_ok(void);
-/* The engine's interest in |qp| follows a change of qp->lazy or qp->tx_hold. */
-void ep_engine_refresh(struct esock_qp *qp);
-/*
- * Moves |qp| to descriptor |nfd| (a dup of its socket) while it runs: the
- * progress token is taken, the engine watches |nfd| instead; |drive|: then
- * serve what was wished meanwhile (not for a copy from fork that another
- * process may be using).  0 or -errno.
- */
-int ep_engine_move(struct esock_qp *qp, int nfd, bool drive);
 /* ep_conn.c: an active MPA exchange in progress goes on on |nfd|. */
 void ep_conn_move_fd(struct esock_qp *qp, int nfd);
 void ep_engine_want_out(struct esock_qp *qp, bool on);
@@ -521,12 +418,6 @@ struct esock_conn_req {
 	bool keep_fd;
 };
 /*
- * Moves the request's connection to the lowest free descriptor (accept's
- * rule: the listener accepted it earlier, when lower ones may have been in
- * use).  Returns that descriptor (the request keeps it) or -errno.
- */
-int ep_conn_req_lowest_fd(struct esock_conn_req *r);
-/*
  * Reads what |fd| has towards one start frame (Request or Reply) into
  * buf[*have..] without blocking and without reading past the frame.
  * Returns 1 when the frame is whole, 0 when more octets are needed,
@@ -535,27 +426,8 @@ int ep_conn_req_lowest_fd(struct esock_conn_req *r);
 int ep_frame_read(int fd, uint8_t *buf, size_t *have);
 /* The MPA timeout: $ESOCK_MPA_TIMEOUT_MS (-1: none), else 10 s. */
 int ep_mpa_timeout_ms(void);
-/* TCP_NODELAY on a connection's socket. */
-void ep_tune_socket(int fd);
 /* Abortive close: the peer sees a reset, as siw does for a bad start frame. */
 void ep_close_reset(int fd);
-/* Requests a listener made ready so far (edge-triggered readiness). */
-uint64_t ep_listener_completed(const struct esock_listener *l);
-/* Connections the listener has ready to hand out (no system call). */
-size_t ep_listener_pending(struct esock_listener *l);
-
-/* Time helper for timeouts (ms since an arbitrary start). */
-int64_t ep_now_ms(void);
-/* An initiator that has the Reply and waits before its first FPDU (a peer profile's delay). */
-bool ep_connect_settling(const struct esock_qp *qp);
-/*
- * One round of a waiter's spin before it sleeps (ep_cq.c): yields the CPU
- * (on one CPU the peer runs and answers; across CPUs the answer is caught
- * without a wake-up).  |*spin_end| starts at 0.  False once the spin is
- * over: ESOCK_SPIN_US passed, or a yield lost the CPU to a busy thread for
- * a whole slice (then this thread does not spin for a second).
- */
-bool ep_spin(int64_t *spin_end);
 
 /*
  * The user backend's side of esock/iwarp.h (ep_backend.c puts them in

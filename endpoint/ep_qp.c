@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "endpoint/ep.h"
+#include "endpoint/ep_ops.h"
 #include "iwarp/backend.h"
 #include "libc/ownfd.h"
 #include "libc/real.h"
@@ -241,12 +242,8 @@ void ep_qp_unquiesce(struct esock_qp *qp)
 
 static void push_sq_wc(struct esock_qp *qp, const struct ep_sqe *e)
 {
-	static const enum esock_wc_opcode op[] = {
-		[ESOCK_WR_SEND] = ESOCK_WC_SEND, [ESOCK_WR_SEND_SE] = ESOCK_WC_SEND,
-		[ESOCK_WR_SEND_INV] = ESOCK_WC_SEND, [ESOCK_WR_SEND_SE_INV] = ESOCK_WC_SEND,
-		[ESOCK_WR_RDMA_WRITE] = ESOCK_WC_RDMA_WRITE, [ESOCK_WR_RDMA_READ] = ESOCK_WC_RDMA_READ,
-	};
-	struct esock_wc wc = { .wr_id = e->wr_id, .status = e->status, .opcode = op[e->opcode],
+	struct esock_wc wc = { .wr_id = e->wr_id, .status = e->status,
+			       .opcode = ep_wr_op(e->opcode)->wc,
 			       .byte_len = (uint32_t)e->len, .qp_num = qp->num };
 
 	if (e->status == ESOCK_WC_SUCCESS && (e->flags & EP_SEND_QUIET) &&
@@ -378,13 +375,12 @@ static int queue_send(struct esock_qp *qp, const struct esock_send_wr *wr)
 	uint32_t pos;
 	struct ep_sqe *e;
 	uint64_t len;
-	unsigned need = wr->opcode == ESOCK_WR_RDMA_READ ? ESOCK_ACCESS_LOCAL_WRITE : 0;
+	const struct ep_wr_op *op = ep_wr_op(wr->opcode);
 	int rc;
 
-	if ((unsigned)wr->opcode > ESOCK_WR_RDMA_READ ||
-	    (wr->opcode == ESOCK_WR_RDMA_READ && wr->num_sge > 1))
+	if (!op || (op->sge_max && wr->num_sge > op->sge_max))
 		return -EINVAL;
-	if ((rc = check_sges(qp, wr->sg_list, wr->num_sge, qp->max_sge, need, &len)) < 0)
+	if ((rc = check_sges(qp, wr->sg_list, wr->num_sge, qp->max_sge, op->sge_access, &len)) < 0)
 		return rc;
 	if (!ep_ring_claim(&qp->sqr, &pos))
 		return -ENOMEM;

@@ -17,6 +17,7 @@
 #include <sys/uio.h>
 
 #include "endpoint/ep.h"
+#include "endpoint/ep_ops.h"
 #include "endpoint/ep_spare.h"
 #include "libc/real.h"
 #include "util/byteorder.h"
@@ -182,28 +183,27 @@ static int send_check(const struct esock_qp *qp, const struct esock_ddp_hdr *h)
 static void on_place_hdr(struct esock_qp *qp, const uint8_t *peek, size_t n, size_t hl)
 {
 	struct ep_rx_cur *c = &qp->rxc;
+	const struct ep_rx_op *op = ep_rx_op(c->m.opcode);
 	struct esock_ddp_placed pl;
-	uint32_t access = 0;
 	uint8_t *dst;
 	int rc;
 
 	c->kind = EP_RX_PLACE;
 	c->payload_len = c->ulpdu_len - hl;
-	if (c->m.opcode == ESOCK_RDMAP_WRITE)
-		access = ESOCK_DDP_ACCESS_REMOTE_WRITE;
-	else if (c->m.opcode == ESOCK_RDMAP_READ_RESP) {
-		access = ESOCK_DDP_ACCESS_LOCAL_WRITE;
+	if (op->kind == EP_RXK_READ_RESP) {
 		if ((rc = resp_check(qp, &c->m.ddp, c->payload_len)) >= 0)
 			return term_at(qp, ESOCK_TERM_LAYER_DDP, ESOCK_TERM_DDP_ETYPE_TAGGED, (uint8_t)rc,
 				       ESOCK_TERM_HDRCT_M | ESOCK_TERM_HDRCT_D, peek, c->ulpdu_len);
-	} else if (!c->m.ddp.tagged && (rc = send_check(qp, &c->m.ddp)) >= 0) {
+	} else if (op->kind != EP_RXK_WRITE && !c->m.ddp.tagged &&
+		   (rc = send_check(qp, &c->m.ddp)) >= 0) {
 		return term_at(qp, ESOCK_TERM_LAYER_DDP, ESOCK_TERM_DDP_ETYPE_UNTAGGED, (uint8_t)rc,
 			       ESOCK_TERM_HDRCT_M | ESOCK_TERM_HDRCT_D, peek, c->ulpdu_len);
 	}
-	rc = esock_ddp_place_prepare(&qp->place, &c->m.ddp, c->payload_len, access, &dst, &pl);
+	rc = esock_ddp_place_prepare(&qp->place, &c->m.ddp, c->payload_len, op->place_access, &dst,
+				     &pl);
 	if (rc < 0)
 		return ep_tx_terminate(qp, esock_ddp_place_term(&qp->place), peek, c->ulpdu_len);
-	if (c->m.opcode == ESOCK_RDMAP_READ_RESP) {
+	if (op->kind == EP_RXK_READ_RESP) {
 		qp->resp_got += c->payload_len;
 	} else if (!c->m.ddp.tagged) {
 		qp->mo_rx = c->m.ddp.last ? 0 : qp->mo_rx + (uint32_t)c->payload_len;
@@ -293,11 +293,12 @@ static void deliver_recvs(struct esock_qp *qp, unsigned flags, uint32_t inval)
 static void end_send(struct esock_qp *qp)
 {
 	const struct esock_rdmap_msg *m = &qp->rxc.m;
-	unsigned flags = 0;
+	const struct ep_rx_op *op = ep_rx_op(m->opcode);
+	unsigned flags = op->wc_flags;
 
 	if (!m->ddp.last)
 		return;
-	if (m->opcode == ESOCK_RDMAP_SEND_INV || m->opcode == ESOCK_RDMAP_SEND_SE_INV) {
+	if (op->inval) {
 		if (ep_mr_invalidate_remote(qp->pd, m->inval_stag) < 0)
 			return term_at(qp, ESOCK_TERM_LAYER_RDMAP, ESOCK_TERM_RDMAP_ETYPE_PROTECTION,
 				       ESOCK_TERM_RDMAP_CANT_INVALIDATE,
@@ -305,8 +306,6 @@ static void end_send(struct esock_qp *qp)
 				       qp->rxc.ulpdu_len);
 		flags |= ESOCK_WC_WITH_INV;
 	}
-	if (m->opcode == ESOCK_RDMAP_SEND_SE || m->opcode == ESOCK_RDMAP_SEND_SE_INV)
-		flags |= ESOCK_WC_SOLICITED;
 	deliver_recvs(qp, flags, m->inval_stag);
 }
 
@@ -396,9 +395,9 @@ static void end_ctrl(struct esock_qp *qp)
 			       ESOCK_TERM_DDP_U_MSN_RANGE, ESOCK_TERM_HDRCT_M | ESOCK_TERM_HDRCT_D,
 			       c->ctrl, c->ctrl_len);
 	qp->msn_rx[qn]++;
-	if (c->m.opcode == ESOCK_RDMAP_READ_REQ)
+	if (ep_rx_op(c->m.opcode)->kind == EP_RXK_READ_REQ)
 		on_read_req(qp, &c->m, c->ctrl, c->ctrl_len);
-	else if (c->m.opcode == ESOCK_RDMAP_TERMINATE)
+	else if (ep_rx_op(c->m.opcode)->kind == EP_RXK_TERMINATE)
 		on_terminate(qp, &c->m);
 	else /* decoded with RFC 7306 off: cannot happen */
 		term_at(qp, ESOCK_TERM_LAYER_RDMAP, ESOCK_TERM_RDMAP_ETYPE_OPERATION,
@@ -422,7 +421,7 @@ static void on_end(struct esock_qp *qp)
 		end_ctrl(qp);
 	else if (c->kind == EP_RX_PLACE && !c->m.ddp.tagged)
 		end_send(qp);
-	else if (c->kind == EP_RX_PLACE && c->m.opcode == ESOCK_RDMAP_READ_RESP)
+	else if (c->kind == EP_RX_PLACE && ep_rx_op(c->m.opcode)->kind == EP_RXK_READ_RESP)
 		end_read_resp(qp);
 	c->kind = EP_RX_NONE;
 }

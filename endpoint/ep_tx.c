@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 
 #include "endpoint/ep.h"
+#include "endpoint/ep_ops.h"
 #include "libc/real.h"
 #include "util/log.h"
 
@@ -87,7 +88,7 @@ static void msg_done(struct esock_qp *qp)
 		struct ep_sqe *e = c->sqe;
 
 		e->sent = true;
-		if (e->opcode != ESOCK_WR_RDMA_READ) {
+		if (!ep_wr_op(e->opcode)->read) { /* (a Read is done when its Response is in) */
 			e->done = true;
 			e->status = ESOCK_WC_SUCCESS;
 		}
@@ -120,23 +121,18 @@ static void seg_start(struct esock_qp *qp, struct esock_rdmap_msg *m, uint64_t l
 /* Starts the send WR |e|: header template and segmentation. */
 static void start_sqe(struct esock_qp *qp, struct ep_sqe *e)
 {
-	static const uint8_t op[] = {
-		[ESOCK_WR_SEND] = ESOCK_RDMAP_SEND, [ESOCK_WR_SEND_SE] = ESOCK_RDMAP_SEND_SE,
-		[ESOCK_WR_SEND_INV] = ESOCK_RDMAP_SEND_INV,
-		[ESOCK_WR_SEND_SE_INV] = ESOCK_RDMAP_SEND_SE_INV,
-		[ESOCK_WR_RDMA_WRITE] = ESOCK_RDMAP_WRITE, [ESOCK_WR_RDMA_READ] = ESOCK_RDMAP_READ_REQ,
-	};
+	const struct ep_wr_op *op = ep_wr_op(e->opcode);
 	struct esock_rdmap_msg m;
 
-	esock_rdmap_msg_init(&m, op[e->opcode]);
+	esock_rdmap_msg_init(&m, op->rdmap);
 	qp->txc.kind = EP_TX_SQ;
 	qp->txc.sqe = e;
 	qp->txc.sge = e->sge;
 	qp->txc.num_sge = e->num_sge;
-	if (e->opcode == ESOCK_WR_RDMA_WRITE) {
+	if (op->tagged) {
 		m.ddp.stag = e->rkey;
 		m.ddp.to = e->remote_addr;
-	} else if (e->opcode == ESOCK_WR_RDMA_READ) {
+	} else if (op->read) {
 		m.ddp.msn = qp->msn_tx[ESOCK_DDP_QN_READ_REQ]++;
 		qp->orq[(qp->orq_head + qp->orq_n++) % qp->orq_cap] = qp->sq_tx;
 		qp->txc.num_sge = 0; /* the Read Request carries no payload */
@@ -149,7 +145,7 @@ static void start_sqe(struct esock_qp *qp, struct ep_sqe *e)
 		m.inval_stag = e->inval_stag;
 		m.ddp.ulp_word = e->inval_stag;
 	}
-	seg_start(qp, &m, e->opcode == ESOCK_WR_RDMA_READ ? 0 : e->len);
+	seg_start(qp, &m, op->read ? 0 : e->len);
 }
 
 static void start_read_resp(struct esock_qp *qp)
@@ -200,7 +196,7 @@ static bool sq_ready(struct esock_qp *qp, struct ep_sqe **out)
 	e = EP_SQE(qp, qp->sq_tx);
 	if ((e->flags & ESOCK_SEND_FENCE) && qp->orq_n)
 		return false;
-	if (e->opcode == ESOCK_WR_RDMA_READ && qp->orq_n >= qp->info.ord)
+	if (ep_wr_op(e->opcode)->read && qp->orq_n >= qp->info.ord)
 		return false;
 	*out = e;
 	return true;

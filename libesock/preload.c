@@ -24,7 +24,7 @@
 #include <alloca.h>
 #include <unistd.h>
 
-#include "endpoint/ep.h"
+#include "endpoint/ep_sock.h"
 #include "libesock/fdtab.h"
 #include "libc/ownfd.h"
 #include "libc/real.h"

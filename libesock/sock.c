@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "endpoint/ep.h"
+#include "endpoint/ep_sock.h"
 #include "libesock/fdtab.h"
 #include "libc/ownfd.h"
 #include "libc/real.h"
@@ -189,7 +189,7 @@ void sock_linger_set(struct esock_sock *s, const void *val, socklen_t len)
 		pthread_mutex_lock(&s->lock);
 		s->linger_abort = l.l_onoff && l.l_linger == 0;
 		if (s->qp)
-			s->qp->linger_abort = s->linger_abort;
+			ep_qp_set_linger(s->qp, s->linger_abort);
 		pthread_mutex_unlock(&s->lock);
 	}
 }
@@ -309,14 +309,14 @@ static void fd_gone(struct esock_sock *s, int fd)
 		esock_fd_own(nfd);
 	if (nfd < 0) {
 		log_error("fd %d: cannot keep the connection past this close: %s", fd, strerror(errno));
-	} else if ((qp = s->qp) && qp->fd == fd && qp->fd_borrowed) {
+	} else if ((qp = s->qp) && ep_qp_fd(qp) == fd && ep_qp_fd_borrowed(qp)) {
 		/*
 		 * A copy from fork nobody used here (suspended) is not driven: the
 		 * other process may be the one using the connection (git daemon
 		 * --serve closes its 0 and 1 while upload-pack, its child, speaks).
 		 */
 		if (ep_engine_move(qp, nfd, !s->suspended) == 0) {
-			qp->fd_borrowed = false;
+			ep_qp_set_fd(qp, nfd, false);
 			s->fd = nfd;
 		} else {
 			log_error("fd %d: cannot move the connection to fd %d", fd, nfd);
@@ -354,9 +354,9 @@ int sock_release_fd(int fd)
 		 * all).  The descriptor is closed now: the connection lets go
 		 * of it (no engine watch, no further use of the number).
 		 */
-		if (s->qp && s->qp->fd == fd) {
+		if (s->qp && ep_qp_fd(s->qp) == fd) {
 			ep_engine_del(s->qp);
-			s->qp->fd = -1;
+			ep_qp_set_fd(s->qp, -1, ep_qp_fd_borrowed(s->qp));
 		}
 		atomic_store(&s->release_deferred, true);
 		return 0;

@@ -64,7 +64,7 @@ struct user_op;
 struct ep_qp_snap;
 struct sock_share;
 
-/* Receive buffers posted at first (sock_data.c: the target grows when they ran out). */
+/* Receive buffers posted at first (sock_pool.c: the target grows when they ran out). */
 #define SOCK_RPOST_START 8
 
 #define SOCK_SLOT_SIZE 65536
@@ -190,7 +190,7 @@ void *sock_region_alloc(size_t len);
 void sock_region_free(void *p, size_t len);
 /* The extended API is in use on |s| (lock held): the engine reads its QP from now on. */
 void sock_api_async(struct esock_sock *s);
-/* Reads what its QP has waiting (a lazy QP: sock_data.c), then takes completions.  Lock held. */
+/* Reads what its QP has waiting (a lazy QP: sock_wc.c), then takes completions.  Lock held. */
 void sock_pull(struct esock_sock *s);
 /* Slots held for Sends that will never complete (the QP is gone) go back. */
 void sock_slots_release(struct esock_sock *s);
@@ -276,7 +276,7 @@ void sock_share_fork_prepare(struct esock_sock *s);
 int sock_share_claim(struct esock_sock *s);
 bool sock_share_leave(struct esock_sock *s, bool *quiesced);
 void sock_share_exit(struct esock_sock *s);
-/* sock_conn.c / sock_data.c, for it */
+/* sock_conn.c / sock_wc.c, for it */
 int sock_conn_resume(struct esock_sock *s, const struct ep_qp_snap *sn);
 int sock_pool_inject(struct esock_sock *s, const void *data, uint32_t len);
 void sock_handle_wc(struct esock_sock *s, const struct esock_wc *wc);
@@ -301,7 +301,7 @@ int sock_accept(struct esock_sock *ls, struct sockaddr *addr, socklen_t *len, in
 unsigned sock_listen_ready(struct esock_sock *ls, unsigned events); /* POLLIN: a connection to take */
 void sock_teardown(struct esock_sock *s, bool graceful);
 
-/* sock_data.c (return octets or -errno) */
+/* sock_recv.c, sock_send.c, sock_ready.c, sock_conn.c (octets or -errno) */
 ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags,
 		  int *msg_flags);
 ssize_t sock_send(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags);
@@ -316,6 +316,25 @@ void sock_pool_post_all(struct esock_sock *s);
 void sock_pool_forget(struct esock_sock *s);
 void sock_pool_repost(struct esock_sock *s);
 int sock_resume(struct esock_sock *s);       /* after fork: drive it in this process */
+/* sock_pool.c: a consumed buffer back (|now|: post at once), the pool opened to its target. */
+void sock_pool_return(struct esock_sock *s, uint32_t idx, bool now);
+void sock_pool_open(struct esock_sock *s);
+void sock_slot_done(struct esock_sock *s, uint32_t id);
+/*
+ * sock_wc.c: waits (lock held on entry and exit) up to a slice for
+ * completions; 0, -EINTR, or -EBADF when the socket was closed meanwhile.
+ */
+int sock_wait_some(struct esock_sock *s, int64_t end);
+/* What a data call checks first (lock held): 0, SOCK_FELL_BACK, or -errno. */
+#define SOCK_FELL_BACK 1 /* the connect fell back to plain TCP while the call waited */
+int sock_usable(struct esock_sock *s);
+/* sock_recv.c: the call on a connection that fell back to plain TCP, to the kernel (unlocks). */
+ssize_t sock_plain_io(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags,
+		      bool out, int *msg_flags);
+/* SO_RCVTIMEO or SO_SNDTIMEO as a deadline in ep_now_ms() time, or -1. */
+int64_t sock_timeo_deadline(int ms);
+/* sock_send.c: whether our sends' completions are news (a writer found no room). */
+void sock_room_wanted(struct esock_sock *s, bool on);
 
 /* sock_ready.c */
 int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms);

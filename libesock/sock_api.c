@@ -18,7 +18,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "endpoint/ep.h"
+#include "endpoint/ep_sock.h"
 #include "libc/ownfd.h"
 #include "libc/real.h"
 #include "libesock/sock.h"
@@ -396,8 +396,8 @@ static int api_eq_poll(int h, struct esock_event *ev, int n, int timeout_ms)
 void sock_api_async(struct esock_sock *s)
 {
 	s->async_api = true;
-	if (s->qp && s->qp->lazy) {
-		s->qp->lazy = false;
+	if (s->qp && ep_qp_lazy(s->qp)) {
+		ep_qp_set_lazy(s->qp, false);
 		ep_engine_refresh(s->qp);
 		ep_qp_progress(s->qp, EP_WANT_RX | EP_WANT_DRAIN); /* what came while it was lazy */
 	}

@@ -13,7 +13,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "endpoint/ep.h"
+#include "endpoint/ep_sock.h"
 #include "libesock/sock.h"
 #include "util/log.h"
 

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "endpoint/ep.h"
+#include "endpoint/ep_sock.h"
 #include "libc/ownfd.h"
 #include "libc/real.h"
 #include "libesock/sock.h"
@@ -76,7 +76,7 @@ static bool peer_agrees(void *arg, const struct esock_conn_info *info)
 	struct esock_sock *s = arg;
 
 	heard(s, info->private_data, info->private_data_len);
-	s->qp->tx_pack = s->peer_esock;
+	ep_qp_set_pack(s->qp, s->peer_esock);
 	if (!s->peer_esock)
 		sock_pool_post_all(s); /* RDMA rules: its Sends must find receives posted */
 	return s->peer_esock;
@@ -134,12 +134,11 @@ static int new_qp(struct esock_sock *s)
 	qa.sq_sig_all = true;
 	if ((rc = esock_qp_create(&qa, &s->qp)) < 0)
 		return rc;
-	s->qp->fd_borrowed = true; /* it runs on the application's descriptor */
-	s->qp->linger_known = true; /* (followed by sock_linger_set) */
-	s->qp->linger_abort = s->linger_abort;
-	s->qp->lazy = ep_engine_lazy_ok() && !s->async_api;
-	/* Our RTR goes with the first message (ep.h): every wait for input here pushes it. */
-	s->qp->rtr_cork = !s->async_api;
+	ep_qp_set_fd(s->qp, -1, true); /* it will run on the application's descriptor */
+	ep_qp_set_linger(s->qp, s->linger_abort); /* (followed by sock_linger_set) */
+	ep_qp_set_lazy(s->qp, ep_engine_lazy_ok() && !s->async_api);
+	/* Our RTR goes with the first message (ep_sock.h): every wait for input here pushes it. */
+	ep_qp_set_rtr_cork(s->qp, !s->async_api);
 	return 0;
 }
 
@@ -202,10 +201,10 @@ int sock_conn_resume(struct esock_sock *s, const struct ep_qp_snap *sn)
 	int rc, fd = s->fd;
 
 	if (s->qp) {
-		fd = s->qp->fd;
-		borrowed = s->qp->fd_borrowed;
+		fd = ep_qp_fd(s->qp);
+		borrowed = ep_qp_fd_borrowed(s->qp);
 		ep_engine_del(s->qp);
-		s->qp->fd = -1; /* (its destruction must not touch the socket) */
+		ep_qp_set_fd(s->qp, -1, borrowed); /* (its destruction must not touch the socket) */
 		esock_qp_destroy(s->qp);
 		s->qp = NULL;
 		sock_pool_forget(s);
@@ -217,7 +216,7 @@ int sock_conn_resume(struct esock_sock *s, const struct ep_qp_snap *sn)
 	}
 	if ((rc = ep_qp_resume(s->qp, fd, sn)) < 0)
 		return rc;
-	s->qp->fd_borrowed = borrowed;
+	ep_qp_set_fd(s->qp, ep_qp_fd(s->qp), borrowed);
 	if (!s->peer_esock)
 		sock_pool_post_all(s); /* RDMA rules: a plain peer's Sends find receives posted */
 	s->st = SOCK_CONNECTED;
@@ -557,7 +556,7 @@ static int hand_mpa(struct esock_sock *ls, struct esock_conn_req *req, int flags
 		return rc;
 	}
 	conn_param(s, &p, pd);
-	req->keep_fd = true;
+	ep_conn_req_keep_fd(req);
 	if ((rc = esock_accept(req, s->qp, &p)) < 0) {
 		log_warn("fd %d: MPA accept failed (%s); connection closed", fd, strerror(-rc));
 		sock_close_fd(fd);
@@ -631,9 +630,9 @@ void sock_teardown(struct esock_sock *s, bool graceful)
 		if (others || s->suspended) {
 			/* A copy from fork: the other process may own the connection. */
 			ep_engine_del(qp);
-			if (qp->fd >= 0 && !qp->fd_borrowed)
-				esock_fd_close(qp->fd);
-			qp->fd = -1;
+			if (ep_qp_fd(qp) >= 0 && !ep_qp_fd_borrowed(qp))
+				esock_fd_close(ep_qp_fd(qp));
+			ep_qp_set_fd(qp, -1, ep_qp_fd_borrowed(qp));
 			if (quiesced)
 				ep_qp_unquiesce(qp); /* (its destruction waits for the token) */
 		} else if (graceful && esock_qp_state(qp) == ESOCK_QPS_RTS) {
@@ -665,4 +664,39 @@ void sock_teardown(struct esock_sock *s, bool graceful)
 		esock_mr_dereg(s->all_mr);
 	s->rmr = s->all_mr = NULL;
 	pthread_mutex_unlock(&s->lock);
+}
+
+int sock_shutdown(struct esock_sock *s, int how)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->st != SOCK_CONNECTED) {
+		pthread_mutex_unlock(&s->lock);
+		return s->st == SOCK_LISTENING || s->st == SOCK_MARKED ? -ENOTCONN : 0;
+	}
+	if (how == SHUT_RD || how == SHUT_RDWR)
+		s->shut_rd = true;
+	if ((how == SHUT_WR || how == SHUT_RDWR) && !s->shut_wr) {
+		s->shut_wr = true;
+		if (s->qp && esock_qp_state(s->qp) == ESOCK_QPS_RTS && s->peer_esock) {
+			/*
+			 * Towards an esock peer, TCP's half-close: what is queued
+			 * leaves, then our FIN; the peer reads EOF and may still send.
+			 */
+			while (s->inflight && !s->err)
+				if (sock_wait_some(s, -1) == -EBADF)
+					break;
+			if (s->qp && REAL(shutdown)(ep_qp_fd(s->qp), SHUT_WR) < 0)
+				rc = -errno;
+		} else if (s->qp && esock_qp_state(s->qp) == ESOCK_QPS_RTS) {
+			/* RDMA has no half-close: send what is queued, then end the connection. */
+			rc = esock_qp_disconnect(s->qp);
+		}
+	}
+	/* Readiness changed without a completion: epoll waiters look again (sock_epoll.c). */
+	if (s->cq)
+		ep_cq_kick(s->cq);
+	pthread_mutex_unlock(&s->lock);
+	return rc;
 }

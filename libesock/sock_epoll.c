@@ -41,7 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "endpoint/ep.h"
+#include "endpoint/ep_sock.h"
 #include "libesock/fdtab.h"
 #include "libc/ownfd.h"
 #include "libc/real.h"
@@ -370,7 +370,7 @@ static struct esock_qp *lazy_qp(const struct ep_entry *e)
 {
 	struct esock_qp *qp = e->s->qp;
 
-	return e->s->st == SOCK_CONNECTED && qp && qp->lazy && qp->fd >= 0 && !e->s->suspended
+	return e->s->st == SOCK_CONNECTED && qp && ep_qp_lazy(qp) && ep_qp_fd(qp) >= 0 && !e->s->suspended
 		       ? qp : NULL;
 }
 
@@ -381,7 +381,7 @@ static struct esock_qp *lazy_qp(const struct ep_entry *e)
 static int watch_socket(int epfd, struct ep_entry *e)
 {
 	struct esock_qp *qp = lazy_qp(e);
-	int want = qp ? qp->fd : -1;
+	int want = qp ? ep_qp_fd(qp) : -1;
 
 	if (want == e->sfd)
 		return 0;
@@ -549,7 +549,7 @@ static uint32_t entry_events(struct epset *st, int epfd, struct ep_entry *e, boo
 	if (s->st == SOCK_TCP_CONNECTING || s->st == SOCK_MPA_CONNECTING)
 		*again = *pending = true;
 	/* It began to listen, connected, or changed its QP's ways since: watch it as it is now. */
-	if (watched_fd(s) != e->wfd || (lazy_qp(e) ? lazy_qp(e)->fd : -1) != e->sfd)
+	if (watched_fd(s) != e->wfd || (lazy_qp(e) ? ep_qp_fd(lazy_qp(e)) : -1) != e->sfd)
 		(void)watch(st, epfd, e);
 	if (e->rx_kick) {
 		struct esock_qp *qp = lazy_qp(e);
@@ -558,7 +558,7 @@ static uint32_t entry_events(struct epset *st, int epfd, struct ep_entry *e, boo
 		if (qp) {
 			/* Our own completions need no bell: disarmed until the look is over (rearm). */
 			if (s->cq)
-				atomic_store(&s->cq->armed, 0);
+				ep_cq_disarm(s->cq);
 			ep_qp_progress(qp, EP_WANT_RX | (e->rx_end ? EP_WANT_DRAIN : 0));
 		}
 		e->rx_end = false;
@@ -598,7 +598,7 @@ static bool rearm(struct ep_entry *e)
 {
 	struct esock_cq *cq = e->s->st == SOCK_LISTENING ? NULL : e->s->cq;
 
-	if (!cq || atomic_load(&cq->armed))
+	if (!cq || ep_cq_armed(cq))
 		return false; /* still armed: nothing came since */
 	return ep_cq_arm(cq, false);
 }

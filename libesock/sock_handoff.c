@@ -25,7 +25,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "endpoint/ep.h"
+#include "endpoint/ep_sock.h"
 #include "libesock/fdtab.h"
 #include "libc/ownfd.h"
 #include "libc/real.h"

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "endpoint/ep.h"
+#include "endpoint/ep_sock.h"
 #include "libc/real.h"
 #include "libesock/sock.h"
 #include "util/log.h"
@@ -224,7 +224,7 @@ int sock_setopt(struct esock_sock *s, int level, int name, const void *val, sock
 	case ESOCK_RCVDEPTH:
 		if (v < 0 || v > 4096)
 			rc = -EINVAL;
-		else if (s->cq && (uint32_t)sock_cq_depth(v) > s->cq->ring.size)
+		else if (s->cq && (uint32_t)sock_cq_depth(v) > ep_cq_size(s->cq))
 			rc = -EBUSY; /* its CQ exists already (epoll_ctl), sized for the old depth */
 		else
 			s->o.rdepth = v;

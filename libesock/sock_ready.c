@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "endpoint/ep.h"
+#include "endpoint/ep_sock.h"
 #include "libc/real.h"
 #include "libesock/sock.h"
 
@@ -129,13 +129,13 @@ int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 			 * Its socket too, even when something else is ready: a lazy
 			 * QP's input is read by its callers only (this poll included).
 			 */
-			if (!ss[i]->suspended && qp->fd >= 0 && esock_qp_state(qp) == ESOCK_QPS_RTS &&
-			    !atomic_load(&qp->rx_paused) && !atomic_load(&qp->rx_eof) &&
-			    (!ready || (qp->lazy && (fds[i].events & POLLIN))))
-				k[n + i].fd = qp->fd;
+			if (!ss[i]->suspended && ep_qp_fd(qp) >= 0 && esock_qp_state(qp) == ESOCK_QPS_RTS &&
+			    !ep_qp_rx_paused(qp) && !ep_qp_rx_eof(qp) &&
+			    (!ready || (ep_qp_lazy(qp) && (fds[i].events & POLLIN))))
+				k[n + i].fd = ep_qp_fd(qp);
 			/* No engine in a restricted process: sends waiting for room are ours to push. */
-			if (atomic_load(&ep_restricted) && qp->fd >= 0 && qp->pollout) {
-				k[n + i].fd = qp->fd;
+			if (atomic_load(&ep_restricted) && ep_qp_fd(qp) >= 0 && ep_qp_pollout(qp)) {
+				k[n + i].fd = ep_qp_fd(qp);
 				k[n + i].events = POLLIN | POLLOUT;
 			}
 		}
@@ -193,4 +193,42 @@ int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 		free(m);
 	}
 	return rc;
+}
+
+unsigned sock_ready(struct esock_sock *s, unsigned events)
+{
+	unsigned r = 0;
+
+	if (s->st == SOCK_LISTENING)
+		return sock_listen_ready(s, events);
+	if (s->st == SOCK_TCP_CONNECTING || s->st == SOCK_MPA_CONNECTING)
+		return sock_connect_ready(s, events);
+	pthread_mutex_lock(&s->lock);
+	if (s->st == SOCK_CONNECTED && s->suspended && sock_resume(s) < 0) {
+		r = POLLERR | POLLHUP; /* (sock_share.c said why) */
+	} else if (s->st == SOCK_CONNECTED) {
+		if (s->qp)
+			ep_qp_serve(s->qp);
+		sock_drain(s);
+		if (!s->rcount)
+			sock_pool_open(s); /* about to sleep: the pool must be open */
+		if (s->rcount || s->eof || s->err || s->shut_rd)
+			r |= POLLIN | POLLRDNORM;
+		if (s->eof)
+			r |= POLLRDHUP;
+		if (s->err)
+			r |= POLLERR | POLLHUP;
+		else if (s->eof && (s->shut_wr || s->tx_failed || !s->qp ||
+				    esock_qp_state(s->qp) != ESOCK_QPS_RTS))
+			r |= POLLHUP;
+		if (!s->err && !s->tx_failed && !s->shut_wr && s->qp &&
+		    esock_qp_state(s->qp) == ESOCK_QPS_RTS && s->nslots < SOCK_SLOTS_MAX)
+			r |= POLLOUT | POLLWRNORM;
+		else if ((events & (POLLOUT | POLLWRNORM)) && !s->err && !s->tx_failed && !s->shut_wr)
+			sock_room_wanted(s, true); /* a caller waits for room: our sends' completions are news */
+	} else if (s->st == SOCK_FAILED) {
+		r = POLLERR | POLLHUP | POLLOUT;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return r & (events | POLLERR | POLLHUP);
 }

@@ -38,7 +38,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "endpoint/ep.h"
+#include "endpoint/ep_sock.h"
 #include "libesock/sock.h"
 #include "util/log.h"
 

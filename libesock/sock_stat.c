@@ -13,7 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "endpoint/ep.h"
+#include "endpoint/ep_sock.h"
 #include "libc/ownfd.h"
 #include "libc/real.h"
 #include "libesock/sock.h"
@@ -173,10 +173,10 @@ void sock_stat_describe(struct esock_sock *s)
 	snprintf(sl->mode, sizeof(sl->mode), "%s", modes[s->st]);
 	snprintf(sl->peer, sizeof(sl->peer), "%s",
 		 s->st != SOCK_CONNECTED ? "-" : s->peer_esock ? "esock" : s->o.peer[0] ? s->o.peer : "rdma");
-	if (s->qp && s->qp->info.local.ss_family && s->qp->info.remote.ss_family) {
+	if (s->qp && ep_qp_info(s->qp)->local.ss_family && ep_qp_info(s->qp)->remote.ss_family) {
 		/* Connected in DDPMODE: the MPA exchange took the addresses already. */
-		addr_str(&s->qp->info.local, sl->local, sizeof(sl->local));
-		addr_str(&s->qp->info.remote, sl->remote, sizeof(sl->remote));
+		addr_str(&ep_qp_info(s->qp)->local, sl->local, sizeof(sl->local));
+		addr_str(&ep_qp_info(s->qp)->remote, sl->remote, sizeof(sl->remote));
 	} else if (s->st != SOCK_TCP_CONNECTING && s->st != SOCK_MPA_CONNECTING) {
 		/* (Connecting: told again once connected.) */
 		len = sizeof(ss);

@@ -36,13 +36,10 @@ tools_ddpdump_ddpdump_CFLAGS = $(AM_CFLAGS) $(PCAP_CFLAGS)
 tools_ddpdump_ddpdump_LDADD = tools/ddpdump/libddpdump.la
 
 # Fuzz target over whole capture files (libpcap reading from memory).
-FUZZ_TARGETS += pcap_reader
+FUZZ_REPLAYS += tests/fuzz/replay_pcap_reader
 FUZZ_EXTRA_pcap_reader = $(addprefix $(srcdir)/,$(filter %.c,$(DDPDUMP_SRCS))) \
 	$(srcdir)/tools/fpdu_print.c $(PCAP_LIBS) $(ZLIB_LIBS)
-check_PROGRAMS += tests/fuzz/replay_pcap_reader
-TESTS += tests/fuzz/replay_pcap_reader
 tests_fuzz_replay_pcap_reader_SOURCES = tests/fuzz/standalone.c tests/fuzz/fuzz_pcap_reader.c
-tests_fuzz_replay_pcap_reader_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_TARGET='"pcap_reader"'
 tests_fuzz_replay_pcap_reader_CFLAGS = $(AM_CFLAGS) $(PCAP_CFLAGS)
 tests_fuzz_replay_pcap_reader_LDADD = tools/ddpdump/libddpdump.la
 dist_man_MANS = tools/ddpdump/ddpdump.1
@@ -51,6 +48,7 @@ dist_man_MANS = tools/ddpdump/ddpdump.1
 # runs it plain, preloaded (pass-through) and preloaded in DDPMODE.
 bin_PROGRAMS += tools/esock-sockbench
 tools_esock_sockbench_SOURCES = tools/bench/sockbench.c
+tools_esock_sockbench_LDADD =
 dist_bin_SCRIPTS = tools/sockbench.sh tools/bench-median.sh tools/connscale.sh
 TESTS += tools/sockbench-test.sh
 EXTRA_DIST += tools/sockbench-test.sh
@@ -60,6 +58,7 @@ EXTRA_DIST += tools/sockbench-test.sh
 # it plain and in DDPMODE.
 bin_PROGRAMS += tools/esock-connscale
 tools_esock_connscale_SOURCES = tools/bench/connscale.c
+tools_esock_connscale_LDADD =
 TESTS += tools/connscale-test.sh
 EXTRA_DIST += tools/connscale-test.sh
 
@@ -71,5 +70,6 @@ EXTRA_DIST += tools/appbench.sh
 # esock-stat: the DDPMODE sockets of running processes (shared-memory counters).
 bin_PROGRAMS += tools/esock-stat
 tools_esock_stat_SOURCES = tools/esock-stat.c libesock/sock_stat.h
+tools_esock_stat_LDADD =
 TESTS += tools/esock-stat-test.sh
 EXTRA_DIST += tools/esock-stat-test.sh

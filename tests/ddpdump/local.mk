@@ -1,16 +1,13 @@
 # tests/ddpdump/: ddpdump on synthetic captures (clean and damaged) and against tshark.
-check_PROGRAMS += tests/ddpdump/check_ddpdump
-TESTS += tests/ddpdump/check_ddpdump
-tests_ddpdump_check_ddpdump_SOURCES = tests/ddpdump/check_ddpdump.c
-tests_ddpdump_check_ddpdump_CFLAGS = $(UNIT_CFLAGS) $(PCAP_CFLAGS) $(ZLIB_CFLAGS)
-tests_ddpdump_check_ddpdump_LDADD = tests/oracle/liboracle.la $(UNIT_LDADD) $(PCAP_LIBS) $(ZLIB_LIBS)
+TEST_PROGS += tests/ddpdump/check_ddpdump
+tests_ddpdump_check_ddpdump_CFLAGS = $(AM_CFLAGS) $(PCAP_CFLAGS) $(ZLIB_CFLAGS)
+tests_ddpdump_check_ddpdump_LDADD = tests/oracle/liboracle.la $(LDADD) $(PCAP_LIBS) $(ZLIB_LIBS)
 EXTRA_tests_ddpdump_check_ddpdump_DEPENDENCIES = tools/ddpdump/ddpdump
 CLEANFILES += ddpdump-test-*.pcap
 EXTRA_DIST += tests/data
 
 # Live capture on lo (root): ddpdump -i while live_peer talks MPA over 127.0.0.1.
 check_PROGRAMS += tests/ddpdump/live_peer
-tests_ddpdump_live_peer_SOURCES = tests/ddpdump/live_peer.c
 tests_ddpdump_live_peer_LDADD = libesock_core.la
 TESTS += tests/ddpdump/live.sh
 EXTRA_DIST += tests/ddpdump/live.sh

@@ -3,8 +3,10 @@
 # standalone.c) and replays tests/fuzz/corpus/<name>/; `make fuzz` builds
 # tests/fuzz/fuzz_<name> with clang -fsanitize=fuzzer,address,undefined;
 # `make fuzz-run FUZZ_SECONDS=60` runs each for a bounded time.
-# Fragments (mpa/*.mk, ddp/local.mk, rdmap/local.mk, tools/local.mk) append
-# to FUZZ_TARGETS and declare their replay programs.
+# Fragments (mpa/*.mk, ddp/local.mk, rdmap/local.mk, endpoint/local.mk,
+# tools/local.mk) append their replay programs to FUZZ_REPLAYS, the one list
+# of targets; standalone.c takes the target's name from the program's.
+FUZZ_TARGETS = $(patsubst tests/fuzz/replay_%,%,$(FUZZ_REPLAYS))
 FUZZ_SECONDS ?= 60
 EXTRA_DIST += tests/fuzz/standalone.c tests/fuzz/corpus tests/fuzz/dict tests/fuzz/run-fuzzers.sh \
 	tests/fuzz/deep-fuzz.sh

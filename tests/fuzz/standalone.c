@@ -3,7 +3,8 @@
  * Replays fuzz inputs without libFuzzer, so `make check` runs every target
  * over its seed corpus under gcc, ASan/UBSan and valgrind.  Each file is read
  * into an exactly sized heap buffer (so ASan sees any overread).  With no
- * arguments it replays $srcdir/tests/fuzz/corpus/<FUZZ_TARGET>/.
+ * arguments it replays $srcdir/tests/fuzz/corpus/<name>/, the name taken from
+ * the program's, tests/fuzz/replay_<name> (so one object serves every target).
  */
 #include "config.h"
 
@@ -78,6 +79,8 @@ int main(int argc, char **argv)
 {
 	char dir[4096];
 	const char *srcdir = getenv("srcdir");
+	const char *slash = strrchr(argv[0], '/');
+	const char *name = strstr(slash ? slash + 1 : argv[0], "replay_");
 	int rc = 0;
 
 	/* The empty input is always a case worth checking. */
@@ -87,6 +90,13 @@ int main(int argc, char **argv)
 			rc |= replay_file(argv[i]) < 0;
 		return rc ? 1 : 0;
 	}
-	snprintf(dir, sizeof(dir), "%s/tests/fuzz/corpus/%s", srcdir ? srcdir : ".", FUZZ_TARGET);
+	if (!name || !name[7]) {
+		fprintf(stderr, "%s: not named replay_<target>\n", argv[0]);
+		return 1;
+	}
+	name += 7;
+	/* Up to a dot: an executable suffix such as .exe is not the target's. */
+	snprintf(dir, sizeof(dir), "%s/tests/fuzz/corpus/%.*s", srcdir ? srcdir : ".",
+		 (int)strcspn(name, "."), name);
 	return replay_dir(dir) < 0 ? 1 : 0;
 }

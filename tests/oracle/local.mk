@@ -5,11 +5,9 @@ tests_oracle_liboracle_la_SOURCES = \
 	tests/oracle/pcap_synth.c tests/oracle/pcap_synth.h \
 	tests/oracle/streams.c tests/oracle/streams.h \
 	tests/oracle/tshark_run.c tests/oracle/tshark_run.h
-tests_oracle_liboracle_la_CFLAGS = $(UNIT_CFLAGS) $(PCAP_CFLAGS)
+tests_oracle_liboracle_la_CFLAGS = $(AM_CFLAGS) $(PCAP_CFLAGS)
 
-check_PROGRAMS += tests/oracle/check_tshark_oracle
-TESTS += tests/oracle/check_tshark_oracle
-tests_oracle_check_tshark_oracle_SOURCES = tests/oracle/check_tshark_oracle.c
-tests_oracle_check_tshark_oracle_CFLAGS = $(UNIT_CFLAGS) $(PCAP_CFLAGS)
-tests_oracle_check_tshark_oracle_LDADD = tests/oracle/liboracle.la $(UNIT_LDADD) $(PCAP_LIBS)
+TEST_PROGS += tests/oracle/check_tshark_oracle
+tests_oracle_check_tshark_oracle_CFLAGS = $(AM_CFLAGS) $(PCAP_CFLAGS)
+tests_oracle_check_tshark_oracle_LDADD = tests/oracle/liboracle.la $(LDADD) $(PCAP_LIBS)
 CLEANFILES += oracle-*.pcap

@@ -1,20 +1,11 @@
 # Check unit tests: one program per module (tests/unit/check_<module>.c),
-# each linked with the codec core and the shared helpers.
+# each linked with the default LDADD (codec core, shared helpers, Check).
 noinst_LTLIBRARIES += tests/unit/libtestutil.la
 tests_unit_libtestutil_la_SOURCES = tests/unit/testutil.c tests/unit/testutil.h
-tests_unit_libtestutil_la_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+# Test vectors included by several unit tests (none lists it in _SOURCES).
+EXTRA_DIST += tests/unit/mpa_vectors.h
 
-UNIT_LDADD = libesock_core.la tests/unit/libtestutil.la $(CHECK_LIBS)
-UNIT_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
-
-check_PROGRAMS += tests/unit/check_crc32c tests/unit/check_log
-TESTS += tests/unit/check_crc32c tests/unit/check_log
-tests_unit_check_crc32c_SOURCES = tests/unit/check_crc32c.c
-tests_unit_check_crc32c_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_check_crc32c_LDADD = $(UNIT_LDADD)
-tests_unit_check_log_SOURCES = tests/unit/check_log.c
-tests_unit_check_log_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_check_log_LDADD = $(UNIT_LDADD)
+TEST_PROGS += tests/unit/check_crc32c tests/unit/check_log
 
 # Shell tests run by $(SHELL), never under valgrind.
 TEST_EXTENSIONS = .sh

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the socket layer (libesock/) asks of the user-level endpoint beyond
+ * esock/iwarp.h: a QP's descriptor and readiness, driving it from the
+ * caller's thread, holding and handing it over across fork and exec, the
+ * engine's interest in it, and the settings a socket brings (packing,
+ * corking, linger).  The socket layer includes this and never endpoint/ep.h,
+ * so the endpoint's structures stay its own.
+ */
+#ifndef ESOCK_ENDPOINT_EP_SOCK_H
+#define ESOCK_ENDPOINT_EP_SOCK_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <esock/ddp.h>
+#include <esock/iwarp.h>
+
+#define EP_STAGE_LEN 8192 /* a read of the stage and a partial header before it */
+
+/*
+ * An internal send flag (never the application's: esock_post_send keeps it
+ * for the socket layer's own sends): a successful completion wakes only a
+ * thread asleep in esock_cq_wait, not the CQ's descriptor or watchers,
+ * unless the QP wants room (ep_qp_want_room).  An echo server's epoll_wait
+ * then wakes for messages, not for the completions of its own writes.
+ */
+#define EP_SEND_QUIET 0x80000000u
+
+/* What a progress call is asked to do. */
+enum {
+	EP_WANT_RX = 0x1,
+	EP_WANT_TX = 0x2,
+	EP_WANT_FLUSH = 0x4,
+	EP_WANT_DRAIN = 0x8, /* with RX: read until EAGAIN (edge-triggered callers) */
+	EP_WANT_ENGINE = 0x10, /* the engine asks: void once it let go of the QP (ep_engine_del) */
+};
+
+/* ---- a QP's socket and state ---- */
+
+/* The QP's TCP descriptor, or -1 (none, or forgotten: ep_qp_set_fd). */
+int ep_qp_fd(const struct esock_qp *qp);
+/*
+ * Makes the QP run on |fd| (-1: forget it, so that destroying the QP does
+ * not touch a socket it no longer owns); |borrowed|: the descriptor is the
+ * application's (the QP does not close it).
+ */
+void ep_qp_set_fd(struct esock_qp *qp, int fd, bool borrowed);
+bool ep_qp_fd_borrowed(const struct esock_qp *qp);
+/*
+ * Its input is read by its callers, not by the engine (ep.h, "lazy"); set
+ * before the QP starts, or followed by ep_engine_refresh.
+ */
+bool ep_qp_lazy(const struct esock_qp *qp);
+void ep_qp_set_lazy(struct esock_qp *qp, bool lazy);
+/* The peer's FIN came (half-close towards an esock peer). */
+bool ep_qp_rx_eof(const struct esock_qp *qp);
+/* A Send waits for a receive to be posted (the QP stopped reading). */
+bool ep_qp_rx_paused(const struct esock_qp *qp);
+/* Restricted mode: the QP waits for room to write (poll its socket for POLLOUT). */
+bool ep_qp_pollout(const struct esock_qp *qp);
+/* A writer found no room: EP_SEND_QUIET completions are heard again. */
+bool ep_qp_want_room(const struct esock_qp *qp);
+void ep_qp_set_want_room(struct esock_qp *qp, bool on);
+/* The negotiated connection (local and remote addresses, MPA parameters). */
+const struct esock_conn_info *ep_qp_info(const struct esock_qp *qp);
+/*
+ * A socket's settings, before the QP starts: |pack| FPDUs of a batch into
+ * full segments (an esock peer), |cork| the initiator's RTR until the first
+ * message or wait; and whether a close aborts (SO_LINGER {1, 0}).
+ */
+void ep_qp_set_pack(struct esock_qp *qp, bool pack);
+void ep_qp_set_rtr_cork(struct esock_qp *qp, bool cork);
+void ep_qp_set_linger(struct esock_qp *qp, bool abort);
+/* An initiator that has the Reply and waits before its first FPDU (a peer profile's delay). */
+bool ep_connect_settling(const struct esock_qp *qp);
+
+/* ---- driving it ---- */
+
+void ep_qp_progress(struct esock_qp *qp, unsigned want);
+/*
+ * Serves wishes left for the token holder while nobody held it any more
+ * (a fork's quiesce): every call on a connection does, so that a send
+ * posted during a fork leaves (seen: a connect that finished during one
+ * left its RTR unsent, and the peer waited for it for good).
+ */
+void ep_qp_serve(struct esock_qp *qp);
+/* A corked RTR (ep_qp_set_rtr_cork) goes now: the application waits for input. */
+void ep_qp_uncork(struct esock_qp *qp);
+/* Every corked RTR of the process goes (a thread is about to sleep). */
+extern atomic_int ep_ncorked;
+void ep_uncork_all_slow(void);
+static inline void ep_uncork_all(void)
+{
+	if (atomic_load_explicit(&ep_ncorked, memory_order_relaxed))
+		ep_uncork_all_slow();
+}
+/*
+ * One round of a waiter's spin before it sleeps (ep_cq.c): yields the CPU
+ * (on one CPU the peer runs and answers; across CPUs the answer is caught
+ * without a wake-up).  |*spin_end| starts at 0.  False once the spin is
+ * over: ESOCK_SPIN_US passed, or a yield lost the CPU to a busy thread for
+ * a whole slice (then this thread does not spin for a second).
+ */
+bool ep_spin(int64_t *spin_end);
+/* Time for timeouts (ms since an arbitrary start). */
+int64_t ep_now_ms(void);
+
+/* ---- fork and exec ---- */
+
+/*
+ * fork(): takes the QP's progress token (waits for its holder, whose work
+ * never blocks), so that the child's copy is not caught half-way through a
+ * receive or send; released in both processes after the fork.  Wishes left
+ * meanwhile stay for the next progress call.
+ */
+void ep_qp_quiesce(struct esock_qp *qp);
+/*
+ * Lets go of the token.  Wishes left meanwhile wait for the next call on
+ * the QP (ep_qp_serve): after a fork, only the process that goes on using
+ * a connection may serve them (the other one's reads would take octets
+ * that are not its own).
+ */
+void ep_qp_unquiesce(struct esock_qp *qp);
+/* What a quiet QP in RTS must remember to go on in another image (ep_conn.c). */
+struct ep_qp_snap {
+	struct esock_conn_info info; /* (info.peer: NULL here, the profile's name below) */
+	char prof[16];
+	uint32_t msn_tx[3], msn_rx[3];
+	uint32_t next_msn[ESOCK_DDP_QN_MAX];
+	int64_t hold_left_ms;        /* tx_hold: how long the first FPDU may still take */
+	uint64_t fpdus;
+	bool tx_hold, rtr_pending, rx_wait, half_close, tx_pack;
+	uint32_t stage_len;          /* octets read from TCP, not yet handled (at an FPDU start) */
+	uint8_t stage[EP_STAGE_LEN];
+};
+int ep_qp_snapshot(struct esock_qp *qp, struct ep_qp_snap *sn, bool keep);
+int ep_qp_resume(struct esock_qp *qp, int fd, const struct ep_qp_snap *sn);
+
+/* ---- the engine ---- */
+
+int ep_engine_add(struct esock_qp *qp);
+void ep_engine_del(struct esock_qp *qp);
+/* True when QPs may leave their input to their callers (the engine does not busy-poll). */
+bool ep_engine_lazy_ok(void);
+/* The engine's interest in |qp| follows a change of its laziness or first-FPDU hold. */
+void ep_engine_refresh(struct esock_qp *qp);
+/*
+ * Moves |qp| to descriptor |nfd| (a dup of its socket) while it runs: the
+ * progress token is taken, the engine watches |nfd| instead; |drive|: then
+ * serve what was wished meanwhile (not for a copy from fork that another
+ * process may be using).  0 or -errno.
+ */
+int ep_engine_move(struct esock_qp *qp, int nfd, bool drive);
+/*
+ * Restricted system calls (a sandboxed process: the application installed a
+ * seccomp filter, as sshd's pre-auth child does, or ESOCK_RESTRICTED=1):
+ * from then on the process's connections use only read, write, poll and
+ * shutdown on their sockets, as the application itself does: no engine
+ * thread or epoll set is started, waits poll the sockets (no eventfd, no
+ * spinning with sched_yield), input is read with read() after a poll that
+ * says it is there, output written with write() piece by piece after a poll
+ * that says there is room, and no socket option is looked at.  One-way:
+ * a filter cannot be taken back.
+ */
+extern atomic_bool ep_restricted;
+void ep_restrict(void);
+/*
+ * getsockopt for the library's own looks at a socket: -EPERM without a
+ * system call once restricted (so a sandboxed process keeps its defaults),
+ * else 0 or -errno.
+ */
+int ep_getsockopt(int fd, int level, int name, void *val, socklen_t *len);
+/* TCP_NODELAY on a connection's socket. */
+void ep_tune_socket(int fd);
+
+/* ---- completion queues ---- */
+
+void ep_cq_kick(struct esock_cq *cq);
+/* Adds / removes a watcher (|fn| runs under the CQ's lock: it must not take it). 0 or -ENOMEM. */
+int ep_cq_watch(struct esock_cq *cq, void (*fn)(void *arg, int key), void *arg, int key);
+void ep_cq_unwatch(struct esock_cq *cq, void *arg, int key);
+/* Arms |cq| like esock_cq_arm without making it an eventfd; true when completions wait. */
+bool ep_cq_arm(struct esock_cq *cq, bool solicited_only);
+/* Armed: its next completion tells the watchers; disarm: it tells nobody until armed again. */
+bool ep_cq_armed(const struct esock_cq *cq);
+void ep_cq_disarm(struct esock_cq *cq);
+/* Completions waiting to be polled, and how many it holds at most. */
+uint32_t ep_cq_count(const struct esock_cq *cq);
+uint32_t ep_cq_size(const struct esock_cq *cq);
+
+/* ---- listeners ---- */
+
+/* Requests a listener made ready so far (edge-triggered readiness). */
+uint64_t ep_listener_completed(const struct esock_listener *l);
+/* Connections the listener has ready to hand out (no system call). */
+size_t ep_listener_pending(struct esock_listener *l);
+/*
+ * Moves the request's connection to the lowest free descriptor (accept's
+ * rule: the listener accepted it earlier, when lower ones may have been in
+ * use).  Returns that descriptor (the request keeps it) or -errno.
+ */
+int ep_conn_req_lowest_fd(struct esock_conn_req *r);
+/* The request's descriptor outlives a failed accept (the caller still has it). */
+void ep_conn_req_keep_fd(struct esock_conn_req *r);
+
+#endif /* ESOCK_ENDPOINT_EP_SOCK_H */

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reading a DDPMODE socket: octets copied out of the receive pool, message
+ * by message, buffers handed back as they empty.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "endpoint/ep_sock.h"
+#include "libc/real.h"
+#include "libesock/sock.h"
+#include "libesock/sock_stat.h"
+#include "util/log.h"
+
+/*
+ * Copies ready octets into |iov| from |*skip| on; consumes them unless
+ * |peek|.  In message mode, one message at most (the rest of it is dropped,
+ * *trunc tells).  Returns octets copied.
+ */
+static size_t copy_out(struct esock_sock *s, const struct iovec *iov, int iovcnt, bool peek,
+		       size_t *skip, bool *trunc)
+{
+	size_t got = 0;
+	uint32_t q = 0, off = s->roff;
+	int vi = 0;
+	size_t vo = *skip;
+
+	while (vi < iovcnt && vo >= iov[vi].iov_len)
+		vo -= iov[vi++].iov_len;
+	while (q < s->rcount && vi < iovcnt) {
+		uint32_t idx = s->rdone[(s->rhead + q) % (uint32_t)s->o.rdepth];
+		const uint8_t *m = s->rbuf + (size_t)idx * (size_t)s->o.rsize;
+		size_t n = s->rlen[idx] - off, room = iov[vi].iov_len - vo;
+
+		if (n > room)
+			n = room;
+		memcpy((uint8_t *)iov[vi].iov_base + vo, m + off, n);
+		got += n;
+		off += (uint32_t)n;
+		vo += n;
+		if (vo == iov[vi].iov_len) {
+			vi++;
+			vo = 0;
+		}
+		if (off == s->rlen[idx] || (s->o.msgmode && vi == iovcnt)) {
+			if (s->o.msgmode && off < s->rlen[idx])
+				*trunc = true;
+			if (!peek) {
+				s->rready -= s->rlen[idx] - s->roff;
+				s->rhead = (s->rhead + 1) % (uint32_t)s->o.rdepth;
+				s->rcount--;
+				s->roff = 0;
+				sock_pool_return(s, idx, false);
+			} else {
+				q++;
+			}
+			off = 0;
+			if (s->o.msgmode)
+				break;
+		} else if (!peek) {
+			s->rready -= n;
+			s->roff = off;
+		}
+	}
+	*skip += got;
+	return got;
+}
+
+/* The call on a connection that fell back to plain TCP (ESOCK_FALLBACK=tcp) goes to the kernel. */
+ssize_t sock_plain_io(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags,
+			bool out, int *msg_flags)
+{
+	struct msghdr m = { .msg_iov = (struct iovec *)(uintptr_t)iov, .msg_iovlen = (size_t)iovcnt };
+	int fd = s->fd;
+	ssize_t n;
+
+	pthread_mutex_unlock(&s->lock);
+	n = out ? REAL(sendmsg)(fd, &m, flags) : REAL(recvmsg)(fd, &m, flags);
+	if (n >= 0 && msg_flags)
+		*msg_flags = m.msg_flags;
+	return n < 0 ? -errno : n;
+}
+
+/* SO_RCVTIMEO or SO_SNDTIMEO (sock_timeo_ms) as a deadline in ep_now_ms() time, or -1. */
+int64_t sock_timeo_deadline(int ms)
+{
+	return ms > 0 ? ep_now_ms() + ms : -1;
+}
+
+ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags,
+		  int *msg_flags)
+{
+	size_t want = 0, got = 0;
+	bool trunc = false, block, pulled = false;
+	int64_t end = -2; /* SO_RCVTIMEO, read when a wait begins */
+	ssize_t rc;
+
+	if (flags & MSG_OOB)
+		return -EOPNOTSUPP; /* no urgent data over RDMA Sends */
+	for (int i = 0; i < iovcnt; i++)
+		want += iov[i].iov_len;
+	pthread_mutex_lock(&s->lock);
+	if ((rc = sock_usable(s)) < 0)
+		goto out;
+	if (rc == SOCK_FELL_BACK)
+		return sock_plain_io(s, iov, iovcnt, flags, false, msg_flags);
+	block = !s->nonblock && !(flags & MSG_DONTWAIT);
+	for (;;) {
+		sock_drain(s);
+		if (s->rcount && want) {
+			size_t skip = got;
+
+			copy_out(s, iov, iovcnt, flags & MSG_PEEK, &skip, &trunc);
+			got = skip;
+			if (got == want || !(flags & MSG_WAITALL) || s->o.msgmode || (flags & MSG_PEEK))
+				break;
+			continue;
+		}
+		if (want == 0 || s->eof || s->shut_rd)
+			break;
+		if (s->err) {
+			if (!got)
+				rc = -s->err;
+			break;
+		}
+		/* Nothing left to read: every consumed buffer goes back before we stop. */
+		sock_pool_open(s);
+		if (end == -2)
+			end = sock_timeo_deadline(s->rcvtimeo_ms);
+		if (!block || (end >= 0 && ep_now_ms() >= end)) {
+			if (!pulled && s->qp && ep_qp_lazy(s->qp)) {
+				/* Its input is ours to read (lazy): look at the socket once before EAGAIN. */
+				pulled = true;
+				sock_pull(s);
+				continue;
+			}
+			if (!got) {
+				rc = -EAGAIN;
+				if (s->qp)
+					ep_qp_uncork(s->qp); /* it will wait for input somehow */
+			}
+			break;
+		}
+		if ((rc = sock_wait_some(s, end)) < 0) {
+			if (got && rc == -EINTR)
+				rc = 0;
+			break;
+		}
+	}
+	if (rc == 0)
+		rc = (ssize_t)got;
+	if (trunc && msg_flags)
+		*msg_flags |= MSG_TRUNC;
+out:
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}

@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Writing a DDPMODE socket: writes become RDMA Sends, from the caller's
+ * memory for a blocking write, else through the process's send slots.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "endpoint/ep_sock.h"
+#include "libc/real.h"
+#include "libesock/sock.h"
+#include "libesock/sock_stat.h"
+#include "util/log.h"
+
+/* Gathers up to |len| octets of |iov| from (*vi, *vo) into |sge|; returns SGEs used. */
+static int gather(const struct iovec *iov, int iovcnt, int *vi, size_t *vo, size_t len,
+		  struct esock_sge *sge, int max, uint32_t lkey)
+{
+	int n = 0;
+
+	while (len && *vi < iovcnt && n < max) {
+		size_t take = iov[*vi].iov_len - *vo;
+
+		if (take > len)
+			take = len;
+		if (take) {
+			sge[n].addr = (uintptr_t)iov[*vi].iov_base + *vo;
+			sge[n].length = (uint32_t)take;
+			sge[n++].lkey = lkey;
+		}
+		len -= take;
+		*vo += take;
+		if (*vo == iov[*vi].iov_len) {
+			(*vi)++;
+			*vo = 0;
+		}
+	}
+	return n;
+}
+
+static int post_send(struct esock_sock *s, uint64_t wr_id, struct esock_sge *sge, int n)
+{
+	struct esock_send_wr wr = {
+		.wr_id = wr_id, .sg_list = sge, .num_sge = n, .opcode = ESOCK_WR_SEND,
+		.send_flags = ESOCK_SEND_SIGNALED | EP_SEND_QUIET, /* (see sock_room_wanted) */
+	};
+	int rc = esock_post_send(s->qp, &wr, NULL);
+
+	if (rc == 0)
+		s->inflight++;
+	return rc;
+}
+
+/*
+ * Blocking send from the caller's memory: each chunk one Send, then wait
+ * until the endpoint has handed all of it to TCP (the caller may reuse the
+ * buffer when write returns, as with TCP).  Signals cannot cut the wait
+ * short: the queue still points into the caller's memory.
+ */
+static ssize_t send_direct(struct esock_sock *s, const struct iovec *iov, int iovcnt,
+			   size_t total, size_t chunk)
+{
+	int vi = 0;
+	size_t vo = 0, posted = 0;
+	uint64_t last = s->direct_seq;
+	int rc = 0;
+
+	while (posted < total) {
+		struct esock_sge sge[SOCK_MAX_SGE];
+		size_t len = total - posted < chunk ? total - posted : chunk;
+		int save_vi = vi;
+		size_t save_vo = vo, glen = 0;
+		int n = gather(iov, iovcnt, &vi, &vo, len, sge, SOCK_MAX_SGE, esock_mr_stag(s->all_mr));
+
+		for (int i = 0; i < n; i++)
+			glen += sge[i].length;
+		if ((rc = post_send(s, SOCK_WR_DIRECT | (++s->direct_seq & 0xffffffffu), sge, n)) < 0) {
+			s->direct_seq--;
+			vi = save_vi;
+			vo = save_vo;
+			if (rc != -ENOMEM)
+				break;
+			if ((rc = sock_wait_some(s, -1)) == -EBADF) /* send queue full: let some complete */
+				return rc;
+			rc = 0;
+			continue;
+		}
+		last = s->direct_seq;
+		posted += glen;
+	}
+	/*
+	 * Sends flushed by an error complete too: wait for every one of them.
+	 * Usually the poster's inline send completed them already: look first.
+	 */
+	sock_drain(s);
+	while (s->direct_done < last)
+		if (sock_wait_some(s, -1) == -EBADF)
+			return -EBADF;
+	if (rc < 0 && !posted)
+		return rc;
+	if (s->tx_failed) /* some of it was flushed: the connection is gone */
+		return -EPIPE;
+	s->stats->tx_bytes += posted;
+	return (ssize_t)posted;
+}
+
+/* Finds octet |off| of |iov|: piece *vi, offset *vo. */
+static void seek(const struct iovec *iov, int iovcnt, size_t off, int *vi, size_t *vo)
+{
+	for (*vi = 0; *vi < iovcnt && off >= iov[*vi].iov_len; (*vi)++)
+		off -= iov[*vi].iov_len;
+	*vo = off;
+}
+
+/* Non-blocking (or many-piece) send: copies into send slots. */
+static ssize_t send_slots(struct esock_sock *s, const struct iovec *iov, int iovcnt, size_t total,
+			  size_t chunk, bool block, int64_t end)
+{
+	int vi = 0, rc;
+	size_t vo = 0, sent = 0;
+
+	if (chunk > SOCK_SLOT_SIZE)
+		chunk = SOCK_SLOT_SIZE;
+	while (sent < total) {
+		size_t len = total - sent < chunk ? total - sent : chunk, done = 0;
+		struct esock_sge sge;
+		uint32_t slot;
+		uint8_t *dst;
+
+		sock_drain(s);
+		if (s->err || s->tx_failed)
+			break;
+		if (s->nslots == SOCK_SLOTS_MAX) {
+			if (!block || (end >= 0 && ep_now_ms() >= end)) /* (SO_SNDTIMEO) */
+				break;
+			if (sock_wait_some(s, end) == -EBADF)
+				return -EBADF;
+			continue;
+		}
+		if ((rc = sock_slot_get(&slot)) < 0) {
+			if (sent)
+				break;
+			return rc;
+		}
+		s->slots[s->nslots++] = slot;
+		dst = sock_slot_addr(slot);
+		while (done < len) {
+			size_t take = iov[vi].iov_len - vo;
+
+			if (take > len - done)
+				take = len - done;
+			memcpy(dst + done, (const uint8_t *)iov[vi].iov_base + vo, take);
+			done += take;
+			vo += take;
+			if (vo == iov[vi].iov_len) {
+				vi++;
+				vo = 0;
+			}
+		}
+		sge.addr = (uintptr_t)dst;
+		sge.length = (uint32_t)len;
+		sge.lkey = esock_mr_stag(s->all_mr); /* (the whole address space, local access) */
+		if ((rc = post_send(s, SOCK_WR_SLOT | slot, &sge, 1)) < 0) {
+			sock_slot_done(s, slot);
+			if (rc == -ENOMEM && block && (end < 0 || ep_now_ms() < end)) {
+				/* send queue full: retry this chunk */
+				if (sock_wait_some(s, end) == -EBADF)
+					return -EBADF;
+				seek(iov, iovcnt, sent, &vi, &vo);
+				continue;
+			}
+			break;
+		}
+		sent += len;
+		s->stats->tx_msgs++;
+	}
+	s->stats->tx_bytes += sent;
+	if (sent)
+		return (ssize_t)sent;
+	if (s->err || s->tx_failed)
+		return -EPIPE;
+	return -EAGAIN;
+}
+
+/*
+ * The completions of our own sends free room (send slots, queue entries),
+ * news only for a writer that found none: until one did, they wake no
+ * poll or epoll caller (EP_SEND_QUIET).  Once one did, they are heard
+ * again; one that came just before is told now (the CQ's own kick).
+ */
+void sock_room_wanted(struct esock_sock *s, bool on)
+{
+	if (!s->qp || ep_qp_want_room(s->qp) == on)
+		return;
+	ep_qp_set_want_room(s->qp, on);
+	if (on && s->cq) {
+		atomic_thread_fence(memory_order_seq_cst);
+		if (ep_cq_count(s->cq) > 0)
+			ep_cq_kick(s->cq);
+	}
+}
+
+ssize_t sock_send(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags)
+{
+	return sock_send_ex(s, iov, iovcnt, flags, false);
+}
+
+ssize_t sock_send_ex(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags,
+		     bool all)
+{
+	size_t total = 0, chunk;
+	bool block;
+	ssize_t rc;
+
+	if (flags & MSG_OOB)
+		return -EOPNOTSUPP; /* no urgent data over RDMA Sends */
+	for (int i = 0; i < iovcnt; i++)
+		total += iov[i].iov_len;
+	pthread_mutex_lock(&s->lock);
+	if ((rc = sock_usable(s)) < 0)
+		goto out;
+	if (rc == SOCK_FELL_BACK)
+		return sock_plain_io(s, iov, iovcnt, flags, true, NULL);
+	sock_drain(s);
+	/* After the peer's FIN we may still send (half-close), unless the QP ended. */
+	if (s->shut_wr || s->err || s->tx_failed || esock_qp_state(s->qp) != ESOCK_QPS_RTS) {
+		rc = -EPIPE;
+		goto out;
+	}
+	if (total == 0)
+		goto out;
+	chunk = s->peer_msg_max ? s->peer_msg_max : 65536;
+	if (s->o.msgmode && total > chunk) {
+		rc = -EMSGSIZE;
+		goto out;
+	}
+	block = all || (!s->nonblock && !(flags & MSG_DONTWAIT));
+	/*
+	 * A blocking write sends from the caller's memory and returns once all
+	 * of it is handed to TCP; with SO_SNDTIMEO it may return early, so it
+	 * copies into the send slots instead (its memory is free at once).
+	 */
+	if (block && !s->o.msgmode && s->sndtimeo_ms <= 0)
+		rc = send_direct(s, iov, iovcnt, total, chunk);
+	else
+		rc = send_slots(s, iov, iovcnt, total, chunk, block, block ? sock_timeo_deadline(s->sndtimeo_ms) : -1);
+	if (block && !s->o.msgmode && rc > 0)
+		s->stats->tx_msgs += (total + chunk - 1) / chunk;
+	if (rc == -EAGAIN || (rc >= 0 && (size_t)rc < total)) {
+		s->out_full++; /* the next room is a new EPOLLOUT edge */
+		sock_room_wanted(s, true);
+	} else if (rc >= 0) {
+		sock_room_wanted(s, false);
+	}
+out:
+	pthread_mutex_unlock(&s->lock);
+	if (rc == -EPIPE && !(flags & MSG_NOSIGNAL))
+		raise(SIGPIPE);
+	return rc;
+}

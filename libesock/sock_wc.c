@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A DDPMODE socket's completions (see sock.h): taken from its CQ under its
+ * lock (sock_drain); a thread that must wait lets go of the lock and drives
+ * the QP itself in esock_cq_wait, in slices, so that close() and other
+ * threads' completions are noticed.  Also what every data call checks
+ * first (sock_usable) and the resumption of a connection after a fork.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+
+#include <esock/rdmap.h>
+#include "endpoint/ep_sock.h"
+#include "libc/real.h"
+#include "libesock/sock.h"
+#include "libesock/sock_stat.h"
+#include "util/log.h"
+
+#define WAIT_SLICE_MS 100
+
+/* The connection ended: decide between EOF and an error, once. */
+static void ended(struct esock_sock *s, const struct esock_wc *wc)
+{
+	struct esock_qp_error e;
+	struct esock_sock_error *le = &s->last_error;
+
+	if (s->eof || s->err)
+		return;
+	if (s->qp && esock_qp_last_error(s->qp, &e) == 0) {
+		le->term_sent = e.sent;
+		if (e.term.valid) {
+			le->layer = e.term.layer;
+			le->etype = e.term.etype;
+			le->ecode = e.term.ecode;
+		}
+		/*
+		 * A FIN between FPDUs and nothing else is the peer's close: EOF, as
+		 * on TCP.  A FIN inside an FPDU (a message cut short) or a reset is
+		 * ECONNRESET: a truncated transfer must not look complete.
+		 */
+		if (!e.sent && e.term.layer == ESOCK_TERM_LAYER_LLP &&
+		    e.term.ecode == ESOCK_TERM_LLP_CONN_LOST && e.err == -ESHUTDOWN) {
+			s->eof = true;
+			snprintf(le->reason, sizeof(le->reason), "closed by the peer");
+			return;
+		}
+		snprintf(le->reason, sizeof(le->reason), "%s: %s (%s)", esock_term_layer_name(e.term.layer),
+			 esock_term_etype_name(e.term.layer, e.term.etype), e.sent ? "sent" : "received");
+		s->stats->terminates += e.term.valid;
+		if (s->slot && e.term.valid && e.term.layer == ESOCK_TERM_LAYER_LLP &&
+		    e.term.ecode == ESOCK_TERM_LLP_CRC)
+			s->slot->crc_errors++;
+	} else if (wc->status == ESOCK_WC_WR_FLUSH_ERR) {
+		s->eof = true; /* our own disconnect */
+		return;
+	} else {
+		snprintf(le->reason, sizeof(le->reason), "%s", esock_wc_status_str(wc->status));
+	}
+	s->err = ECONNRESET;
+	le->err = ECONNRESET;
+	log_warn("fd %d: connection reset: %s", s->fd, le->reason);
+}
+
+void sock_handle_wc(struct esock_sock *s, const struct esock_wc *wc)
+{
+	uint64_t kind = SOCK_WR_KIND(wc->wr_id);
+	uint32_t idx = (uint32_t)wc->wr_id;
+
+	switch (kind) {
+	case SOCK_WR_RECV:
+		if (s->rposted)
+			s->rposted--;
+		if (wc->status != ESOCK_WC_SUCCESS) {
+			ended(s, wc);
+			break;
+		}
+		if (wc->byte_len == 0 && !s->o.msgmode) { /* nothing to read: reuse it */
+			sock_pool_return(s, idx, false);
+			break;
+		}
+		s->rdone[(s->rhead + s->rcount) % (uint32_t)s->o.rdepth] = idx;
+		s->rlen[idx] = wc->byte_len;
+		s->rcount++;
+		s->rready += wc->byte_len;
+		s->stats->rx_msgs++;
+		s->stats->rx_bytes += wc->byte_len;
+		break;
+	case SOCK_WR_SLOT:
+	case SOCK_WR_DIRECT:
+		if (kind == SOCK_WR_SLOT)
+			sock_slot_done(s, idx);
+		else
+			s->direct_done++;
+		s->inflight--;
+		if (wc->status != ESOCK_WC_SUCCESS) {
+			s->tx_failed = true;
+			ended(s, wc);
+		}
+		break;
+	default:
+		sock_api_event(s, wc);
+	}
+}
+
+void sock_pull(struct esock_sock *s)
+{
+	struct esock_qp *qp = s->qp;
+
+	if (qp && ep_qp_lazy(qp) && !s->suspended) {
+		int st = esock_qp_state(qp);
+
+		if (st == ESOCK_QPS_RTS || st == ESOCK_QPS_CLOSING)
+			ep_qp_progress(qp, EP_WANT_RX);
+	}
+	sock_drain(s);
+}
+
+void sock_drain(struct esock_sock *s)
+{
+	struct esock_wc wc[32];
+	int n;
+
+	if (!s->cq)
+		return;
+	while ((n = esock_cq_poll(s->cq, 32, wc)) > 0)
+		for (int i = 0; i < n; i++)
+			sock_handle_wc(s, &wc[i]);
+	/*
+	 * The QP may end with no receive posted (all consumed, waiting to be
+	 * reposted): no flush completion then tells us.  Its data completions
+	 * all came before the state changed, so the end can be taken now.
+	 */
+	if (!s->eof && !s->err && s->qp &&
+	    (esock_qp_state(s->qp) == ESOCK_QPS_ERROR || ep_qp_rx_eof(s->qp))) {
+		struct esock_wc end = { .status = ESOCK_WC_WR_FLUSH_ERR };
+
+		while ((n = esock_cq_poll(s->cq, 32, wc)) > 0) /* what came before the change */
+			for (int i = 0; i < n; i++)
+				sock_handle_wc(s, &wc[i]);
+		ended(s, &end);
+	}
+	if (n == -EOVERFLOW && !s->err) {
+		s->err = EIO;
+		log_error("fd %d: completion queue overflow", s->fd);
+	}
+}
+
+/*
+ * Waits (lock held on entry and exit) up to one slice for completions,
+ * driving the QP in this thread.  Returns 0, -EINTR, or -EBADF when the
+ * socket was closed meanwhile (its QP is gone: touch nothing but the lock).
+ */
+int sock_wait_some(struct esock_sock *s, int64_t end)
+{
+	struct esock_wc wc[32];
+	int n, slice = s->waiters ? 10 : WAIT_SLICE_MS; /* others may take ours */
+
+	if (end >= 0 && end - ep_now_ms() < slice) /* SO_RCVTIMEO / SO_SNDTIMEO */
+		slice = end - ep_now_ms() > 0 ? (int)(end - ep_now_ms()) : 0;
+	s->waiters++;
+	pthread_mutex_unlock(&s->lock);
+	n = esock_cq_wait(s->cq, 32, wc, slice);
+	pthread_mutex_lock(&s->lock);
+	s->waiters--;
+	if (atomic_load(&s->closing) || !s->qp)
+		return -EBADF;
+	for (int i = 0; i < n; i++)
+		sock_handle_wc(s, &wc[i]);
+	return n == -EINTR ? -EINTR : 0;
+}
+
+int sock_resume(struct esock_sock *s)
+{
+	int rc;
+
+	if (!s->suspended)
+		return 0;
+	/* Another process may have gone on with it since the fork (sock_share.c). */
+	if ((rc = sock_share_claim(s)) < 0) {
+		if (rc != -EBUSY)
+			s->err = -rc; /* its state is gone for good */
+		return rc;
+	}
+	s->suspended = false;
+	if (s->qp && ep_qp_fd(s->qp) >= 0) {
+		int st = esock_qp_state(s->qp);
+
+		/* (No engine, as in a sandbox: the callers drive it.) */
+		if (st == ESOCK_QPS_RTS || st == ESOCK_QPS_CLOSING)
+			(void)ep_engine_add(s->qp);
+	}
+	return 0;
+}
+
+/* sock_usable(): the connect fell back to plain TCP while the call waited for it. */
+#define SOCK_FELL_BACK 1
+
+int sock_usable(struct esock_sock *s)
+{
+	int rc;
+
+	if (atomic_load(&s->closing))
+		return -EBADF;
+	switch (s->st) {
+	case SOCK_CONNECTED:
+		if (s->suspended && (rc = sock_resume(s)) < 0)
+			return rc;
+		if (s->qp)
+			ep_qp_serve(s->qp);
+		return 0;
+	case SOCK_TCP_CONNECTING:
+	case SOCK_MPA_CONNECTING:
+		/* TCP, then MPA; a non-blocking socket (the file's flag) gets EAGAIN until both are done. */
+		rc = sock_connect_progress(s, REAL(fcntl)(s->fd, F_GETFL) & O_NONBLOCK ? 0 : -1);
+		return rc == 0 && s->st == SOCK_PLAIN ? SOCK_FELL_BACK : rc;
+	case SOCK_FAILED:
+		return s->err ? -s->err : -ENOTCONN;
+	default:
+		return -ENOTCONN;
+	}
+}
