@@ -5,6 +5,21 @@
 #include "endpoint/ep.h"
 #include "endpoint/ep_sock.h"
 
+int ep_sock_pd_alloc(struct esock_pd **pd)
+{
+	return user_pd_alloc(pd);
+}
+
+int ep_sock_cq_create(int depth, struct esock_cq **cq)
+{
+	return user_cq_create(depth, cq);
+}
+
+int ep_sock_listener_from_fd(int fd, struct esock_listener **l)
+{
+	return user_listener_from_fd(fd, l);
+}
+
 int ep_qp_fd(const struct esock_qp *qp)
 {
 	return qp->fd;

@@ -39,6 +39,15 @@ enum {
 	EP_WANT_ENGINE = 0x10, /* the engine asks: void once it let go of the QP (ep_engine_del) */
 };
 
+/*
+ * A DDPMODE socket's PD, CQ and listener: the user-level backend's whatever
+ * $ESOCK_BACKEND says for the extended API, since the socket runs over its
+ * own kernel TCP connection.  0 or -errno, as esock_pd_alloc and friends.
+ */
+int ep_sock_pd_alloc(struct esock_pd **pd);
+int ep_sock_cq_create(int depth, struct esock_cq **cq);
+int ep_sock_listener_from_fd(int fd, struct esock_listener **l);
+
 /* ---- a QP's socket and state ---- */
 
 /* The QP's TCP descriptor, or -1 (none, or forgotten: ep_qp_set_fd). */

@@ -86,6 +86,8 @@ struct esock_backend {
 
 /* The user-level endpoint (endpoint/ep_backend.c). */
 extern const struct esock_backend esock_user_backend;
+/* rdma-core verbs (kpatch/verbs/vb_backend.c), where built (ESOCK_HAVE_VERBS). */
+extern const struct esock_backend esock_verbs_backend;
 
 /*
  * The backend new PDs, CQs and listeners get: $ESOCK_BACKEND (user, verbs,

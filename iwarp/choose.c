@@ -3,9 +3,10 @@
  * Which backend new objects get: $ESOCK_BACKEND, read once.
  *   user   the user-level endpoint over kernel TCP (always built);
  *   verbs  rdma-core verbs (kernel siw or an RNIC), when built in;
- *   auto   (the default) verbs where it is built in and can carry the
- *          connection, else user.  This build decides per process and has
- *          no verbs backend yet, so auto is user.
+ *   auto   (the default) verbs when it is built in and this host has an
+ *          iWARP device, else user.  Decided once per process, not per
+ *          peer: a host with an RNIC talking to plain Ethernet hosts sets
+ *          ESOCK_BACKEND=user (per-connection choice: issue 15, step 2).
  * Anything else is a mistake the log says, and creating calls fail with
  * -ENODEV rather than carry on over a backend nobody asked for.
  */
@@ -18,6 +19,26 @@
 #include "iwarp/backend.h"
 #include "util/log.h"
 
+#ifdef ESOCK_HAVE_VERBS
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+/* An iWARP device is there (rdma_cm's list). */
+static bool iwarp_device(void)
+{
+	struct ibv_context **all;
+	bool found = false;
+	int n = 0;
+
+	if (!(all = rdma_get_devices(&n)))
+		return false;
+	for (int i = 0; i < n; i++)
+		found |= all[i]->device->transport_type == IBV_TRANSPORT_IWARP;
+	rdma_free_devices(all);
+	return found;
+}
+#endif
+
 static const struct esock_backend *chosen;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -25,12 +46,23 @@ static void choose(void)
 {
 	const char *v = getenv("ESOCK_BACKEND");
 
-	if (!v || !*v || !strcmp(v, "auto") || !strcmp(v, "user"))
+	if (!v || !*v || !strcmp(v, "auto")) {
 		chosen = &esock_user_backend;
-	else if (!strcmp(v, "verbs"))
+#ifdef ESOCK_HAVE_VERBS
+		if (iwarp_device())
+			chosen = &esock_verbs_backend;
+#endif
+	} else if (!strcmp(v, "user")) {
+		chosen = &esock_user_backend;
+	} else if (!strcmp(v, "verbs")) {
+#ifdef ESOCK_HAVE_VERBS
+		chosen = &esock_verbs_backend;
+#else
 		log_error("ESOCK_BACKEND=verbs: this library was built without the verbs backend");
-	else
+#endif
+	} else {
 		log_error("ESOCK_BACKEND=%s: not a backend (user, verbs or auto)", v);
+	}
 	if (chosen)
 		log_debug("backend: %s", chosen->name);
 }

@@ -1,2 +1,13 @@
-# kpatch/: the kernel-assisted path (rdma-core verbs) -- see kpatch/README.md.
+# kpatch/: the kernel path -- see kpatch/README.md.  The verbs backend
+# (esock/iwarp.h over rdma-core) is built into the endpoint library when
+# configure found rdma-core's development files (--with-verbs).
 EXTRA_DIST += kpatch/README.md
+if HAVE_VERBS
+libesock_ep_la_SOURCES += kpatch/verbs/vb.h kpatch/verbs/vb_dev.c kpatch/verbs/vb_cq.c \
+	kpatch/verbs/vb_qp.c kpatch/verbs/vb_cm.c kpatch/verbs/vb_backend.c
+libesock_ep_la_LIBADD += $(VERBS_LIBS)
+AM_CPPFLAGS += $(VERBS_CFLAGS)
+else
+EXTRA_DIST += kpatch/verbs/vb.h kpatch/verbs/vb_dev.c kpatch/verbs/vb_cq.c \
+	kpatch/verbs/vb_qp.c kpatch/verbs/vb_cm.c kpatch/verbs/vb_backend.c
+endif

@@ -413,7 +413,7 @@ static int api_reg(int fd, void *addr, size_t len, unsigned access, uint32_t *st
 		return -ENOTSOCK;
 	pthread_mutex_lock(&s->lock);
 	sock_api_async(s);
-	if (!s->pd && (rc = esock_pd_alloc(&s->pd)) < 0)
+	if (!s->pd && (rc = ep_sock_pd_alloc(&s->pd)) < 0)
 		goto out;
 	if ((rc = esock_mr_reg(s->pd, addr, len, access, 0, &mr)) < 0)
 		goto out;

@@ -116,9 +116,9 @@ static int new_qp(struct esock_sock *s)
 	struct esock_qp_attr qa = { 0 };
 	int rc;
 
-	if (!s->pd && (rc = esock_pd_alloc(&s->pd)) < 0)
+	if (!s->pd && (rc = ep_sock_pd_alloc(&s->pd)) < 0)
 		return rc;
-	if (!s->cq && (rc = esock_cq_create(sock_cq_depth(s->o.rdepth), &s->cq)) < 0)
+	if (!s->cq && (rc = ep_sock_cq_create(sock_cq_depth(s->o.rdepth), &s->cq)) < 0)
 		return rc;
 	/* A local-only key for sends straight from the caller's memory. */
 	if (!s->all_mr && (rc = esock_mr_reg(s->pd, (void *)(uintptr_t)4096,
@@ -471,7 +471,7 @@ int sock_listen(struct esock_sock *s, int backlog)
 		if (fl < 0 || (!(fl & O_NONBLOCK) && REAL(fcntl)(s->fd, F_SETFL, fl | O_NONBLOCK) < 0))
 			return -errno;
 		s->nonblock = (fl & O_NONBLOCK) != 0;
-		if ((rc = esock_listener_from_fd(s->fd, &s->lst)) < 0)
+		if ((rc = ep_sock_listener_from_fd(s->fd, &s->lst)) < 0)
 			return rc;
 	}
 	esock_listener_configure(s->lst, &lp);

@@ -451,7 +451,7 @@ int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_
 		return -EFAULT;
 	pthread_mutex_lock(&s->lock);
 	if (!(s->st == SOCK_LISTENING && s->lst) && !s->cq &&
-	    (rc = esock_cq_create(sock_cq_depth(s->o.rdepth), &s->cq)) < 0) {
+	    (rc = ep_sock_cq_create(sock_cq_depth(s->o.rdepth), &s->cq)) < 0) {
 		pthread_mutex_unlock(&s->lock);
 		return rc;
 	}

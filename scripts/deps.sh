@@ -8,7 +8,8 @@
 set -euo pipefail
 
 build_pkgs=(build-essential autoconf automake libtool autoconf-archive pkg-config
-	libisal-dev check libpcap-dev zlib1g-dev)
+	libisal-dev check libpcap-dev zlib1g-dev
+	libibverbs-dev librdmacm-dev ibverbs-providers)
 test_pkgs=(tshark valgrind clang libclang-rt-dev
 	nginx-light curl redis-server redis-tools iperf3 socat rsync nftables iproute2
 	lighttpd apache2 apache2-utils memcached haproxy nodejs python3 postgresql git
