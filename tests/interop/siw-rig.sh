@@ -90,8 +90,9 @@ build_siw() { # $1 = kernel, $2 = variant
 
 guest_root() { # $1 = kernel
 	local k=$1 pkgs list m
-	[ -f groot.stamp ] && return 0
-	pkgs="busybox-static kmod iproute2 tcpdump libibverbs1 librdmacm1 ibverbs-providers rdmacm-utils ibverbs-utils ethtool perftest"
+	[ -f groot.stamp ] && [ "$(cat groot.stamp)" = 2 ] && return 0
+	# (libisal2: esock's own programs, brought in by RIG_FILES, run in the guest too)
+	pkgs="busybox-static kmod iproute2 tcpdump libibverbs1 librdmacm1 ibverbs-providers rdmacm-utils ibverbs-utils ethtool perftest libisal2"
 	# shellcheck disable=SC2086 # $pkgs and $list are lists of names
 	list=$(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks \
 		--no-replaces --no-enhances $pkgs 2>/dev/null | grep -v '^ ' | grep -v '^<' | sort -u)
@@ -109,7 +110,7 @@ guest_root() { # $1 = kernel
 	printf 'root:x:0:\n' > groot/etc/group
 	cp "kroot/boot/vmlinuz-$k" vmlinuz
 	echo "$k" > groot/kernel-version
-	touch groot.stamp
+	echo 2 > groot.stamp # (the version of the package list above)
 }
 
 # Load order matters: each module after what it needs.
@@ -163,6 +164,11 @@ run_job() { # $1 = job script, $2 = output dir, $3 = variant
 	cp "$here/guest-init.sh" initrd/init
 	cp "$here/guest-lib.sh" initrd/guest-lib.sh
 	cp "$job" initrd/job.sh
+	# RIG_FILES="SRC=DST ...": more files for the job (esock's programs, built on the host)
+	for f in ${RIG_FILES:-}; do
+		mkdir -p "initrd$(dirname "${f#*=}")"
+		cp "${f%%=*}" "initrd${f#*=}" || { log "cannot copy ${f%%=*}"; return 1; }
+	done
 	chmod +x initrd/init
 	echo "$(guest_modules) siw" > initrd/modules
 	img=$RIG_DIR/initrd-$v.cpio
