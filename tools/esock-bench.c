@@ -9,6 +9,7 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,8 @@ static const char usage_text[] =
 	"  --iters N         latency round trips per cell (default 10000; fewer for big sizes)\n"
 	"  --seconds S       length of a bandwidth cell (default 0.5)\n"
 	"  --window N        outstanding work requests for bandwidth (default 32)\n"
+	"  --addr A          the endpoint's connections to and from IPv4 address A (default\n"
+	"                    127.0.0.1; ESOCK_BACKEND=verbs on siw needs the netdev's)\n"
 	"  --crc on|off|both, --markers on|off|both   (default CRC on, markers off)\n"
 	"  --cpus none|same|split|both   same: both processes on CPU 0; split: client 0, server 1\n"
 	"  --csv             CSV: test,op,size,crc,markers,placement,iters,esock_value,tcp_value,unit,ratio\n"
@@ -110,6 +113,7 @@ static int option(struct bench_opts *o, int c, const char *arg)
 	case 'C': return parse_onoff(arg, o->crc, &o->ncrc);
 	case 'M': return parse_onoff(arg, o->markers, &o->nmarkers);
 	case 'P': return parse_cpus(arg, o);
+	case 'A': return inet_pton(AF_INET, arg, &bench_ep_addr) == 1 ? 0 : -1;
 	case 'S':
 		o->nlat = o->nbw = bench_parse_sizes(arg, o->lat_sizes, BENCH_SIZES_MAX);
 		memcpy(o->bw_sizes, o->lat_sizes, sizeof(o->bw_sizes));
@@ -130,6 +134,7 @@ int main(int argc, char **argv)
 		{ "bw-sizes", required_argument, NULL, 'B' }, { "iters", required_argument, NULL, 'i' },
 		{ "window", required_argument, NULL, 'w' }, { "crc", required_argument, NULL, 'C' },
 		{ "markers", required_argument, NULL, 'M' }, { "cpus", required_argument, NULL, 'P' },
+		{ "addr", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 }
 	};
 	struct bench_opts o;

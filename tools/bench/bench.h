@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <netinet/in.h>
 
 #include <esock/iwarp.h>
 
@@ -130,6 +131,8 @@ void tcp_bw_server(int fd, struct bench_mem *m, const struct bench_job *j);
 /* server.c / run.c */
 void bench_server(int ctl, enum bench_cpus cpus, size_t max_size);
 int bench_endpoint(const struct bench_opts *o);
+/* Where the endpoint's connections go (--addr; the TCP baseline stays on 127.0.0.1). */
+extern struct in_addr bench_ep_addr;
 
 /* codec.c */
 void codec_run(bool csv, double cell_seconds);

@@ -68,6 +68,13 @@ void bs_destroy(struct bside *s)
 }
 
 /* Both sides ask for the same: CRC must be off on both to be off; markers both ways. */
+struct in_addr bench_ep_addr; /* (0: 127.0.0.1) */
+
+static in_addr_t ep_addr(void)
+{
+	return bench_ep_addr.s_addr ? bench_ep_addr.s_addr : htonl(INADDR_LOOPBACK);
+}
+
 void bs_param(const struct bench_job *j, struct esock_conn_param *p)
 {
 	memset(p, 0, sizeof(*p));
@@ -80,7 +87,7 @@ void bs_param(const struct bench_job *j, struct esock_conn_param *p)
 void bs_connect(struct bside *s, uint16_t port, const struct bench_job *j)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port),
-				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+				   .sin_addr.s_addr = ep_addr() };
 	struct esock_conn_param p;
 
 	bs_param(j, &p);
@@ -89,7 +96,7 @@ void bs_connect(struct bside *s, uint16_t port, const struct bench_job *j)
 
 struct esock_listener *bs_listen(uint16_t *port)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = ep_addr() };
 	struct sockaddr_storage ss;
 	struct esock_listener *l;
 
