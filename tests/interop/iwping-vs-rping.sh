@@ -19,7 +19,10 @@
 #   iwping-vs-rping.sh BUILD_DIR [OUTDIR]
 # IWPING (default BUILD_DIR/tools/iwping/iwping) picks another binary; IWPING_SIZES and
 # IWPING_COUNT change the sizes (default 23 64 1500 4096 65535) and pings (5);
-# IWPING_ROLES="s" keeps only the cases where the guest serves (our binary is the client).  Exits 77 (skip)
+# IWPING_ROLES="s" keeps only the cases where the guest serves (our binary is the client).
+# IWPING_GUEST=verbs: in the guest, our own iwping on the verbs backend (kernel siw
+# through rdma-core) plays rping's part, so the user-level backend on the host meets
+# the verbs backend in the guest, both roles (needs a build with the verbs backend).  Exits 77 (skip)
 # with a reason when it cannot run here (no iwping, not root, no tun device, no netns,
 # rig not prepared); 1 when a case fails.
 set -uo pipefail
@@ -60,8 +63,10 @@ done
 describe() { # one case line -> words for the report
 	local name role siw size count port opt
 	read -r name role siw size count port opt _ <<<"$1"
-	if [ "$role" = s ]; then echo "$(basename "$IWPING") -c $opt -> rping -s (siw $siw), $size octets x $count"
-	else echo "rping -c (siw $siw) -> $(basename "$IWPING") -s $opt, $size octets x $count"; fi
+	local g=rping
+	[ "${IWPING_GUEST:-rping}" = verbs ] && g="iwping(verbs)"
+	if [ "$role" = s ]; then echo "$(basename "$IWPING") -c $opt -> $g -s (siw $siw), $size octets x $count"
+	else echo "$g -c (siw $siw) -> $(basename "$IWPING") -s $opt, $size octets x $count"; fi
 }
 
 # ---- preconditions ----------------------------------------------------------------
@@ -71,6 +76,13 @@ command -v jq >/dev/null || skip "jq is missing"
 [ "$(id -u)" -eq 0 ] || skip "needs root (network namespace and tap device)"
 [ -c /dev/net/tun ] || skip "no /dev/net/tun"
 [ -f "$RIG_DIR/groot.stamp" ] || skip "the siw rig is not prepared (siw-rig.sh prepare)"
+guest_head="" rig_files=""
+if [ "${IWPING_GUEST:-rping}" = verbs ]; then
+	grep -q '^#define ESOCK_HAVE_VERBS 1' "$build/config.h" || skip "built without the verbs backend"
+	guest_head='RPING=/iwping
+export ESOCK_BACKEND=verbs'
+	rig_files="$build/tools/iwping/iwping=/iwping"
+fi
 
 # ---- the network namespace (outer invocation) -------------------------------------
 if [ -z "${IWPING_NETNS:-}" ]; then
@@ -98,12 +110,13 @@ for c in "${cases[@]}"; do
 	servers+=("$name:$!")
 done
 {
-	printf 'HOST=%s\nME=%s\nPLAN="%s"\n' "$HOST_IP" "$GUEST_IP" "$plan"
+	printf 'HOST=%s\nME=%s\nPLAN="%s"\n%s\n' "$HOST_IP" "$GUEST_IP" "$plan" "$guest_head"
 	cat "$here/jobs/iwping-vs-rping.sh"
 } >"$out/job.sh"
 
 t0=$SECONDS
-RIG_NET=tap:$TAP bash "$here/siw-rig.sh" run "$out/job.sh" "$out" default >"$out/rig.log" 2>&1 &
+RIG_NET=tap:$TAP RIG_FILES=$rig_files bash "$here/siw-rig.sh" run "$out/job.sh" "$out" default \
+	>"$out/rig.log" 2>&1 &
 rig=$!
 served=0
 console() { tr -d '\r' 2>/dev/null <"$out/console.log"; }

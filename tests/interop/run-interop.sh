@@ -51,12 +51,16 @@ ESOCK_CAPTURES="${captures# }" ESOCK_REQUIRE_TSHARK=1 srcdir="$top" top_builddir
 )
 failed=$?
 echo "interop: rping and perftest captures: $((SECONDS - t0)) s, $([ $failed -eq 0 ] && echo ok || echo FAILED)"
-for part in iwping-vs-rping sock-vs-rping verbs-matrix perftest-anchor; do
+for part in iwping-vs-rping sock-vs-rping iwping-vs-verbs verbs-matrix perftest-anchor; do
 	t0=$SECONDS
 	if [ "$part" = sock-vs-rping ]; then
 		# A DDPMODE socket (libesock's socket layer and extended calls) as rping's client.
 		IWPING=$build/tests/interop/sock-rping IWPING_ROLES=s IWPING_SIZES="23 4096 65535" \
 			bash "$top/tests/interop/iwping-vs-rping.sh" "$build" "$out/sock"
+	elif [ "$part" = iwping-vs-verbs ]; then
+		# The user-level backend on the host against the verbs backend in the guest.
+		IWPING_GUEST=verbs IWPING_SIZES="23 4096 65535" \
+			bash "$top/tests/interop/iwping-vs-rping.sh" "$build" "$out/verbs-host"
 	else
 		bash "$top/tests/interop/$part.sh" "$build"
 	fi

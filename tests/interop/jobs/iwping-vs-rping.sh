@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # shellcheck shell=dash
 # Guest job: rping against esock's iwping on the host (tests/interop/iwping-vs-rping.sh
-# writes HOST, ME and PLAN in front of this file).  eth0 sits on a tap device whose
+# writes HOST, ME and PLAN in front of this file, and RPING=/iwping with
+# ESOCK_BACKEND=verbs when our iwping on the verbs backend stands in for rping).  eth0 sits on a tap device whose
 # other end is the host's network namespace.  One PLAN line per case:
 #   NAME ROLE SIW SIZE COUNT PORT
 # ROLE s: rping -s here on PORT; "RIG-STEP serve NAME" on the console tells the host
@@ -36,13 +37,13 @@ while read -r name role siw size count port; do
 	capture_start "$name" "$port"
 	log=/out/$name-rping.log
 	if [ "$role" = s ]; then
-		$B timeout 90 rping -s -a "$ME" -p "$port" -S "$size" -V -v < /dev/null > "$log" 2>&1 &
+		$B timeout 90 ${RPING:-rping} -s -a "$ME" -p "$port" -S "$size" -V -v < /dev/null > "$log" 2>&1 &
 		pid=$!
 		if listening "$port"; then step serve "$name"; else step noserve "$name"; fi
 		wait "$pid"
 		rc=$?
 	else
-		$B timeout 90 rping -c -a "$HOST" -p "$port" -S "$size" -C "$count" -V -v < /dev/null > "$log" 2>&1
+		$B timeout 90 ${RPING:-rping} -c -a "$HOST" -p "$port" -S "$size" -C "$count" -V -v < /dev/null > "$log" 2>&1
 		rc=$?
 	fi
 	capture_stop "$name"
