@@ -20,23 +20,7 @@
 #include "util/log.h"
 
 #ifdef ESOCK_HAVE_VERBS
-#include <infiniband/verbs.h>
-#include <rdma/rdma_cma.h>
-
-/* An iWARP device is there (rdma_cm's list). */
-static bool iwarp_device(void)
-{
-	struct ibv_context **all;
-	bool found = false;
-	int n = 0;
-
-	if (!(all = rdma_get_devices(&n)))
-		return false;
-	for (int i = 0; i < n; i++)
-		found |= all[i]->device->transport_type == IBV_TRANSPORT_IWARP;
-	rdma_free_devices(all);
-	return found;
-}
+bool vb_have_iwarp_device(void); /* kpatch/verbs/vb_dev.c */
 #endif
 
 static const struct esock_backend *chosen;
@@ -49,7 +33,7 @@ static void choose(void)
 	if (!v || !*v || !strcmp(v, "auto")) {
 		chosen = &esock_user_backend;
 #ifdef ESOCK_HAVE_VERBS
-		if (iwarp_device())
+		if (vb_have_iwarp_device())
 			chosen = &esock_verbs_backend;
 #endif
 	} else if (!strcmp(v, "user")) {

@@ -3,11 +3,12 @@
 # configure found rdma-core's development files (--with-verbs).
 EXTRA_DIST += kpatch/README.md
 if HAVE_VERBS
-libesock_ep_la_SOURCES += kpatch/verbs/vb.h kpatch/verbs/vb_dev.c kpatch/verbs/vb_cq.c \
-	kpatch/verbs/vb_qp.c kpatch/verbs/vb_cm.c kpatch/verbs/vb_backend.c
-libesock_ep_la_LIBADD += $(VERBS_LIBS)
-AM_CPPFLAGS += $(VERBS_CFLAGS)
+# (rdma-core itself is loaded when first used, not linked: vb_lib.h)
+libesock_ep_la_SOURCES += kpatch/verbs/vb.h kpatch/verbs/vb_lib.h kpatch/verbs/vb_lib.c \
+	kpatch/verbs/vb_dev.c kpatch/verbs/vb_cq.c kpatch/verbs/vb_qp.c kpatch/verbs/vb_cm.c \
+	kpatch/verbs/vb_backend.c
 else
-EXTRA_DIST += kpatch/verbs/vb.h kpatch/verbs/vb_dev.c kpatch/verbs/vb_cq.c \
-	kpatch/verbs/vb_qp.c kpatch/verbs/vb_cm.c kpatch/verbs/vb_backend.c
+EXTRA_DIST += kpatch/verbs/vb.h kpatch/verbs/vb_lib.h kpatch/verbs/vb_lib.c \
+	kpatch/verbs/vb_dev.c kpatch/verbs/vb_cq.c kpatch/verbs/vb_qp.c kpatch/verbs/vb_cm.c \
+	kpatch/verbs/vb_backend.c
 endif

@@ -31,6 +31,8 @@
 
 #include <esock/iwarp.h>
 
+#include "kpatch/verbs/vb_lib.h"
+
 struct esock_backend;
 
 /* rdma_cm carries at most 255 octets of private data (its length is one octet). */
@@ -114,6 +116,8 @@ static inline int64_t vb_now_ms(void)
 
 /* vb_dev.c: the device new PDs and CQs use (rdma_cm's context), or NULL. */
 struct ibv_context *vb_device(void);
+/* Whether this host has an iWARP device (rdma-core loadable and rdma_cm lists one). */
+bool vb_have_iwarp_device(void);
 /* The lkey of the MR of |pd| whose STag is |stag|, or false. */
 bool vb_lkey(struct vb_pd *pd, uint32_t stag, uint32_t *lkey);
 

@@ -23,6 +23,8 @@ static void device_pick(void)
 	struct ibv_context **all;
 	int n = 0;
 
+	if (vb_lib_load() < 0)
+		return;
 	if (!(all = rdma_get_devices(&n)) || n == 0) {
 		log_warn("verbs backend: no RDMA device");
 		if (all)
@@ -48,6 +50,20 @@ struct ibv_context *vb_device(void)
 {
 	pthread_once(&device_once, device_pick);
 	return device;
+}
+
+bool vb_have_iwarp_device(void)
+{
+	struct ibv_context **all;
+	bool found = false;
+	int n = 0;
+
+	if (vb_lib_load() < 0 || !(all = rdma_get_devices(&n)))
+		return false;
+	for (int i = 0; i < n; i++)
+		found |= all[i]->device->transport_type == IBV_TRANSPORT_IWARP;
+	rdma_free_devices(all);
+	return found;
 }
 
 int vb_pd_alloc(struct esock_pd **out)
@@ -86,7 +102,7 @@ int vb_pd_free(struct esock_pd *pd)
 	return 0;
 }
 
-static int ibv_access(unsigned access)
+static int access_of(unsigned access)
 {
 	int a = 0;
 
@@ -117,7 +133,7 @@ int vb_mr_reg(struct esock_pd *pd, void *addr, size_t len, unsigned access, uint
 		return -EINVAL;
 	if (!(m = calloc(1, sizeof(*m))))
 		return -ENOMEM;
-	if (!(m->mr = ibv_reg_mr(p->pd, addr, len, ibv_access(access)))) {
+	if (!(m->mr = ibv_reg_mr(p->pd, addr, len, access_of(access)))) {
 		int err = errno ? errno : ENOMEM;
 
 		free(m);

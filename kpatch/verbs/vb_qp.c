@@ -214,7 +214,7 @@ int vb_post_recv(struct esock_qp *q, struct esock_recv_wr *wr, struct esock_recv
 	return rc;
 }
 
-static int ibv_opcode(enum esock_wr_opcode op, unsigned *flags)
+static int opcode_of(enum esock_wr_opcode op, unsigned *flags)
 {
 	switch (op) {
 	case ESOCK_WR_SEND_SE:
@@ -250,7 +250,7 @@ int vb_post_send(struct esock_qp *q, struct esock_send_wr *wr, struct esock_send
 		struct ibv_sge sg[SGE_MAX];
 		struct ibv_send_wr w = { .wr_id = wr->wr_id, .sg_list = sg, .num_sge = wr->num_sge }, *b;
 		unsigned flags = 0;
-		int op = ibv_opcode(wr->opcode, &flags);
+		int op = opcode_of(wr->opcode, &flags);
 
 		if (op < 0 || wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->attr.max_sge ||
 		    (wr->opcode == ESOCK_WR_RDMA_READ && wr->num_sge > 1)) {
