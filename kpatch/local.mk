@@ -1,7 +1,7 @@
 # kpatch/: the kernel path -- see kpatch/README.md.  The verbs backend
 # (esock/iwarp.h over rdma-core) is built into the endpoint library when
 # configure found rdma-core's development files (--with-verbs).
-EXTRA_DIST += kpatch/README.md
+EXTRA_DIST += kpatch/README.md kpatch/linux
 if HAVE_VERBS
 # (rdma-core itself is loaded when first used, not linked: vb_lib.h)
 libesock_ep_la_SOURCES += kpatch/verbs/vb.h kpatch/verbs/vb_lib.h kpatch/verbs/vb_lib.c \

@@ -4,12 +4,13 @@
 # source of real captures.  Debian's kernel has no siw module, so siw.ko is
 # built out of tree from Debian's linux-source at the guest kernel's version;
 # the guest is a busybox initramfs with rdma-core tools from Debian packages.
-# Nothing is installed into the host except qemu-system-x86, cpio and kmod.
+# Nothing is installed into the host except qemu-system-x86, cpio, kmod, gcc-12,
+# make, xz-utils and patch.
 #
 #   siw-rig.sh prepare           download packages, build siw.ko variants and the guest root
 #   siw-rig.sh probe             can qemu run here? boots the guest kernel alone (~10 s
 #                                under TCG) until it panics for want of a root; exit 0 if so
-#   siw-rig.sh run JOB OUT [V]   boot the guest with siw variant V (default|crc), run the
+#   siw-rig.sh run JOB OUT [V]   boot the guest with siw variant V (default|crc|patched), run the
 #                                job script JOB, copy its files out to directory OUT
 #
 # Variants: "default" is siw as shipped (CRC only when the initiator asks, which siw's own
@@ -22,6 +23,7 @@
 # RIG_DIR (default: build-test/interop-rig) holds everything; re-running is cheap.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
 RIG_DIR=${RIG_DIR:-$PWD/build-test/interop-rig}
 mkdir -p "$RIG_DIR"
 RIG_DIR=$(cd "$RIG_DIR" && pwd)
@@ -40,7 +42,7 @@ kver() { # the Debian kernel ABI the guest runs, e.g. 6.1.0-56-amd64
 
 host_deps() {
 	local missing=()
-	for p in qemu-system-x86 cpio kmod gcc-12 make xz-utils; do
+	for p in qemu-system-x86 cpio kmod gcc-12 make xz-utils patch; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 	done
 	if [ ${#missing[@]} -gt 0 ]; then
@@ -67,7 +69,8 @@ fetch_kernel() {
 
 build_siw() { # $1 = kernel, $2 = variant
 	local k=$1 v=$2 hdr src
-	[ -f "siw-$v.ko" ] && [ "siw-$v.ko" -nt kernel.stamp ] && return 0
+	[ -f "siw-$v.ko" ] && [ "siw-$v.ko" -nt kernel.stamp ] && { [ "$v" != patched ] ||
+		[ -z "$(find "$top/kpatch/linux" -name '*.patch' -newer "siw-$v.ko")" ]; } && return 0
 	hdr=$RIG_DIR/kroot/usr/src/linux-headers-$k
 	# The headers' Makefile includes the common part by absolute path: point it here.
 	sed -i "s#^include /usr/src/#include $RIG_DIR/kroot/usr/src/#" "$hdr/Makefile"
@@ -78,6 +81,11 @@ build_siw() { # $1 = kernel, $2 = variant
 		sed -i -e 's/^const bool mpa_crc_required = false;/const bool mpa_crc_required = true;/' \
 			-e 's/^const bool mpa_crc_required;/const bool mpa_crc_required = true;/' "siw-src-$v/siw_main.c"
 		grep -q 'mpa_crc_required = true' "siw-src-$v/siw_main.c" || { log "cannot set mpa_crc_required"; return 1; }
+	fi
+	if [ "$v" = patched ]; then # kpatch/linux's series, paths a/drivers/infiniband/sw/siw/...
+		for p in "$top"/kpatch/linux/*.patch; do
+			patch -s -p5 -d "siw-src-$v" <"$p" || { log "cannot apply $(basename "$p")"; return 1; }
+		done
 	fi
 	echo "MODULE_VERSION(\"esock-rig-$v\");" >> "siw-src-$v/siw_main.c"
 	printf 'obj-m := siw.o\nsiw-y := siw_cm.o siw_cq.o siw_main.o siw_mem.o siw_qp.o siw_qp_rx.o siw_qp_tx.o siw_verbs.o\n' \
@@ -133,8 +141,9 @@ prepare() {
 	fetch_kernel "$k"
 	build_siw "$k" default
 	build_siw "$k" crc
+	build_siw "$k" patched
 	guest_root "$k"
-	log "ready: kernel $k, siw variants default and crc"
+	log "ready: kernel $k, siw variants default, crc and patched (kpatch/linux)"
 }
 
 accel_opts() { # KVM only where it really works (the CPU shows vmx/svm); otherwise TCG.
@@ -160,7 +169,7 @@ run_job() { # $1 = job script, $2 = output dir, $3 = variant
 	mkdir -p "$out"
 	rm -rf initrd && cp -a groot initrd
 	cp "siw-$v.ko" "initrd/lib/modules/$(cat groot/kernel-version)/siw.ko"
-	cp siw-default.ko siw-crc.ko initrd/
+	cp siw-default.ko siw-crc.ko siw-patched.ko initrd/
 	cp "$here/guest-init.sh" initrd/init
 	cp "$here/guest-lib.sh" initrd/guest-lib.sh
 	cp "$job" initrd/job.sh

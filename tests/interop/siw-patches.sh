@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# kpatch/linux's patches to siw, each shown on the wire: the siw rig builds siw as
+# shipped and siw with the series (variant "patched"); jobs/siw-patches.sh makes
+# each send a Terminate (rping with mismatched buffers) and captures it.
+#   0001 Terminate bit order: as shipped, siw's Terminate is in its own bit order
+#        (ddpdump: term_order "siw"); patched, in RFC 5040's ("rfc"), with the same
+#        layer, error type and code and the M and D flags set, and tshark's iWARP
+#        dissector decodes it as ddpdump does.
+#   siw-patches.sh BUILD_DIR [OUTDIR]
+# Exits 77 (skip) when the rig is not prepared; 1 when a check fails.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+build=$(cd "${1:?usage: siw-patches.sh BUILD_DIR [OUTDIR]}" && pwd)
+out=${2:-$build/interop-captures/patches}
+DDPDUMP=${DDPDUMP:-$build/tools/ddpdump/ddpdump}
+export RIG_DIR=${RIG_DIR:-$build/interop-rig}
+
+say() { echo "interop: $*"; }
+[ -f "$RIG_DIR/siw-patched.ko" ] || { say "SKIP: siw patches: the rig has no patched siw (siw-rig.sh prepare)"; exit 77; }
+command -v jq >/dev/null || { say "SKIP: siw patches: jq is missing"; exit 77; }
+rm -rf "$out"
+bash "$here/siw-rig.sh" run "$here/jobs/siw-patches.sh" "$out" default ||
+	{ say "FAIL siw patches: the guest job failed ($out/console.log)"; exit 1; }
+
+# The first Terminate of a capture: ORDER LAYER ETYPE ECODE HDRCT (or "none").
+term() {
+	"$DDPDUMP" -r "$1" -T json 2>/dev/null |
+		jq -rs 'map(select(.op == "Terminate")) | .[0] |
+			if . == null then "none" else
+			"\(.term_order) \(.term_layer) \(.term_etype) \(.term_ecode) \(.term_hdrct)" end'
+}
+fail=0
+read -r o l e c h <<<"$(term "$out/term-default.pcap")"
+if [ "$o" = siw ]; then
+	say "siw as shipped: Terminate in siw's bit order (layer $l, etype $e, ecode $c)"
+else
+	say "FAIL siw as shipped: expected its Terminate in siw's bit order, got: $o $l $e $c $h"
+	fail=1
+fi
+read -r po pl pe pc ph <<<"$(term "$out/term-patched.pcap")"
+if [ "$po" = rfc ] && [ "$pl/$pe/$pc" = "$l/$e/$c" ] && [ $((ph & 6)) -eq 6 ]; then
+	say "PASS 0001 Terminate bit order: patched siw sends it in RFC 5040's (layer $pl, etype $pe, ecode $pc, M and D set)"
+else
+	say "FAIL 0001 Terminate bit order: patched siw sent: order $po layer $pl etype $pe ecode $pc hdrct $ph"
+	fail=1
+fi
+# The fixed Terminate, decoded by tshark's iWARP dissector as by ddpdump.
+if command -v "${TSHARK:-tshark}" >/dev/null && [ -x "$build/tests/ddpdump/check_ddpdump" ]; then
+	if (cd "$build" && ESOCK_CAPTURES="${out#"$build"/}/term-patched.pcap" srcdir="$top" top_builddir=. \
+		CK_FORK=no ./tests/ddpdump/check_ddpdump) >"$out/tshark.log" 2>&1; then
+		say "PASS 0001: tshark decodes the patched siw's Terminate as ddpdump does"
+	else
+		say "FAIL 0001: tshark and ddpdump disagree on the patched capture: $(tail -n 3 "$out/tshark.log")"
+		fail=1
+	fi
+fi
+exit $fail
