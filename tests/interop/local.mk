@@ -19,3 +19,9 @@ tests_interop_sock_rping_SOURCES = tests/interop/sock_rping.c
 tests_interop_sock_rping_LDADD = libesock.la
 TESTS += tests/interop/sock-rping-test.sh
 EXTRA_DIST += tests/interop/sock-rping-test.sh
+
+# bad-read: an RDMA Read with an STag the peer never gave out (siw-patches.sh runs
+# it in the siw guest against rping -s: siw's Terminate copies the Read back).
+noinst_PROGRAMS += tests/interop/bad-read
+tests_interop_bad_read_SOURCES = tests/interop/bad_read.c
+tests_interop_bad_read_LDADD = libesock_ep.la

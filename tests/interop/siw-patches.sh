@@ -7,6 +7,10 @@
 #        (ddpdump: term_order "siw"); patched, in RFC 5040's ("rfc"), with the same
 #        layer, error type and code and the M and D flags set, and tshark's iWARP
 #        dissector decodes it as ddpdump does.
+#   0002 Read Request MSN: bad-read (esock's user-level endpoint) asks siw for an RDMA
+#        Read from an STag siw never gave out; siw's Terminate copies the request's
+#        headers back: as shipped with the read size (4096) where its MSN (1) belongs,
+#        patched with MSN 1.
 #   siw-patches.sh BUILD_DIR [OUTDIR]
 # Exits 77 (skip) when the rig is not prepared; 1 when a check fails.
 set -uo pipefail
@@ -21,7 +25,8 @@ say() { echo "interop: $*"; }
 [ -f "$RIG_DIR/siw-patched.ko" ] || { say "SKIP: siw patches: the rig has no patched siw (siw-rig.sh prepare)"; exit 77; }
 command -v jq >/dev/null || { say "SKIP: siw patches: jq is missing"; exit 77; }
 rm -rf "$out"
-bash "$here/siw-rig.sh" run "$here/jobs/siw-patches.sh" "$out" default ||
+RIG_FILES="$build/tests/interop/bad-read=/bad-read" \
+	bash "$here/siw-rig.sh" run "$here/jobs/siw-patches.sh" "$out" default ||
 	{ say "FAIL siw patches: the guest job failed ($out/console.log)"; exit 1; }
 
 # The first Terminate of a capture: ORDER LAYER ETYPE ECODE HDRCT (or "none").
@@ -46,6 +51,31 @@ else
 	say "FAIL 0001 Terminate bit order: patched siw sent: order $po layer $pl etype $pe ecode $pc hdrct $ph"
 	fail=1
 fi
+# The MSN of the Read Request a Terminate copies: its ULPDU (ddpdump -x) is the
+# DDP header (18), the Terminate control (4), the DDP segment length (2), then the
+# copied DDP header, whose MSN is at offset 34.
+copied_msn() {
+	"$DDPDUMP" -r "$1" -x 2>/dev/null | awk '
+		/\| Terminate \|/ { on = 1; next }
+		on && /^[[:space:]]+0x[0-9a-f]+:/ { for (i = 2; i <= NF; i++) hex = hex $i; next }
+		on { exit }
+		END { print (length(hex) >= 76 ? substr(hex, 69, 8) : "none") }' |
+		{ read -r h; [ "$h" = none ] && echo none || echo $((16#$h)); }
+}
+msn=$(copied_msn "$out/badread-default.pcap") pmsn=$(copied_msn "$out/badread-patched.pcap")
+if grep -q "received Terminate" "$out/badread-default-client.log" && [ "$msn" = 4096 ]; then
+	say "siw as shipped: the Terminate for a bad Read Request copies it with MSN 4096 (its size)"
+else
+	say "FAIL siw as shipped: expected a Terminate copying the Read Request with MSN 4096, got MSN $msn ($(tail -n 1 "$out/badread-default-client.log"))"
+	fail=1
+fi
+if grep -q "received Terminate" "$out/badread-patched-client.log" && [ "$pmsn" = 1 ]; then
+	say "PASS 0002 Read Request MSN: patched siw copies it with MSN 1"
+else
+	say "FAIL 0002 Read Request MSN: patched siw copied MSN $pmsn ($(tail -n 1 "$out/badread-patched-client.log"))"
+	fail=1
+fi
+
 # The fixed Terminate, decoded by tshark's iWARP dissector as by ddpdump.
 if command -v "${TSHARK:-tshark}" >/dev/null && [ -x "$build/tests/ddpdump/check_ddpdump" ]; then
 	if (cd "$build" && ESOCK_CAPTURES="${out#"$build"/}/term-patched.pcap" srcdir="$top" top_builddir=. \
