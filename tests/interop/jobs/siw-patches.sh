@@ -10,34 +10,29 @@
 ip link set lo mtu 1500
 ethtool -K lo tso off gso off gro off 2>/dev/null
 port=7400
+
+# One case: NAME on $port, rping -s with a 64-octet buffer against the client command.
+case_run() { # $1 = name, $2... = the client
+	name=$1
+	shift
+	tcpdump -Z root -i lo -s 0 -U --immediate-mode -w "/out/$name.pcap" tcp port $port \
+		> "/out/$name-tcpdump.log" 2>&1 &
+	td=$!
+	$B sleep 2
+	rping -s -a 10.0.2.15 -p $port -C 3 -S 64 -v > "/out/$name-server.log" 2>&1 &
+	sv=$!
+	listening $port
+	"$@" > "/out/$name-client.log" 2>&1
+	echo "RIG: $name client exit $?"
+	$B sleep 1
+	kill $sv 2>/dev/null
+	capture_stop_settled "/out/$name.pcap" $td
+	port=$((port + 1))
+}
+
 for v in default patched; do
 	use_siw "$v"
-	tcpdump -Z root -i lo -s 0 -U --immediate-mode -w "/out/term-$v.pcap" tcp port $port \
-		> "/out/term-$v-tcpdump.log" 2>&1 &
-	td=$!
-	$B sleep 2
-	rping -s -a 10.0.2.15 -p $port -C 3 -S 64 -v > "/out/term-$v-server.log" 2>&1 &
-	sv=$!
-	listening $port
-	$B timeout 30 rping -c -a 10.0.2.15 -p $port -C 3 -S 100 -v > "/out/term-$v-client.log" 2>&1
-	echo "RIG: rping client ($v) exit $?"
-	$B sleep 1
-	kill $sv 2>/dev/null
-	capture_stop_settled "/out/term-$v.pcap" $td
-	port=$((port + 1))
-
-	tcpdump -Z root -i lo -s 0 -U --immediate-mode -w "/out/badread-$v.pcap" tcp port $port \
-		> "/out/badread-$v-tcpdump.log" 2>&1 &
-	td=$!
-	$B sleep 2
-	rping -s -a 10.0.2.15 -p $port -C 1 -S 64 -v > "/out/badread-$v-server.log" 2>&1 &
-	sv=$!
-	listening $port
-	ESOCK_BACKEND=user $B timeout 30 /bad-read 10.0.2.15 $port 4096 > "/out/badread-$v-client.log" 2>&1
-	echo "RIG: bad-read ($v) exit $?"
-	$B sleep 1
-	kill $sv 2>/dev/null
-	capture_stop_settled "/out/badread-$v.pcap" $td
-	port=$((port + 1))
+	case_run "term-$v" $B timeout 30 rping -c -a 10.0.2.15 -p $port -C 3 -S 100 -v
+	case_run "badread-$v" env ESOCK_BACKEND=user $B timeout 30 /bad-read 10.0.2.15 $port 4096
 done
 exit 0
