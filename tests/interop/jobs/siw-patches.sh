@@ -30,9 +30,29 @@ case_run() { # $1 = name, $2... = the client
 	port=$((port + 1))
 }
 
+# siw's accept race: RACE_N connections, each an rping client (siw as initiator:
+# its first Send follows the MPA Reply at once; esock's user-level initiator
+# under TCG is too slow to hit the window) against one persistent rping -s; a
+# connection whose Send the server's siw leaves unread hangs until the timeout.
+race() { # $1 = variant
+	rping -s -P -a 10.0.2.15 -p $port -C 1 -S 64 > "/out/race-$1-server.log" 2>&1 &
+	sv=$!
+	listening $port
+	hung=0 i=0
+	while [ $i -lt "${RACE_N:-40}" ]; do
+		$B timeout 8 rping -c -a 10.0.2.15 -p $port -C 1 -S 64 -v \
+			>> "/out/race-$1-client.log" 2>&1 || hung=$((hung + 1))
+		i=$((i + 1))
+	done
+	kill $sv 2>/dev/null
+	echo "RIG-RACE $1 $hung $i"
+	port=$((port + 1))
+}
+
 for v in default patched; do
 	use_siw "$v"
 	case_run "term-$v" $B timeout 30 rping -c -a 10.0.2.15 -p $port -C 3 -S 100 -v
 	case_run "badread-$v" env ESOCK_BACKEND=user $B timeout 30 /bad-read 10.0.2.15 $port 4096
+	race "$v"
 done
 exit 0
