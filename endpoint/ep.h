@@ -429,6 +429,9 @@ int ep_mpa_timeout_ms(void);
 /* Abortive close: the peer sees a reset, as siw does for a bad start frame. */
 void ep_close_reset(int fd);
 
+/* ep_wait.c: the endpoint's clock in microseconds (ep_now_ms in ep_sock.h). */
+int64_t ep_now_us(void);
+
 /*
  * The user backend's side of esock/iwarp.h (ep_backend.c puts them in
  * its table, iwarp/backend.h; what each does is told there).

@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -22,72 +21,9 @@
 #include "iwarp/backend.h"
 #include "libc/ownfd.h"
 #include "libc/real.h"
-#include "util/env.h"
 #include "util/log.h"
 
 #define WAIT_FDS 32 /* QPs a waiter drives and watches at once */
-#define SPIN_LOST_US 200     /* a spin round this long: the CPU went to somebody else */
-#define SPIN_OFF_US 1000000  /* then no spinning for this long (this thread) */
-
-static __thread int64_t spin_off_until; /* now_us() before which this thread does not spin */
-
-static int64_t now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-int64_t ep_now_ms(void)
-{
-	return now_us() / 1000;
-}
-
-static int spin_us(void);
-
-bool ep_spin(int64_t *spin_end)
-{
-	int64_t t0, t;
-
-	if (atomic_load(&ep_restricted))
-		return false; /* (no sched_yield in a sandbox) */
-	t0 = now_us();
-	if (!*spin_end) {
-		if (t0 < spin_off_until)
-			return false;
-		*spin_end = t0 + spin_us();
-	}
-	if (t0 >= *spin_end)
-		return false;
-	sched_yield();
-	t = now_us();
-	if (t - t0 > SPIN_LOST_US) {
-		/*
-		 * The yield lost the CPU to another busy thread for a whole
-		 * slice (milliseconds): on a loaded machine spinning costs that
-		 * every time.  Sleep instead (a wake-up gets the CPU back at
-		 * once) for a while.
-		 */
-		spin_off_until = t + SPIN_OFF_US;
-		return false;
-	}
-	return true;
-}
-
-/* How long a waiter polls before it sleeps: $ESOCK_SPIN_US, default 50 µs. */
-static int spin_us(void)
-{
-	static atomic_int v = -1;
-	int s = atomic_load_explicit(&v, memory_order_relaxed);
-
-	if (s < 0) {
-		s = esock_env_int("ESOCK_SPIN_US", 50, 0, 1000000);
-		atomic_store(&v, s);
-	}
-	return s;
-}
-
 int user_cq_create(int depth, struct esock_cq **cq)
 {
 	struct esock_cq *c;
@@ -494,7 +430,7 @@ int user_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_ms
 	if ((got = user_cq_poll(cq, n, wc)))
 		return got;
 	/* One clock read per round: a 64-octet round trip is only ~15 µs. */
-	t = now_us();
+	t = ep_now_us();
 	end = timeout_ms >= 0 ? t + (int64_t)timeout_ms * 1000 : INT64_MAX;
 	spin_end = 0;
 	m = pin_bound(cq, qps);
@@ -504,20 +440,20 @@ int user_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_ms
 	while (t < end && ep_spin(&spin_end)) {
 		if ((got = progress_pinned(cq, qps, &m, n, wc)))
 			goto out;
-		t = now_us();
+		t = ep_now_us();
 	}
 	efd = thread_efd();
 	for (;;) {
 		int left = -1;
 
 		if (timeout_ms >= 0) {
-			t = now_us();
+			t = ep_now_us();
 			left = t >= end ? 0 : (int)((end - t + 999) / 1000);
 		}
 		/* A responder still waiting for the first FPDU fails at its deadline: wake for it. */
 		for (int i = 0; i < m; i++)
 			if (qps[i]->tx_hold && qps[i]->hold_until) {
-				int64_t l = qps[i]->hold_until - now_us() / 1000 + 1;
+				int64_t l = qps[i]->hold_until - ep_now_us() / 1000 + 1;
 
 				l = l < 0 ? 0 : l;
 				if (left < 0 || l < left)
@@ -530,7 +466,7 @@ int user_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_ms
 		}
 		rc = sleep_on(cq, qps, m, left, efd);
 		sleeper_del(cq, efd);
-		t = now_us();
+		t = ep_now_us();
 		if ((got = progress_pinned(cq, qps, &m, n, wc)))
 			break;
 		if (rc == -EINTR) {

@@ -108,7 +108,7 @@ static inline void ep_uncork_all(void)
 		ep_uncork_all_slow();
 }
 /*
- * One round of a waiter's spin before it sleeps (ep_cq.c): yields the CPU
+ * One round of a waiter's spin before it sleeps (ep_wait.c): yields the CPU
  * (on one CPU the peer runs and answers; across CPUs the answer is caught
  * without a wake-up).  |*spin_end| starts at 0.  False once the spin is
  * over: ESOCK_SPIN_US passed, or a yield lost the CPU to a busy thread for

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How a waiter tells time and spins before it sleeps (ep_spin, ep_sock.h):
+ * the clock every endpoint timeout is measured on, and the short yield loop
+ * that catches an answer from a peer on the same or the other CPU without a
+ * wake-up.
+ */
+#include "config.h"
+
+#include <sched.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "endpoint/ep.h"
+#include "util/env.h"
+
+#define SPIN_LOST_US 200     /* a spin round this long: the CPU went to somebody else */
+#define SPIN_OFF_US 1000000  /* then no spinning for this long (this thread) */
+
+static __thread int64_t spin_off_until; /* ep_now_us() before which this thread does not spin */
+
+int64_t ep_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t ep_now_ms(void)
+{
+	return ep_now_us() / 1000;
+}
+
+static int spin_us(void);
+
+bool ep_spin(int64_t *spin_end)
+{
+	int64_t t0, t;
+
+	if (atomic_load(&ep_restricted))
+		return false; /* (no sched_yield in a sandbox) */
+	t0 = ep_now_us();
+	if (!*spin_end) {
+		if (t0 < spin_off_until)
+			return false;
+		*spin_end = t0 + spin_us();
+	}
+	if (t0 >= *spin_end)
+		return false;
+	sched_yield();
+	t = ep_now_us();
+	if (t - t0 > SPIN_LOST_US) {
+		/*
+		 * The yield lost the CPU to another busy thread for a whole
+		 * slice (milliseconds): on a loaded machine spinning costs that
+		 * every time.  Sleep instead (a wake-up gets the CPU back at
+		 * once) for a while.
+		 */
+		spin_off_until = t + SPIN_OFF_US;
+		return false;
+	}
+	return true;
+}
+
+/* How long a waiter polls before it sleeps: $ESOCK_SPIN_US, default 50 µs. */
+static int spin_us(void)
+{
+	static atomic_int v = -1;
+	int s = atomic_load_explicit(&v, memory_order_relaxed);
+
+	if (s < 0) {
+		s = esock_env_int("ESOCK_SPIN_US", 50, 0, 1000000);
+		atomic_store(&v, s);
+	}
+	return s;
+}
