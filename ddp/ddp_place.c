@@ -14,6 +14,10 @@
 
 #include <esock/ddp.h>
 
+/* The fields fit the fixed storage users allocate (the installed header's size). */
+_Static_assert(sizeof(struct esock_ddp_place) == ESOCK_DDP_PLACE_WORDS * sizeof(uint64_t),
+	       "struct esock_ddp_place outgrew ESOCK_DDP_PLACE_WORDS: raise it (an ABI change) or shrink the fields");
+
 #define TOTAL_UNKNOWN UINT64_MAX
 
 ESOCK_EXPORT int esock_ddp_place_init(struct esock_ddp_place *p, const struct esock_ddp_place_cfg *cfg)

@@ -10,6 +10,10 @@
 
 #include <esock/ddp.h>
 
+/* The fields fit the fixed storage users allocate (the installed header's size). */
+_Static_assert(sizeof(struct esock_ddp_seg) == ESOCK_DDP_SEG_WORDS * sizeof(uint64_t),
+	       "struct esock_ddp_seg outgrew ESOCK_DDP_SEG_WORDS: raise it (an ABI change) or shrink the fields");
+
 ESOCK_EXPORT int esock_ddp_seg_init(struct esock_ddp_seg *s, const struct esock_ddp_hdr *tmpl,
 				    size_t msg_len, size_t mulpdu)
 {

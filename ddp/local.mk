@@ -2,6 +2,7 @@
 libesock_core_la_SOURCES += \
 	ddp/ddp_hdr.c
 libesock_core_la_SOURCES += \
+	ddp/ddp_state.h \
 	ddp/ddp_seg.c \
 	ddp/ddp_place.c
 

@@ -1,6 +1,7 @@
 # mpa/ FPDU framing (RFC 5044 §4: length, markers, pad, CRC): sources, unit tests, fuzz target.
 libesock_core_la_SOURCES += \
 	mpa/mpa_wire.h \
+	mpa/mpa_state.h \
 	mpa/mpa_tx.c \
 	mpa/mpa_rx.c
 

@@ -16,6 +16,10 @@
 
 #include "mpa/mpa_wire.h"
 
+/* The fields fit the fixed storage users allocate (the installed header's size). */
+_Static_assert(sizeof(struct esock_mpa_rx) == ESOCK_MPA_RX_WORDS * sizeof(uint64_t),
+	       "struct esock_mpa_rx outgrew ESOCK_MPA_RX_WORDS: raise it (an ABI change) or shrink the fields");
+
 enum { RX_LEN, RX_PEEK, RX_PAYLOAD, RX_TRAILER };
 
 ESOCK_EXPORT int esock_mpa_rx_init(struct esock_mpa_rx *rx, const struct esock_mpa_rx_cfg *cfg)

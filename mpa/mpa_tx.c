@@ -16,6 +16,10 @@
 
 #include "mpa/mpa_wire.h"
 
+/* The fields fit the fixed storage users allocate (the installed header's size). */
+_Static_assert(sizeof(struct esock_mpa_tx) == ESOCK_MPA_TX_WORDS * sizeof(uint64_t),
+	       "struct esock_mpa_tx outgrew ESOCK_MPA_TX_WORDS: raise it (an ABI change) or shrink the fields");
+
 ESOCK_EXPORT size_t esock_mpa_mulpdu(uint32_t emss, bool markers)
 {
 	uint64_t overhead = 6 + (emss % 4);

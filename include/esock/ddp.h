@@ -18,6 +18,9 @@
 
 #include <esock/export.h>
 #include <esock/term.h>
+#ifdef ESOCK_BUILDING
+#include "ddp/ddp_state.h" /* the state structs' fields, for the codecs and the tree */
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -101,13 +104,19 @@ ESOCK_EXPORT int esock_ddp_hdr_check(const struct esock_ddp_hdr *h, struct esock
  * only the last FPDU needs PAD (as siw does); TO (tagged) or MO (untagged)
  * advances by the payload already sent; MSN and the ULP fields stay; L is set
  * on the last segment only.  An empty message is one empty segment with L=1.
+ * Caller-allocated; its contents are the codec's: only its size is part of
+ * the ABI.
  */
+#define ESOCK_DDP_SEG_WORDS 16 /* its size, fixed: part of the ABI */
 struct esock_ddp_seg {
-	struct esock_ddp_hdr tmpl; /* first segment's header (TO or MO start) */
-	size_t msg_len;            /* payload octets of the whole message */
-	size_t off;                /* payload octets already handed out */
-	size_t max_payload;        /* per segment */
-	bool done;
+#ifdef ESOCK_BUILDING
+	union {
+		ESOCK_DDP_SEG_FIELDS; /* (the codec's own view: ddp/ddp_state.h) */
+		uint64_t esock_private_[ESOCK_DDP_SEG_WORDS];
+	};
+#else
+	uint64_t esock_private_[ESOCK_DDP_SEG_WORDS];
+#endif
 };
 
 /*
@@ -176,21 +185,20 @@ struct esock_ddp_completion {
 	struct esock_ddp_buf buf;
 };
 
-/* Placement state of one DDP stream (receive side).  Fields are private. */
+/*
+ * Placement state of one DDP stream (receive side).  Caller-allocated; its
+ * contents are the codec's: only its size is part of the ABI.
+ */
+#define ESOCK_DDP_PLACE_WORDS 192 /* its size, fixed: part of the ABI */
 struct esock_ddp_place {
-	struct esock_ddp_place_cfg cfg;
-	int err;
-	struct esock_term term;
-	uint32_t next_msn[ESOCK_DDP_QN_MAX]; /* next MSN to deliver, per QN */
-	struct esock_ddp_msg_state {
-		bool used, done;
-		uint32_t qn, msn;
-		struct esock_ddp_buf buf;
-		uint64_t total;    /* message length once the L segment came, else ~0 */
-		uint64_t received; /* distinct octets placed */
-		uint32_t nranges;
-		struct { uint32_t lo, hi; } r[ESOCK_DDP_RANGES];
-	} msg[ESOCK_DDP_MSG_SLOTS];
+#ifdef ESOCK_BUILDING
+	union {
+		ESOCK_DDP_PLACE_FIELDS; /* (the codec's own view: ddp/ddp_state.h) */
+		uint64_t esock_private_[ESOCK_DDP_PLACE_WORDS];
+	};
+#else
+	uint64_t esock_private_[ESOCK_DDP_PLACE_WORDS];
+#endif
 };
 
 /* What placing one segment did. */

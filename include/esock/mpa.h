@@ -15,6 +15,9 @@
 
 #include <esock/export.h>
 #include <esock/term.h>
+#ifdef ESOCK_BUILDING
+#include "mpa/mpa_state.h" /* the state structs' fields, for the codecs and the tree */
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -215,18 +218,18 @@ ESOCK_EXPORT size_t esock_mpa_fpdu_len(size_t ulpdu_len, bool markers, uint32_t 
  * Transmit state of one direction: builds one FPDU at a time as a plan (an
  * iovec over the caller's ULPDU pieces and scratch octets held here) for the
  * engine to writev().  Caller-allocated; no allocation, no copy of payload.
+ * Its contents are the codec's: only its size is part of the ABI.
  */
+#define ESOCK_MPA_TX_WORDS 768 /* its size, fixed: part of the ABI */
 struct esock_mpa_tx {
-	bool crc;          /* CRC32C in the trailer (else zeros) */
-	bool markers;      /* insert markers (the peer asked with M=1) */
-	uint32_t pos;      /* stream position of the next octet built (mod 2^32) */
-	size_t left;       /* octets of the current plan not yet written */
-	int iovcnt;        /* entries in iov */
-	int iov_next;      /* first entry not fully written */
-	struct iovec iov[ESOCK_MPA_TX_IOV_MAX];
-	uint8_t len_field[ESOCK_MPA_LEN_LEN];
-	uint8_t trailer[3 + ESOCK_MPA_CRC_LEN]; /* PAD, then CRC */
-	uint8_t marker[ESOCK_MPA_MARKERS_MAX][ESOCK_MPA_MARKER_LEN];
+#ifdef ESOCK_BUILDING
+	union {
+		ESOCK_MPA_TX_FIELDS; /* (the codec's own view: mpa/mpa_state.h) */
+		uint64_t esock_private_[ESOCK_MPA_TX_WORDS];
+	};
+#else
+	uint64_t esock_private_[ESOCK_MPA_TX_WORDS];
+#endif
 };
 
 /*
@@ -322,25 +325,20 @@ struct esock_mpa_rx_cfg {
 			      * comes as one EV_ULPDU, CRC verified, instead of HDR/DATA/END */
 };
 
-/* Receive state of one direction.  Caller-allocated; fields are private. */
+/*
+ * Receive state of one direction.  Caller-allocated (embed it or allocate
+ * it); its contents are the codec's: only its size is part of the ABI.
+ */
+#define ESOCK_MPA_RX_WORDS 32 /* its size, fixed: part of the ABI */
 struct esock_mpa_rx {
-	struct esock_mpa_rx_cfg cfg;
-	int state;
-	int err;             /* first terminal error (negative), 0 while healthy */
-	struct esock_term term;
-	uint32_t pos;        /* stream position of the next octet */
-	uint32_t hdr_pos;    /* position of the current ULPDU_Length field */
-	uint32_t crc;        /* running CRC32C of the current FPDU */
-	size_t have;         /* octets taken in the current state */
-	uint16_t ulpdu_len;
-	uint8_t len_field[ESOCK_MPA_LEN_LEN];
-	uint8_t marker[ESOCK_MPA_MARKER_LEN];
-	uint8_t trailer[3 + ESOCK_MPA_CRC_LEN];
-	uint8_t peek[ESOCK_MPA_RX_PEEK_MAX];
-	size_t peek_len;
-	uint8_t ev_flags;    /* ESOCK_MPA_EVF_* of the current FPDU */
-	uint16_t markers;    /* markers in the current FPDU */
-	uint64_t fpdus;      /* FPDUs completed (statistics) */
+#ifdef ESOCK_BUILDING
+	union {
+		ESOCK_MPA_RX_FIELDS; /* (the codec's own view: mpa/mpa_state.h) */
+		uint64_t esock_private_[ESOCK_MPA_RX_WORDS];
+	};
+#else
+	uint64_t esock_private_[ESOCK_MPA_RX_WORDS];
+#endif
 };
 
 /*
