@@ -25,3 +25,10 @@ EXTRA_DIST += tests/interop/sock-rping-test.sh
 noinst_PROGRAMS += tests/interop/bad-read
 tests_interop_bad_read_SOURCES = tests/interop/bad_read.c
 tests_interop_bad_read_LDADD = libesock_ep.la
+
+# op-matrix: every operation between two processes on the backends they are
+# given, data checked (backend-ops.sh runs it across the user-level and the
+# verbs backend in the siw guest; op-matrix-test.sh on loopback).
+noinst_PROGRAMS += tests/interop/op-matrix
+tests_interop_op_matrix_SOURCES = tests/interop/op_matrix.c
+tests_interop_op_matrix_LDADD = libesock_ep.la

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Every operation across the two backends, in the siw guest: tests/interop/op-matrix
+# (3 QPs at once; per QP and size a Send gathered from 2 SGEs into a receive
+# scattered over 2, an RDMA Write gathered from 2 SGEs, an RDMA Read; 0 B, 1 B,
+# 4093 B, 64 KiB, and 1 MiB and 16 MiB on the first QP; every octet checked) with
+# server and client each on the user-level or the verbs backend (kernel siw),
+# siw as shipped and siw asking for CRC (jobs/backend-ops.sh).  Prints the
+# matrix; fails when a case fails or a side ran on another backend than asked.
+#   backend-ops.sh BUILD_DIR [OUTDIR]
+# Exits 77 (skip) without the verbs backend or the rig.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "${1:?usage: backend-ops.sh BUILD_DIR [OUTDIR]}" && pwd)
+out=${2:-$build/interop-captures/backend-ops}
+export RIG_DIR=${RIG_DIR:-$build/interop-rig}
+
+say() { echo "interop: $*"; }
+grep -q '^#define ESOCK_HAVE_VERBS 1' "$build/config.h" ||
+	{ say "SKIP: backend ops: built without the verbs backend"; exit 77; }
+[ -f "$RIG_DIR/groot.stamp" ] || { say "SKIP: backend ops: the siw rig is not prepared"; exit 77; }
+rm -rf "$out"
+RIG_FILES="$build/tests/interop/op-matrix=/op-matrix" bash "$here/siw-rig.sh" run \
+	"$here/jobs/backend-ops.sh" "$out" default || { say "FAIL backend ops: the guest job failed"; exit 1; }
+fail=0 n=0
+printf '%-22s %-8s %-7s %-7s %s\n' case siw server client result
+while read -r _ name siw srv cli rc; do
+	rc=${rc%$'\r'} n=$((n + 1)) verdict=ok
+	[ "$rc" = 0 ] || verdict="FAILED (exit $rc)"
+	grep -q "server on backend $srv" "$out/$name-server.log" 2>/dev/null ||
+		verdict="FAILED (server not on $srv)"
+	grep -q "client on backend $cli" "$out/$name-client.log" 2>/dev/null ||
+		verdict="FAILED (client not on $cli)"
+	ops=$(grep -c 'read ok' "$out/$name-client.log" 2>/dev/null)
+	[ "${ops:-0}" -eq 18 ] || verdict="FAILED ($ops of 18 rounds)"
+	[ "$verdict" = ok ] || fail=1
+	printf '%-22s %-8s %-7s %-7s %s\n' "$name" "$siw" "$srv" "$cli" "$verdict"
+done < <(grep -a '^RIG-CASE ' "$out/console.log")
+[ "$n" -eq 8 ] || { say "backend ops: $n of 8 cases ran"; fail=1; }
+exit $fail
