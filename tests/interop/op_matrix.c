@@ -129,6 +129,9 @@ static void post_recv2(struct side *s, int q, uint64_t id, uint8_t *b, size_t n,
 		die("esock_post_recv", rc);
 }
 
+/* OPM_SPLIT=zero-first: the smaller half first (a 1-octet Send: 0 + 1), for kpatch/linux 0004. */
+static bool zero_first;
+
 static void post_send(struct side *s, int q, uint64_t id, enum esock_wr_opcode op, uint8_t *b,
 		      size_t n, uint32_t stag, int nsge, uint64_t raddr, uint32_t rkey)
 {
@@ -137,7 +140,7 @@ static void post_send(struct side *s, int q, uint64_t id, enum esock_wr_opcode o
 	 * SGE comes before octets (kernel siw of 6.1 dereferences NULL on
 	 * one: kpatch/linux/README.md).
 	 */
-	size_t first = nsge == 2 ? n - n / 2 : n;
+	size_t first = nsge == 2 ? (zero_first ? n / 2 : n - n / 2) : n;
 	struct esock_sge sg[2] = { { (uintptr_t)b, (uint32_t)first, stag },
 				   { (uintptr_t)b + first, (uint32_t)(n - first), stag } };
 	struct esock_send_wr wr = { .wr_id = id, .sg_list = sg, .num_sge = nsge, .opcode = op,
@@ -373,5 +376,6 @@ int main(int argc, char **argv)
 	    inet_pton(AF_INET, argv[2], &sin.sin_addr) != 1)
 		return fprintf(stderr, "usage: op-matrix -s|-c ADDR PORT\n"), 2;
 	sin.sin_port = htons((uint16_t)atoi(argv[3]));
+	zero_first = getenv("OPM_SPLIT") && !strcmp(getenv("OPM_SPLIT"), "zero-first");
 	return argv[1][1] == 's' ? server(&sin) : client(&sin);
 }

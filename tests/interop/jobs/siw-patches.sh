@@ -55,4 +55,18 @@ for v in default patched; do
 	case_run "badread-$v" env ESOCK_BACKEND=user $B timeout 30 /bad-read 10.0.2.15 $port 4096
 	race "$v"
 done
+
+# kpatch/linux 0004, patched siw only (siw as shipped oopses: the guest would
+# die): op-matrix's client on the verbs backend splits its Sends and Writes
+# with the smaller half first, a zero-length SGE before octets.
+ulimit -l unlimited 2>/dev/null
+ESOCK_BACKEND=user ESOCK_PEER=siw $B timeout 300 /op-matrix -s 10.0.2.15 $port \
+	> /out/zerosge-server.log 2>&1 &
+sv=$!
+listening $port
+OPM_SPLIT=zero-first ESOCK_BACKEND=verbs $B timeout 300 /op-matrix -c 10.0.2.15 $port \
+	> /out/zerosge-client.log 2>&1
+rc=$?
+wait $sv
+echo "RIG-ZEROSGE $rc $?"
 exit 0
