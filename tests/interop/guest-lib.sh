@@ -15,6 +15,22 @@ listening() { # $1 = port: wait up to 15 s for a TCP listener (siw's kernel sock
 	return 1
 }
 
+against() { # $1 = a server's pid, $2 = its port, then the client command
+	# The client's exit once the server listens (99 if it never does), else the server's.
+	sp_=$1 p_=$2
+	shift 2
+	if listening "$p_"; then
+		"$@"
+		rc_=$?
+	else
+		rc_=99
+	fi
+	wait "$sp_"
+	src_=$?
+	[ $rc_ -eq 0 ] && rc_=$src_
+	return $rc_
+}
+
 use_siw() { # $1 = default|crc: reload siw as that variant unless it is loaded
 	[ "$($B cat /sys/module/siw/version 2>/dev/null)" = "esock-rig-$1" ] && return 0
 	rdma link delete siw0

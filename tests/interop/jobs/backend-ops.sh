@@ -9,25 +9,17 @@
 ME=10.0.2.15
 port=7600
 ulimit -l unlimited 2>/dev/null # (verbs pins registered memory)
+opm() { # $1 = backend, $2 = -s|-c, $3 = log
+	ESOCK_BACKEND=$1 ESOCK_PEER=siw $B timeout 300 /op-matrix "$2" $ME $port > "$3" 2>&1
+}
 for siw in default crc; do
 	use_siw "$siw"
 	for srv in user verbs; do
 		for cli in user verbs; do
 			name=$siw-$srv-$cli
-			ESOCK_BACKEND=$srv ESOCK_PEER=siw $B timeout 300 /op-matrix -s $ME $port \
-				> "/out/$name-server.log" 2>&1 &
-			sp=$!
-			if listening $port; then
-				ESOCK_BACKEND=$cli ESOCK_PEER=siw $B timeout 300 /op-matrix -c $ME $port \
-					> "/out/$name-client.log" 2>&1
-				rc=$?
-			else
-				rc=99
-			fi
-			wait $sp
-			src=$?
-			[ $rc -eq 0 ] && rc=$src
-			echo "RIG-CASE $name $siw $srv $cli $rc"
+			opm "$srv" -s "/out/$name-server.log" &
+			against $! $port opm "$cli" -c "/out/$name-client.log"
+			echo "RIG-CASE $name $siw $srv $cli $?"
 			port=$((port + 1))
 		done
 	done

@@ -30,16 +30,8 @@ client() { # $1 = side, $2 = port, $3 = size, $4 = log
 
 run_case() { # $1 = name, $2 = server side, $3 = client side, $4 = size
 	serve "$2" $port "$4" "/out/$1-server.log"
-	if listening $port; then
-		client "$3" $port "$4" "/out/$1-client.log"
-		rc=$?
-	else
-		rc=99
-	fi
-	wait $spid
-	src=$?
-	[ $rc -eq 0 ] && rc=$src
-	echo "RIG-CASE $1 $2 $3 $4 $rc"
+	against $spid $port client "$3" $port "$4" "/out/$1-client.log"
+	echo "RIG-CASE $1 $2 $3 $4 $?"
 	port=$((port + 1))
 }
 
