@@ -92,6 +92,15 @@ static struct esock_wc wait_match(struct side *s, bool (*want)(uint64_t id, uint
 		if (wc.status != ESOCK_WC_SUCCESS) {
 			fprintf(stderr, "op-matrix: wr %llu: %s\n", (unsigned long long)wc.wr_id,
 				esock_wc_status_str(wc.status));
+			for (int q = 0; q < QPS; q++) { /* why the QP ended, for the log */
+				struct esock_qp_error e;
+
+				if (s->qp[q] && esock_qp_last_error(s->qp[q], &e) == 0)
+					fprintf(stderr, "op-matrix: qp %d ended: %s, Terminate %s "
+						"(layer %u etype %u ecode 0x%02x)\n", q, strerror(-e.err),
+						e.term.valid ? (e.sent ? "sent" : "received") : "none",
+						e.term.layer, e.term.etype, e.term.ecode);
+			}
 			exit(1);
 		}
 		if (want(wc.wr_id, arg))

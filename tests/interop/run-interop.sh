@@ -6,8 +6,7 @@
 # included.  Then our iwping against rping in both roles (iwping-vs-rping.sh) and
 # the perftest anchor next to esock-bench (perftest-anchor.sh); and our iwping on
 # the verbs backend (kernel siw through rdma-core) against rping and against the
-# user-level backend (verbs-matrix.sh), every operation across the two backends
-# (backend-ops.sh); and kpatch/linux's siw patches, each
+# user-level backend (verbs-matrix.sh); and kpatch/linux's siw patches, each
 # shown on the wire against siw as shipped (siw-patches.sh).
 #   run-interop.sh BUILD_DIR
 # Exits 77 (skip) with a reason when the rig cannot be prepared here (no
@@ -53,7 +52,7 @@ ESOCK_CAPTURES="${captures# }" ESOCK_REQUIRE_TSHARK=1 srcdir="$top" top_builddir
 )
 failed=$?
 echo "interop: rping and perftest captures: $((SECONDS - t0)) s, $([ $failed -eq 0 ] && echo ok || echo FAILED)"
-for part in iwping-vs-rping sock-vs-rping iwping-vs-verbs verbs-matrix backend-ops siw-patches perftest-anchor; do
+for part in iwping-vs-rping sock-vs-rping iwping-vs-verbs verbs-matrix siw-patches perftest-anchor; do
 	t0=$SECONDS
 	if [ "$part" = sock-vs-rping ]; then
 		# A DDPMODE socket (libesock's socket layer and extended calls) as rping's client.
