@@ -313,6 +313,9 @@ struct esock_qp {
 	/* Token holder only from here on. */
 	struct esock_conn_info info;
 	bool info_valid;            /* an MPA exchange filled info (a reject too) */
+	bool addrs_known;           /* info.local and info.remote are in (ep_qp_addrs) */
+	bool buf_tuned;             /* ep_sockbuf_tune had its look (once data moved) */
+	uint32_t buf_moved;         /* octets read and written until then */
 	const struct ep_profile *prof;
 	struct ep_txwork *txw;      /* while transmitting (ep_txwork_get), else NULL */
 	uint32_t tx_pos;            /* MPA stream position of the next FPDU (markers) */
@@ -379,10 +382,18 @@ void ep_rx_progress(struct esock_qp *qp, bool drain);
 void ep_tx_terminate(struct esock_qp *qp, const struct esock_term *t, const uint8_t *seg,
 		     size_t len);
 
-/* ep_sockbuf.c: bounds the socket buffers when the peer shares our CPU (on_end, ep_qp_start). */
+/* ep_sockbuf.c: bounds the socket buffers when the peer shares our CPU (once data moved). */
 bool ep_sockbuf_same_host(const struct sockaddr_storage *local,
 			  const struct sockaddr_storage *remote);
 void ep_sockbuf_tune(struct esock_qp *qp);
+/* |n| more octets went through the socket: the look comes after EP_LOCAL_LOWAT_DEFAULT. */
+static inline void ep_sockbuf_moved(struct esock_qp *qp, size_t n)
+{
+	if (__builtin_expect(!qp->buf_tuned, 0) &&
+	    (qp->buf_moved += (uint32_t)(n < EP_LOCAL_LOWAT_DEFAULT ? n : EP_LOCAL_LOWAT_DEFAULT)) >=
+		    EP_LOCAL_LOWAT_DEFAULT)
+		ep_sockbuf_tune(qp);
+}
 
 /* ep_engine.c */
 void ep_engine_stop(void);
@@ -393,6 +404,8 @@ extern void (*ep_engine_add_gap)(struct esock_qp *qp);
 /* ep_conn.c: an active MPA exchange in progress goes on on |nfd|. */
 void ep_conn_move_fd(struct esock_qp *qp, int nfd);
 void ep_engine_want_out(struct esock_qp *qp, bool on);
+/* The engine's epoll set watches the QP's input (its events may come before in_engine). */
+bool ep_engine_reads(struct esock_qp *qp);
 /* Stops the engine watching |qp|'s input while a waiter does (no-op when done). */
 void ep_engine_detach(struct esock_qp *qp);
 /* QP numbers: register / look up with a reference / drop the reference. */
@@ -419,11 +432,14 @@ struct esock_conn_req {
 };
 /*
  * Reads what |fd| has towards one start frame (Request or Reply) into
- * buf[*have..] without blocking and without reading past the frame.
- * Returns 1 when the frame is whole, 0 when more octets are needed,
- * -EPROTO (not a start frame), -ECONNRESET (closed), -EMSGSIZE, -errno.
+ * buf[*have..] (ESOCK_MPA_FRAME_MAX octets) without blocking.  A Reply is
+ * read without reading past it (FPDUs may follow at once); a |request| in
+ * one read of all there is (nothing may follow it before our Reply: octets
+ * after it are -EPROTO).  Returns 1 when the frame is whole, 0 when more
+ * octets are needed, -EPROTO (not a start frame), -ECONNRESET (closed),
+ * -EMSGSIZE, -errno.
  */
-int ep_frame_read(int fd, uint8_t *buf, size_t *have);
+int ep_frame_read(int fd, uint8_t *buf, size_t *have, bool request);
 /* The MPA timeout: $ESOCK_MPA_TIMEOUT_MS (-1: none), else 10 s. */
 int ep_mpa_timeout_ms(void);
 /* Abortive close: the peer sees a reset, as siw does for a bad start frame. */
@@ -462,6 +478,10 @@ int user_qp_connect_start(struct esock_qp *qp, int fd, const struct esock_conn_p
 int user_qp_connect_continue(struct esock_qp *qp);
 int user_qp_connect_wait_ms(const struct esock_qp *qp);
 int user_qp_conn_info(const struct esock_qp *qp, struct esock_conn_info *info);
+/* The connection's addresses into |i| (getsockname, getpeername), asked only when needed. */
+void ep_sockaddrs(int fd, struct esock_conn_info *i);
+/* ... into qp->info, once. */
+void ep_qp_addrs(struct esock_qp *qp);
 int user_qp_disconnect(struct esock_qp *qp);
 int user_qp_last_error(const struct esock_qp *qp, struct esock_qp_error *e);
 int user_post_send(struct esock_qp *qp, struct esock_send_wr *wr,

@@ -82,12 +82,14 @@ static int write_all(int fd, const uint8_t *p, size_t n, int64_t deadline)
 	return 0;
 }
 
-int ep_frame_read(int fd, uint8_t *buf, size_t *have)
+int ep_frame_read(int fd, uint8_t *buf, size_t *have, bool request)
 {
 	size_t need = esock_mpa_frame_need(buf, *have);
 
 	while (*have < need) {
-		ssize_t k = REAL(recv)(fd, buf + *have, need - *have, MSG_DONTWAIT);
+		/* (A Request in one read: the header, then its length, would be two.) */
+		size_t ask = (request ? ESOCK_MPA_FRAME_MAX : need) - *have;
+		ssize_t k = REAL(recv)(fd, buf + *have, ask, MSG_DONTWAIT);
 
 		if (k == 0)
 			return -ECONNRESET;
@@ -103,6 +105,8 @@ int ep_frame_read(int fd, uint8_t *buf, size_t *have)
 		need = esock_mpa_frame_need(buf, *have);
 		if (need > ESOCK_MPA_FRAME_MAX)
 			return -EMSGSIZE;
+		if (*have > need) /* RFC 5044: no FPDU before the Reply */
+			return -EPROTO;
 	}
 	return 1;
 }
@@ -157,13 +161,28 @@ static int make_policy(const struct esock_conn_param *p, const struct ep_profile
 	return 0;
 }
 
-static void sockaddrs(int fd, struct esock_conn_info *info)
+void ep_sockaddrs(int fd, struct esock_conn_info *info)
 {
 	socklen_t l = sizeof(info->local);
 
-	REAL(getsockname)(fd, (struct sockaddr *)&info->local, &l);
+	if (!info->local.ss_family)
+		REAL(getsockname)(fd, (struct sockaddr *)&info->local, &l);
 	l = sizeof(info->remote);
-	REAL(getpeername)(fd, (struct sockaddr *)&info->remote, &l);
+	if (!info->remote.ss_family)
+		REAL(getpeername)(fd, (struct sockaddr *)&info->remote, &l);
+}
+
+/*
+ * Addresses are asked of the kernel only when somebody needs them (the
+ * socket buffer bounds, a snapshot, the API's connection info): two system
+ * calls a connection less for those that never ask.
+ */
+void ep_qp_addrs(struct esock_qp *qp)
+{
+	if (qp->addrs_known || qp->fd < 0)
+		return;
+	ep_sockaddrs(qp->fd, &qp->info);
+	qp->addrs_known = true;
 }
 
 /* Fills qp->info from the negotiation and the peer's frame. */
@@ -204,12 +223,14 @@ static void take_param(struct esock_qp *qp, const struct esock_conn_param *param
 static void peer_known(struct esock_qp *qp, int fd, const struct esock_conn_req *r,
 		       const struct esock_conn_param *param)
 {
-	if (r && r->local.ss_family && r->remote.ss_family) {
+	(void)fd;
+	memset(&qp->info.local, 0, sizeof(qp->info.local));
+	memset(&qp->info.remote, 0, sizeof(qp->info.remote));
+	if (r) { /* what the listener knows (accept4 gave the peer's) */
 		qp->info.local = r->local;
 		qp->info.remote = r->remote;
-	} else {
-		sockaddrs(fd, &qp->info);
 	}
+	qp->addrs_known = qp->info.local.ss_family && qp->info.remote.ss_family;
 	if (param && param->peer_agrees && !param->peer_agrees(param->peer_agrees_arg, &qp->info))
 		qp->rx_wait = qp->half_close = false;
 }
@@ -265,8 +286,7 @@ static int start_prepare(struct esock_qp *qp, int fd, bool initiator)
 
 		qp->hold_until = ep_now_ms() + (ms > 0 ? ms : EP_TIMEOUT_DEFAULT_MS);
 	}
-	if (initiator) /* the last segment in is the peer's Reply: its CPU (a responder looks later) */
-		ep_sockbuf_tune(qp);
+	/* (The socket buffers are looked at once data piles up: ep_sockbuf_tune.) */
 	return 0;
 }
 
@@ -283,8 +303,17 @@ static int start_run(struct esock_qp *qp)
 		 qp->info.enhanced ? " (RFC 6581)" : "", qp->info.crc ? "on" : "off",
 		 qp->info.markers_tx ? "on" : "off", qp->info.markers_rx ? "on" : "off",
 		 qp->info.ird, qp->info.ord, qp->mulpdu, qp->prof->name);
-	/* FPDUs may already wait behind the start frame. */
-	ep_qp_progress(qp, EP_WANT_RX | EP_WANT_DRAIN | EP_WANT_TX);
+	/*
+	 * FPDUs may already wait behind the Reply, and the engine drops what
+	 * it hears before it has the QP (in_engine): a look now.  Not when
+	 * nothing can be there and nobody's event was dropped: a lazy QP the
+	 * engine does not read, whose peer waits for our RTR (the caller's
+	 * reads and waits watch its socket from now on).  A system call a
+	 * connection less.
+	 */
+	bool look = !(qp->lazy && qp->rtr_pending && !ep_engine_reads(qp));
+
+	ep_qp_progress(qp, (look ? EP_WANT_RX | EP_WANT_DRAIN : 0) | EP_WANT_TX);
 	return 0;
 }
 
@@ -324,6 +353,7 @@ int ep_qp_snapshot(struct esock_qp *qp, struct ep_qp_snap *sn, bool keep)
 		if (qp->place.msg[i].used)
 			rc = -EBUSY; /* a message half placed */
 	if (rc == 0) {
+		ep_qp_addrs(qp);
 		memset(sn, 0, sizeof(*sn));
 		sn->info = qp->info;
 		sn->info.peer = NULL;
@@ -364,6 +394,7 @@ int ep_qp_resume(struct esock_qp *qp, int fd, const struct ep_qp_snap *sn)
 	qp->info = sn->info;
 	qp->info.peer = qp->prof->name;
 	qp->info_valid = true;
+	qp->addrs_known = false; /* (the snapshot's, or asked again: ep_sockaddrs keeps what is in) */
 	qp->rx_wait = sn->rx_wait;
 	qp->half_close = sn->half_close;
 	qp->tx_pack = sn->tx_pack;
@@ -528,7 +559,7 @@ static int connect_step(struct esock_qp *qp)
 		connecting_end(qp, rc);
 		return rc;
 	}
-	rc = ep_frame_read(c->fd, c->in, &c->have);
+	rc = ep_frame_read(c->fd, c->in, &c->have, false);
 	if (rc == 0) {
 		if (c->deadline < 0 || ep_now_ms() < c->deadline)
 			return -EINPROGRESS;

@@ -420,6 +420,16 @@ static bool watched(const struct esock_qp *qp, uint32_t events)
 	return !qp->lazy || (events & (EPOLLIN | EPOLLOUT));
 }
 
+bool ep_engine_reads(struct esock_qp *qp)
+{
+	bool r;
+
+	pthread_mutex_lock(&qp->eng_lock);
+	r = qp->eng_reg && watch_in(qp);
+	pthread_mutex_unlock(&qp->eng_lock);
+	return r;
+}
+
 bool ep_engine_lazy_ok(void)
 {
 	if (atomic_load(&ep_restricted))

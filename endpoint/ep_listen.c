@@ -167,7 +167,6 @@ static void drop_all(struct esock_listener *l, bool reset)
 static void ready(struct esock_listener *l, size_t i)
 {
 	struct esock_conn_req *r = l->pend[i];
-	socklen_t len;
 
 	if (push(&l->done, &l->ndone, &l->capdone, r) < 0) {
 		drop(l, i, true, "out of memory");
@@ -175,8 +174,7 @@ static void ready(struct esock_listener *l, size_t i)
 	}
 	unwatch(l, r);
 	pend_remove(l, i);
-	len = sizeof(r->local);
-	REAL(getsockname)(r->fd, (struct sockaddr *)&r->local, &len); /* (the peer's: from accept4) */
+	/* (The peer's address came with accept4; ours is asked when needed: ep_qp_addrs.) */
 	l->completed++;
 }
 
@@ -212,7 +210,7 @@ static void feed(struct esock_listener *l, size_t i)
 			ready(l, i);
 		return;
 	}
-	rc = ep_frame_read(r->fd, r->frame, &r->have);
+	rc = ep_frame_read(r->fd, r->frame, &r->have, true);
 	if (rc == 0)
 		return;
 	if (rc < 0) {
@@ -630,7 +628,7 @@ int user_request_from_fd(int fd, struct esock_conn_req **out)
 	r->fd = fd;
 	/* A timeout guards the Request, whatever the caller's wait (and even with "none"). */
 	deadline = ep_now_ms() + (guard_ms < 0 ? EP_TIMEOUT_DEFAULT_MS : guard_ms);
-	while ((rc = ep_frame_read(fd, r->frame, &r->have)) == 0) {
+	while ((rc = ep_frame_read(fd, r->frame, &r->have, true)) == 0) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		int left = (int)(deadline - ep_now_ms());
 
@@ -703,5 +701,7 @@ int user_conn_req_info(const struct esock_conn_req *r, struct esock_conn_info *i
 		memcpy(i->private_data, r->req.pd, r->req.pd_len);
 	i->local = r->local;
 	i->remote = r->remote;
+	if (r->fd >= 0)
+		ep_sockaddrs(r->fd, i); /* (what the listener did not ask yet) */
 	return 0;
 }

@@ -133,6 +133,8 @@ int user_qp_conn_info(const struct esock_qp *qp, struct esock_conn_info *info)
 	if (!qp->info_valid)
 		return -ENOTCONN;
 	*info = qp->info;
+	if (!qp->addrs_known && qp->fd >= 0)
+		ep_sockaddrs(qp->fd, info); /* (asked now: ep_qp_addrs) */
 	return 0;
 }
 

@@ -413,8 +413,6 @@ static void on_end(struct esock_qp *qp)
 		qp->tx_hold = false;
 		if (qp->lazy) /* from now on its callers read its input */
 			ep_engine_refresh(qp);
-		/* Not before: the ACK of our Reply, made on our CPU, was the last segment in. */
-		ep_sockbuf_tune(qp);
 		atomic_fetch_or(&qp->want, EP_WANT_TX);
 	}
 	if (c->kind == EP_RX_CTRL)
@@ -652,6 +650,7 @@ static void rx_progress(struct esock_qp *qp, bool drain)
 			return;
 		}
 		drained = !drain && (size_t)n < asked;
+		ep_sockbuf_moved(qp, (size_t)n);
 		if (direct > (size_t)n)
 			direct = (size_t)n;
 		qp->stage_len += (size_t)n - direct;

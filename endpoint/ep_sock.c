@@ -122,3 +122,9 @@ void ep_conn_req_keep_fd(struct esock_conn_req *r)
 {
 	r->keep_fd = true;
 }
+
+const uint8_t *ep_conn_req_private_data(const struct esock_conn_req *r, size_t *len)
+{
+	*len = r->req.pd_len;
+	return r->req.pd;
+}

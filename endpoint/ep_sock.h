@@ -215,5 +215,7 @@ size_t ep_listener_pending(struct esock_listener *l);
 int ep_conn_req_lowest_fd(struct esock_conn_req *r);
 /* The request's descriptor outlives a failed accept (the caller still has it). */
 void ep_conn_req_keep_fd(struct esock_conn_req *r);
+/* The Request's private data (no addresses asked, unlike esock_conn_req_info). */
+const uint8_t *ep_conn_req_private_data(const struct esock_conn_req *r, size_t *len);
 
 #endif /* ESOCK_ENDPOINT_EP_SOCK_H */

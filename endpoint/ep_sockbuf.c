@@ -19,11 +19,13 @@
  * buffers that cover a real bandwidth-delay product.  "Shares this CPU":
  * the peer is this host (loopback or our own address) and its last segment
  * was processed on the CPU we run on (SO_INCOMING_CPU: loopback handles a
- * segment on the sender's CPU).  The initiator looks right after the Reply,
- * the responder at the initiator's first FPDU (earlier, the last segment in
- * is the ACK of its own Reply, which loopback makes on the responder's
- * CPU).  That holds for ends pinned to one core; ends the scheduler may move
- * keep the kernel's autotuning.
+ * segment on the sender's CPU).  Each end looks once, when 64 KiB have gone
+ * through its socket either way (ep_sockbuf_moved): the last segment in is
+ * then the peer's data or its ACK of ours, both handled on the peer's CPU,
+ * and a connection that never moves much (a request and a reply) asks
+ * nothing (three system calls a connection less).  That holds for ends
+ * pinned to one core; ends the scheduler may move keep the kernel's
+ * autotuning.
  *
  *   ESOCK_LOCAL_LOWAT=octets    unsent octets (0: leave the kernel's)
  *   ESOCK_LOCAL_RCVBUF=octets   SO_RCVBUF (0: autotuning)
@@ -81,8 +83,10 @@ void ep_sockbuf_tune(struct esock_qp *qp)
 	const char *when = getenv("ESOCK_LOCAL_BUFS");
 	int lowat, rcvbuf;
 
+	qp->buf_tuned = true;
 	if (atomic_load(&ep_restricted)) /* (no socket options in a sandbox) */
 		return;
+	ep_qp_addrs(qp);
 	if (!ep_sockbuf_same_host(&qp->info.local, &qp->info.remote) ||
 	    (!(when && strcmp(when, "always") == 0) && !peer_on_this_cpu(qp->fd)))
 		return;

@@ -33,7 +33,10 @@ static bool write_batch(struct esock_qp *qp)
 	qp->txw->batch.more = cork;
 	if (!cork && qp->txc.kind != EP_TX_RTR)
 		atomic_store(&qp->rtr_corked, false); /* (a write without MSG_MORE pushes all) */
+	size_t left = qp->txw->batch.left;
+
 	rc = ep_batch_write(&qp->txw->batch, qp->fd);
+	ep_sockbuf_moved(qp, left - qp->txw->batch.left);
 	if (cork && rc > 0) { /* noted once written: a push must come after the write */
 		atomic_store(&qp->rtr_corked, true);
 		ep_cork_note(qp);

@@ -79,6 +79,8 @@ API int socket(int domain, int type, int protocol)
 	int fd = REAL(socket)(domain, type, protocol);
 
 	fresh(fd);
+	if (fd >= 0 && (domain == AF_INET || domain == AF_INET6))
+		sock_born(fd, domain, type, protocol);
 	return fd;
 }
 
@@ -651,6 +653,8 @@ static int ddp_fcntl(struct esock_sock *s, int fd, int cmd, long arg)
 	bool lst = s->st == SOCK_LISTENING && s->lst;
 	int rc = REAL(fcntl)(fd, cmd, lst && cmd == F_SETFL ? arg | O_NONBLOCK : arg);
 
+	if (rc >= 0 && cmd == F_SETFD && fd == s->cloexec_fd)
+		s->cloexec = (arg & FD_CLOEXEC) != 0;
 	if (rc >= 0 && cmd == F_SETFD && !(arg & FD_CLOEXEC))
 		sock_keep_cloexec(s, fd); /* crossing exec is the handoff's (sock_handoff.c) */
 	else if (rc >= 0 && cmd == F_SETFD)

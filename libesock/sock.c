@@ -211,20 +211,29 @@ void sock_timeo_read(struct esock_sock *s)
 
 static void atfork_init(void);
 
-static struct esock_sock *sock_make(int fd, const struct esock_sock *ls);
+static struct esock_sock *sock_make(int fd, const struct esock_sock *ls, int born_type);
 
 struct esock_sock *sock_new(int fd)
 {
-	return sock_make(fd, NULL);
+	return sock_make(fd, NULL, -1);
 }
 
 struct esock_sock *sock_new_accepted(int fd, const struct esock_sock *ls)
 {
-	return sock_make(fd, ls);
+	return sock_make(fd, ls, -1);
 }
 
-/* |ls|: the listener |fd| was accepted from (flags and timeouts known: no system calls). */
-static struct esock_sock *sock_make(int fd, const struct esock_sock *ls)
+struct esock_sock *sock_new_born(int fd, int type)
+{
+	return sock_make(fd, NULL, type);
+}
+
+/*
+ * |ls|: the listener |fd| was accepted from (flags and timeouts known: no
+ * system calls); |born_type| >= 0: socket()'s type argument this moment (the
+ * kernel's defaults: nothing to ask either).
+ */
+static struct esock_sock *sock_make(int fd, const struct esock_sock *ls, int born_type)
 {
 	struct esock_sock *s;
 
@@ -250,11 +259,16 @@ static struct esock_sock *sock_make(int fd, const struct esock_sock *ls)
 		atomic_store(&s->refs, refs);
 	}
 	s->fd = fd;
+	s->cloexec_fd = -1;
 	if (ls) {
 		/* Accepted: the caller set the flag; the kernel copied the listener's options. */
 		s->rcvtimeo_ms = ls->rcvtimeo_ms;
 		s->sndtimeo_ms = ls->sndtimeo_ms;
 		s->linger_abort = ls->linger_abort;
+	} else if (born_type >= 0) { /* no timeouts, no linger yet; the flags as socket() was told */
+		s->nonblock = (born_type & SOCK_NONBLOCK) != 0;
+		s->cloexec_fd = fd;
+		s->cloexec = (born_type & SOCK_CLOEXEC) != 0;
 	} else { /* SOCK_NONBLOCK or O_NONBLOCK set before DDPMODE: the file's flag is the truth */
 		int fl = REAL(fcntl)(fd, F_GETFL);
 
@@ -425,8 +439,11 @@ void sock_keep_cloexec(struct esock_sock *s, int fd)
 
 	if (s->st != SOCK_CONNECTED && s->st != SOCK_TCP_CONNECTING && s->st != SOCK_MPA_CONNECTING)
 		return;
-	if ((fl = REAL(fcntl)(fd, F_GETFD)) < 0)
+	if (s->cloexec_fd == fd) /* known since socket() (sock_new_born), once */
+		fl = s->cloexec ? FD_CLOEXEC : 0;
+	else if ((fl = REAL(fcntl)(fd, F_GETFD)) < 0)
 		return;
+	s->cloexec_fd = -1;
 	sock_note_inherit(fd, !(fl & FD_CLOEXEC));
 	if (!(fl & FD_CLOEXEC))
 		REAL(fcntl)(fd, F_SETFD, fl | FD_CLOEXEC);

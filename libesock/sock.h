@@ -83,6 +83,8 @@ struct esock_sock {
 	bool nonblock;              /* O_NONBLOCK as the application set it */
 	int rcvtimeo_ms, sndtimeo_ms; /* SO_RCVTIMEO, SO_SNDTIMEO (0: none; sock_timeo_read) */
 	bool linger_abort;          /* SO_LINGER {1, 0}: close resets (kept as it is set) */
+	int cloexec_fd;             /* |cloexec| is FD_CLOEXEC of this fd (-1: ask the kernel) */
+	bool cloexec;
 	bool suspended;             /* copied by fork: resumed by the first call here */
 	struct sock_share *share;   /* held by other processes too (sock_share.c), or NULL */
 	uint32_t share_gen;         /* the shared record this copy's state is at */
@@ -222,6 +224,10 @@ struct esock_sock *sock_get(int fd);        /* a reference, or NULL (pass-throug
 struct esock_sock *sock_get_any(int fd);    /* the same, fallen-back sockets included */
 void sock_put(struct esock_sock *s);
 struct esock_sock *sock_new(int fd);         /* installed in the table, nfds 1 */
+/* The same for a TCP socket socket() made just now with |type| (no system calls). */
+struct esock_sock *sock_new_born(int fd, int type);
+/* socket() made |fd|: with ESOCK_DDPMODE=all a TCP socket is in DDPMODE from birth. */
+void sock_born(int fd, int domain, int type, int protocol);
 /* The same for a connection accepted from listener |ls| (its flags set by the caller). */
 struct esock_sock *sock_new_accepted(int fd, const struct esock_sock *ls);
 int sock_close_fd(int fd);                   /* the close wrapper's work */
@@ -298,7 +304,8 @@ unsigned sock_connect_ready(struct esock_sock *s, unsigned events); /* poll bits
 int sock_connect_watch(struct esock_sock *s, int *fd, short *events);
 int sock_listen(struct esock_sock *s, int backlog);
 int sock_accept(struct esock_sock *ls, struct sockaddr *addr, socklen_t *len, int flags);
-unsigned sock_listen_ready(struct esock_sock *ls, unsigned events); /* POLLIN: a connection to take */
+/* POLLIN: a connection to take (|look|: at the backlog too, system calls). */
+unsigned sock_listen_ready(struct esock_sock *ls, unsigned events, bool look);
 void sock_teardown(struct esock_sock *s, bool graceful);
 
 /* sock_recv.c, sock_send.c, sock_ready.c, sock_conn.c (octets or -errno) */

@@ -163,11 +163,10 @@ static void ended_setup(struct esock_sock *s, int err)
 
 static void connected(struct esock_sock *s, bool initiator)
 {
-	struct esock_conn_info info = { 0 };
+	const struct esock_conn_info *info = ep_qp_info(s->qp); /* (no copy, no addresses asked) */
 
-	esock_qp_conn_info(s->qp, &info);
 	s->st = SOCK_CONNECTED;
-	if (initiator && !info.p2p && s->peer_esock) {
+	if (initiator && !info->p2p && s->peer_esock) {
 		/* No RTR negotiated (MPA revision 1): an empty Send unblocks the responder. */
 		struct esock_send_wr wr = { .wr_id = SOCK_WR_DIRECT | 0, .opcode = ESOCK_WR_SEND };
 
@@ -185,7 +184,7 @@ static void connected(struct esock_sock *s, bool initiator)
 		sock_keep_cloexec(s, s->fd);
 	sock_stat_describe(s);
 	log_info("fd %d: DDPMODE connected (peer %s, messages up to %u octets, CRC %s)", s->fd,
-		 s->peer_esock ? "esock" : "plain RDMA", s->peer_msg_max, info.crc ? "on" : "off");
+		 s->peer_esock ? "esock" : "plain RDMA", s->peer_msg_max, info->crc ? "on" : "off");
 }
 
 /*
@@ -413,8 +412,8 @@ int sock_connect(struct esock_sock *s, const struct sockaddr *addr, socklen_t le
 	}
 	if ((rc = mpa_begin(s)) < 0 || s->st != SOCK_MPA_CONNECTING)
 		return rc;
-	/* The file's flag is the truth (set before DDPMODE, or by another library). */
-	if (REAL(fcntl)(s->fd, F_GETFL) & O_NONBLOCK) {
+	/* (The flag as set before DDPMODE, or since through fcntl or ioctl: sock.c, preload.c.) */
+	if (s->nonblock) {
 		rc = sock_connect_progress(s, 0);
 		return rc == -EAGAIN ? -EINPROGRESS : rc;
 	}
@@ -480,12 +479,20 @@ int sock_listen(struct esock_sock *s, int backlog)
 	return 0;
 }
 
-unsigned sock_listen_ready(struct esock_sock *ls, unsigned events)
+/*
+ * |look|: its poll descriptor said something came (or nobody knows), so the
+ * backlog and the Requests under way are looked at (system calls); else only
+ * the connections it has ready to hand out count.
+ */
+unsigned sock_listen_ready(struct esock_sock *ls, unsigned events, bool look)
 {
 	struct esock_listener *l = ls->lst;
 
-	return (events & (POLLIN | POLLRDNORM)) && l && esock_listener_ready(l) > 0
-		       ? (POLLIN | POLLRDNORM) & events : 0;
+	if (!(events & (POLLIN | POLLRDNORM)) || !l)
+		return 0;
+	if (look ? esock_listener_ready(l) > 0 : ep_listener_pending(l) > 0)
+		return (POLLIN | POLLRDNORM) & events;
+	return 0;
 }
 
 /* Applies accept4's SOCK_NONBLOCK to the file (the listener accepts non-blocking). */
@@ -539,10 +546,10 @@ static int hand_mpa(struct esock_sock *ls, struct esock_conn_req *req, int flags
 	s->nonblock = (flags & SOCK_NONBLOCK) != 0;
 	s->o = ls->o;
 	{
-		struct esock_conn_info ri;
+		size_t pd_len;
+		const uint8_t *pd_in = ep_conn_req_private_data(req, &pd_len);
 
-		esock_conn_req_info(req, &ri);
-		heard(s, ri.private_data, ri.private_data_len);
+		heard(s, pd_in, pd_len);
 	}
 	/* Failing, the descriptor leaves the table before it is closed: its number is free then. */
 	if (size_refused(s)) {

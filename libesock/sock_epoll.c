@@ -54,6 +54,7 @@ struct ep_entry {
 	int sfd;                 /* a lazy QP's socket in the kernel's set (its input is read here), or -1 */
 	bool rx_kick;            /* that socket had news: read it at the next look */
 	bool rx_end;             /* ... a FIN, reset or error among it: read to the end */
+	bool lst_kick;           /* a listener's poll descriptor had news: look at its backlog */
 	struct esock_sock *s;
 	struct epoll_event ev;   /* what the application registered */
 	bool disabled;           /* EPOLLONESHOT fired */
@@ -425,6 +426,7 @@ static int watch(struct epset *st, int epfd, struct ep_entry *e)
 		if (e->wfd >= 0)
 			REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, e->wfd, NULL);
 		e->wfd = wfd;
+		e->lst_kick = true; /* (the first look: what came before the watch) */
 		if (e->wcq) { /* it began to listen */
 			ep_cq_unwatch(e->wcq, st, e->fd);
 			e->wcq = NULL;
@@ -563,7 +565,18 @@ static uint32_t entry_events(struct epset *st, int epfd, struct ep_entry *e, boo
 		}
 		e->rx_end = false;
 	}
-	r = sock_ready(s, want & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI));
+	if (s->st == SOCK_LISTENING && s->lst) {
+		/*
+		 * Its backlog only when its poll descriptor (level-triggered in
+		 * the kernel's set) rang: a level-triggered listener is looked at
+		 * before every wait, and an accept4 that finds nothing each time
+		 * is a system call per connection for nothing.
+		 */
+		r = sock_listen_ready(s, want & EPOLLIN, e->lst_kick);
+		e->lst_kick = false;
+	} else {
+		r = sock_ready(s, want & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI));
+	}
 	if (et) {
 		uint64_t g = rx_gen(s);
 
@@ -661,6 +674,7 @@ static int sort_kernel(struct epset *st, struct epoll_event *out, int from, int 
 
 		if (e) {
 			e->rx_kick = e->sfd >= 0; /* (a listener's poll descriptor needs no reading) */
+			e->lst_kick = e->wfd >= 0;
 			/*
 			 * Edge-triggered, a short read is enough (later octets make a
 			 * new edge), unless the FIN came along: then up to it, or it

@@ -99,34 +99,46 @@ bool sock_auto_ddp(int fd, const struct sockaddr *addr, bool listening)
 	return sock_enable(fd, 1) == 0;
 }
 
+/*
+ * Every TCP socket will be switched at its connect or listen: switched at
+ * birth instead, it needs no questions to the kernel (type, protocol, state,
+ * flags, timeouts and linger are socket()'s arguments and the defaults).
+ */
+void sock_born(int fd, int domain, int type, int protocol)
+{
+	(void)domain;
+	pthread_once(&env_once, env_parse);
+	if (env.all && (type & 0xf) == SOCK_STREAM && (protocol == 0 || protocol == IPPROTO_TCP) &&
+	    sock_new_born(fd, type))
+		log_debug("fd %d: DDPMODE from socket()", fd);
+}
+
 /* ---- switching ---- */
 
+/* (Linux has TCP only as SOCK_STREAM: the protocol says it all.) */
 static int is_tcp(int fd)
 {
-	int type = 0, proto = 0;
-	socklen_t l1 = sizeof(type), l2 = sizeof(proto);
+	int proto = 0;
+	socklen_t len = sizeof(proto);
 
-	if (REAL(getsockopt)(fd, SOL_SOCKET, SO_TYPE, &type, &l1) < 0)
+	if (REAL(getsockopt)(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) < 0)
 		return -errno;
-	if (REAL(getsockopt)(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &l2) < 0)
-		return -errno;
-	return type == SOCK_STREAM && proto == IPPROTO_TCP ? 0 : -EOPNOTSUPP;
+	return proto == IPPROTO_TCP ? 0 : -EOPNOTSUPP;
 }
 
 int sock_enable(int fd, int on)
 {
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-	int rc, acc = 0;
-	socklen_t al = sizeof(acc);
+	uint8_t state = 0; /* tcpi_state, the first octet of struct tcp_info */
+	socklen_t len = sizeof(state);
+	int rc;
 
 	if (!on)
 		return 0; /* not in DDPMODE: nothing to undo */
 	if ((rc = is_tcp(fd)) < 0)
 		return rc;
-	if (REAL(getpeername)(fd, (struct sockaddr *)&ss, &len) == 0)
-		return -EISCONN;
-	if (REAL(getsockopt)(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) == 0 && acc)
+	/* Not yet connected nor listening: closed, or a connect under way (getpeername's ENOTCONN). */
+	if (REAL(getsockopt)(fd, IPPROTO_TCP, TCP_INFO, &state, &len) == 0 && len >= 1 &&
+	    state != TCP_CLOSE && state != TCP_SYN_SENT)
 		return -EISCONN;
 	if (!sock_new(fd))
 		return -ENOMEM;

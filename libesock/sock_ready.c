@@ -36,9 +36,8 @@ static int64_t left_ms(int64_t end)
  */
 static unsigned ready_now(struct esock_sock *s, unsigned events, bool looked)
 {
-	if (s->st == SOCK_LISTENING && s->lst && !looked)
-		return (events & (POLLIN | POLLRDNORM)) && ep_listener_pending(s->lst)
-			       ? (POLLIN | POLLRDNORM) & events : 0;
+	if (s->st == SOCK_LISTENING && s->lst)
+		return sock_listen_ready(s, events, looked);
 	return sock_ready(s, events);
 }
 
@@ -200,7 +199,7 @@ unsigned sock_ready(struct esock_sock *s, unsigned events)
 	unsigned r = 0;
 
 	if (s->st == SOCK_LISTENING)
-		return sock_listen_ready(s, events);
+		return sock_listen_ready(s, events, true);
 	if (s->st == SOCK_TCP_CONNECTING || s->st == SOCK_MPA_CONNECTING)
 		return sock_connect_ready(s, events);
 	pthread_mutex_lock(&s->lock);

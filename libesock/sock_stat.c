@@ -174,17 +174,17 @@ void sock_stat_describe(struct esock_sock *s)
 	snprintf(sl->peer, sizeof(sl->peer), "%s",
 		 s->st != SOCK_CONNECTED ? "-" : s->peer_esock ? "esock" : s->o.peer[0] ? s->o.peer : "rdma");
 	if (s->qp && ep_qp_info(s->qp)->local.ss_family && ep_qp_info(s->qp)->remote.ss_family) {
-		/* Connected in DDPMODE: the MPA exchange took the addresses already. */
+		/* The QP knows them already (somebody asked: ep_qp_addrs). */
 		addr_str(&ep_qp_info(s->qp)->local, sl->local, sizeof(sl->local));
 		addr_str(&ep_qp_info(s->qp)->remote, sl->remote, sizeof(sl->remote));
-	} else if (s->st != SOCK_TCP_CONNECTING && s->st != SOCK_MPA_CONNECTING) {
-		/* (Connecting: told again once connected.) */
+	} else if (s->st == SOCK_LISTENING) {
+		/*
+		 * (A connection's addresses are not asked here, two system calls
+		 * each: esock-stat finds them in the process's /proc entries.)
+		 */
 		len = sizeof(ss);
 		if (REAL(getsockname)(s->fd, (struct sockaddr *)&ss, &len) == 0)
 			addr_str(&ss, sl->local, sizeof(sl->local));
-		len = sizeof(ss);
-		if (REAL(getpeername)(s->fd, (struct sockaddr *)&ss, &len) == 0)
-			addr_str(&ss, sl->remote, sizeof(sl->remote));
 	}
 	sl->c.peer_msg_max = s->peer_msg_max;
 	sl->c.peer_is_esock = s->peer_esock;

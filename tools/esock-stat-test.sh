@@ -36,6 +36,9 @@ done
 cat "$out"
 [ "$(grep -c ' ddp ' "$out")" -eq 1 ] || fail "want 1 DDPMODE socket in $pid"
 grep ' ddp ' "$out" | grep -q ' esock ' || fail "peer kind"
+# (the addresses come from the process's /proc entries: the library does not ask for them)
+grep ' ddp ' "$out" | awk '{ print $6, $7 }' | grep -Eq '^127\.0\.0\.1:[0-9]+ 127\.0\.0\.1:[0-9]+$' ||
+	fail "the connection's addresses"
 first=$(awk '$4 == "ddp" { print $8; exit }' "$out")
 sleep 0.3
 "$stat" "$pid" >"$out" 2>&1 || fail "second look"

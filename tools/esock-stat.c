@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +28,64 @@ static void usage(FILE *f)
 	fprintf(f, "usage: esock-stat [-a] [PID...]\n"
 		   "Lists the DDPMODE sockets of processes using libesock, with their counters.\n"
 		   "  -a   include files left by processes that have ended\n");
+}
+
+/* An address of /proc/net/tcp{,6} ("0100007F:1F90", network order in host words) as text. */
+static void proc_addr(const char *hex, bool v6, char *out, size_t len)
+{
+	uint32_t w[4] = { 0 };
+	unsigned port = 0;
+	char host[INET6_ADDRSTRLEN] = "?";
+
+	if (v6 ? sscanf(hex, "%8x%8x%8x%8x:%x", &w[0], &w[1], &w[2], &w[3], &port) != 5
+	       : sscanf(hex, "%x:%x", &w[0], &port) != 2) {
+		snprintf(out, len, "?");
+		return;
+	}
+	/* (Each 32-bit word is printed in the kernel's byte order: as it lies in memory.) */
+	inet_ntop(v6 ? AF_INET6 : AF_INET, w, host, sizeof(host));
+	snprintf(out, len, v6 ? "[%s]:%u" : "%s:%u", host, port);
+}
+
+/*
+ * The addresses of socket |fd| of process |pid|, as ss finds them: the
+ * socket's inode from /proc/PID/fd, its line in the process's own view of
+ * the TCP tables (its network namespace).  The library does not ask the
+ * kernel for every connection's addresses (two system calls each).
+ */
+static bool proc_sock_addrs(pid_t pid, int fd, char *local, char *remote, size_t len)
+{
+	char path[64], link[64], line[512];
+	unsigned long inode;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+	if ((n = readlink(path, link, sizeof(link) - 1)) < 0)
+		return false;
+	link[n] = 0;
+	if (sscanf(link, "socket:[%lu]", &inode) != 1)
+		return false;
+	for (int v6 = 0; v6 < 2; v6++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/net/tcp%s", (int)pid, v6 ? "6" : "");
+		if (!(f = fopen(path, "re")))
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			char la[64], ra[64];
+			unsigned long ino;
+
+			if (sscanf(line, " %*d: %63s %63s %*x %*s %*s %*s %*d %*d %lu", la, ra, &ino) == 3 &&
+			    ino == inode) {
+				proc_addr(la, v6, local, len);
+				proc_addr(ra, v6, remote, len);
+				fclose(f);
+				return true;
+			}
+		}
+		fclose(f);
+	}
+	return false;
 }
 
 static int show(pid_t pid, bool all, bool *header)
@@ -67,13 +126,18 @@ static int show(pid_t pid, bool all, bool *header)
 	}
 	for (uint32_t i = 0; i < m->nslots; i++) {
 		const struct esock_stat_slot *s = &m->slot[i];
+		char local[64], remote[64];
 
 		if (!__atomic_load_n(&s->used, __ATOMIC_ACQUIRE))
 			continue;
+		snprintf(local, sizeof(local), "%s", s->local[0] ? s->local : "-");
+		snprintf(remote, sizeof(remote), "%s", s->remote[0] ? s->remote : "-");
+		if (alive && !s->remote[0] && strcmp(s->mode, "listen") != 0)
+			proc_sock_addrs(pid, s->fd, local, remote, sizeof(local));
 		printf("%-7d %-12.12s %4d %-7.7s %-6.6s %-22.22s %-22.22s %9llu %12llu %9llu %12llu %4llu %4u "
 		       "%4llu%s\n",
-		       (int)m->pid, m->cmd, s->fd, s->mode, s->peer, s->local[0] ? s->local : "-",
-		       s->remote[0] ? s->remote : "-", (unsigned long long)s->c.tx_msgs,
+		       (int)m->pid, m->cmd, s->fd, s->mode, s->peer, local, remote,
+		       (unsigned long long)s->c.tx_msgs,
 		       (unsigned long long)s->c.tx_bytes, (unsigned long long)s->c.rx_msgs,
 		       (unsigned long long)s->c.rx_bytes, (unsigned long long)s->c.terminates,
 		       s->crc_errors, (unsigned long long)s->c.fallbacks, alive ? "" : " (ended)");

@@ -959,6 +959,8 @@ static const struct {
 	G("MPA ID Req Frame\x40\x03\x00\x00"),     /* revision 3 */
 	G("MPA ID Req Frame\x40\x02\xff\xff...."), /* PD_Length 65535 */
 	G("MPA ID Req Frame\x60\x02\x00\x00"),     /* R=1 in a Request */
+	/* A whole Request, then octets before any Reply (RFC 5044: no FPDU before it). */
+	G("MPA ID Req Frame\x40\x01\x00\x00\x00\x06\x41\x43\x00\x00\x00\x00"),
 };
 #define NGARBAGE (int)(sizeof(garbage) / sizeof(garbage[0]))
 
