@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "endpoint/ep.h"
+#include "endpoint/ep_mem.h"
 #include "iwarp/backend.h"
 #include "libc/ownfd.h"
 #include "libc/real.h"
@@ -30,12 +31,12 @@ int user_cq_create(int depth, struct esock_cq **cq)
 
 	if (depth <= 0 || depth > (1 << 24) || !cq)
 		return -EINVAL;
-	if (!(c = calloc(1, sizeof(*c))))
+	if (!(c = ep_calloc(1, sizeof(*c))))
 		return -ENOMEM;
 	if (ep_ring_init(&c->ring, (uint32_t)depth) < 0 ||
-	    !(c->wc = calloc(c->ring.size, sizeof(*c->wc)))) {
+	    !(c->wc = ep_calloc(c->ring.size, sizeof(*c->wc)))) {
 		ep_ring_fini(&c->ring);
-		free(c);
+		ep_free(c);
 		return -ENOMEM;
 	}
 	atomic_init(&c->efd, -1); /* made when asked for (esock_cq_fd) */
@@ -58,8 +59,8 @@ int user_cq_destroy(struct esock_cq *cq)
 	free(cq->qps);
 	free(cq->watch);
 	free(cq->sleep_efd);
-	free(cq->wc);
-	free(cq);
+	ep_free(cq->wc);
+	ep_free(cq);
 	return 0;
 }
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "endpoint/ep.h"
+#include "endpoint/ep_mem.h"
 #include "endpoint/ep_ops.h"
 #include "iwarp/backend.h"
 #include "libc/ownfd.h"
@@ -28,13 +29,13 @@ static void qp_free(struct esock_qp *qp)
 {
 	ep_ring_fini(&qp->sqr);
 	ep_ring_fini(&qp->rqr);
-	free(qp->sq);
-	free(qp->rq);
+	ep_free(qp->sq);
+	ep_free(qp->rq);
 	free(qp->stage);
 	free(qp->txw); /* left with unwritten octets by a failure */
-	free(qp->orq);
-	free(qp->irq);
-	free(qp);
+	ep_free(qp->orq);
+	ep_free(qp->irq);
+	ep_free(qp);
 }
 
 int user_qp_create(const struct esock_qp_attr *a, struct esock_qp **out)
@@ -49,7 +50,7 @@ int user_qp_create(const struct esock_qp_attr *a, struct esock_qp **out)
 	rqd = a->rq_depth ? a->rq_depth : EP_DEPTH_DEFAULT;
 	if (sqd > (1u << 20) || rqd > (1u << 20))
 		return -EINVAL;
-	if (!(qp = calloc(1, sizeof(*qp))))
+	if (!(qp = ep_calloc(1, sizeof(*qp))))
 		return -ENOMEM;
 	qp->be = &esock_user_backend;
 	qp->max_sge = a->max_sge ? a->max_sge : 4;
@@ -57,8 +58,8 @@ int user_qp_create(const struct esock_qp_attr *a, struct esock_qp **out)
 	qp->sq_stride = (uint32_t)(sizeof(struct ep_sqe) + qp->max_sge * sizeof(struct esock_sge));
 	qp->rq_stride = (uint32_t)(sizeof(struct ep_rqe) + qp->max_recv_sge * sizeof(struct esock_sge));
 	if (ep_ring_init(&qp->sqr, sqd) < 0 || ep_ring_init(&qp->rqr, rqd) < 0 ||
-	    !(qp->sq = calloc(qp->sqr.size, qp->sq_stride)) ||
-	    !(qp->rq = calloc(qp->rqr.size, qp->rq_stride)) || ep_qpn_alloc(qp) < 0) {
+	    !(qp->sq = ep_calloc(qp->sqr.size, qp->sq_stride)) ||
+	    !(qp->rq = ep_calloc(qp->rqr.size, qp->rq_stride)) || ep_qpn_alloc(qp) < 0) {
 		qp_free(qp);
 		return -ENOMEM;
 	}
@@ -345,10 +346,10 @@ int ep_qp_reads_init(struct esock_qp *qp)
 {
 	qp->orq_cap = qp->info.ord ? qp->info.ord : 1;
 	qp->irq_cap = qp->info.ird ? qp->info.ird : 1;
-	free(qp->orq);
-	free(qp->irq);
-	qp->orq = calloc(qp->orq_cap, sizeof(*qp->orq));
-	qp->irq = calloc(qp->irq_cap, sizeof(*qp->irq));
+	ep_free(qp->orq);
+	ep_free(qp->irq);
+	qp->orq = ep_calloc(qp->orq_cap, sizeof(*qp->orq));
+	qp->irq = ep_calloc(qp->irq_cap, sizeof(*qp->irq));
 	return qp->orq && qp->irq ? 0 : -ENOMEM;
 }
 

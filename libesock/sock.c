@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "endpoint/ep_mem.h"
 #include "endpoint/ep_sock.h"
 #include "libesock/fdtab.h"
 #include "libc/ownfd.h"
@@ -247,7 +248,7 @@ static struct esock_sock *sock_make(int fd, const struct esock_sock *ls, int bor
 		free_list = s->next_free;
 	pthread_mutex_unlock(&free_lock);
 	if (!s) {
-		if (!(s = calloc(1, sizeof(*s))))
+		if (!(s = ep_calloc(1, sizeof(*s)))) /* (never freed: recycled through free_list) */
 			return NULL;
 		pthread_mutex_init(&s->lock, NULL);
 	} else {

@@ -21,6 +21,9 @@ tests_integration_check_ep_profile_LDADD = $(EP_TEST_LDADD)
 TESTS += tests/integration/engine-modes.sh
 EXTRA_DIST += tests/integration/engine-modes.sh
 
+TEST_PROGS += tests/integration/check_ep_mem
+tests_integration_check_ep_mem_LDADD = $(EP_TEST_LDADD) -lpthread
+
 TEST_PROGS += tests/integration/check_ep_ring
 tests_integration_check_ep_ring_LDADD = tests/unit/libtestutil.la $(CHECK_LIBS) -lpthread
 

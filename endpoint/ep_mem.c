@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/* Per-connection objects from populated chunks (ep_mem.h). */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "endpoint/ep_mem.h"
+#include "util/log.h"
+
+#define HDR 16                   /* before each block: its size class (keeps 16-alignment) */
+#define GRAIN 256                /* block sizes are multiples of this */
+#define MAX_BLOCK (16 * 1024)    /* larger ones come from calloc */
+#define NCLASS (MAX_BLOCK / GRAIN)
+#define CHUNK (256 * 1024)       /* filled at once: a few dozen connections' worth */
+#define MAGIC 0x65706d6du        /* "epmm" */
+#define BIG 0u                   /* class of a calloc'd block */
+
+struct hdr {
+	uint32_t cls; /* 1..NCLASS: GRAIN * cls octets with the header; BIG: calloc's */
+	uint32_t magic;
+	uint64_t pad;
+};
+_Static_assert(sizeof(struct hdr) == HDR, "the header keeps blocks 16-aligned");
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct hdr *free_list[NCLASS + 1]; /* by class: next in the first octets after the header */
+static uint8_t *cur;                     /* the chunk being cut */
+static size_t left;                      /* octets of it not cut yet */
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+/* (A fork while another thread holds the lock would leave the child's copy held.) */
+static void before_fork(void)
+{
+	pthread_mutex_lock(&lock);
+}
+
+static void after_fork(void)
+{
+	pthread_mutex_unlock(&lock);
+}
+
+static void init(void)
+{
+	pthread_atfork(before_fork, after_fork, after_fork);
+}
+
+/* A block of |cls| from the current chunk, a new one when it is used up (lock held). */
+static struct hdr *cut(unsigned cls)
+{
+	size_t len = (size_t)cls * GRAIN;
+	struct hdr *h;
+
+	if (left < len) {
+		/* The rest of the old chunk (less than one block) is left unused. */
+		void *c = mmap(NULL, CHUNK, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+
+		if (c == MAP_FAILED)
+			return NULL;
+		cur = c;
+		left = CHUNK;
+	}
+	h = (struct hdr *)cur; /* (new memory: zero) */
+	cur += len;
+	left -= len;
+	return h;
+}
+
+void *ep_calloc(size_t n, size_t size)
+{
+	struct hdr *h;
+	size_t want;
+	unsigned cls;
+
+	if (size && n > (SIZE_MAX - HDR) / size)
+		return NULL;
+	want = n * size + HDR;
+	if (want > MAX_BLOCK) {
+		if (!(h = calloc(1, want)))
+			return NULL;
+		h->cls = BIG;
+		h->magic = MAGIC;
+		return h + 1;
+	}
+	cls = (unsigned)((want + GRAIN - 1) / GRAIN);
+	pthread_once(&once, init);
+	pthread_mutex_lock(&lock);
+	if ((h = free_list[cls])) {
+		memcpy(&free_list[cls], h + 1, sizeof(h));
+		pthread_mutex_unlock(&lock);
+		memset(h + 1, 0, (size_t)cls * GRAIN - HDR);
+	} else {
+		h = cut(cls);
+		pthread_mutex_unlock(&lock);
+		if (!h)
+			return NULL;
+	}
+	h->cls = cls;
+	h->magic = MAGIC;
+	return h + 1;
+}
+
+void ep_free(void *p)
+{
+	struct hdr *h;
+
+	if (!p)
+		return;
+	h = (struct hdr *)p - 1;
+	if (h->magic != MAGIC || h->cls > NCLASS) {
+		log_error("ep_free: %p is not a block of ours; left alone", p);
+		return;
+	}
+	if (h->cls == BIG) {
+		h->magic = 0;
+		free(h);
+		return;
+	}
+	h->magic = 0; /* (a second ep_free of it is refused above) */
+	pthread_mutex_lock(&lock);
+	memcpy(h + 1, &free_list[h->cls], sizeof(h));
+	free_list[h->cls] = h;
+	pthread_mutex_unlock(&lock);
+}
