@@ -281,13 +281,17 @@ static int mpa_begin(struct esock_sock *s)
 	uint8_t pd[256 + ESOCK_ANNOUNCE_LEN];
 	int rc;
 
-	if ((rc = make_qp(s)) < 0) {
+	if ((rc = new_qp(s)) < 0) {
 		ended_setup(s, rc);
 		return rc;
 	}
 	conn_param(s, &p, pd);
-	/* On the application's own descriptor: one per connection, as with plain TCP. */
-	if ((rc = esock_qp_connect_start(s->qp, s->fd, &p)) < 0)
+	/*
+	 * On the application's own descriptor: one per connection, as with
+	 * plain TCP.  The receive pool is made while the Request travels and
+	 * the server answers (nothing can come before the Reply is read, here).
+	 */
+	if ((rc = esock_qp_connect_start(s->qp, s->fd, &p)) < 0 || (rc = sock_pool_setup(s)) < 0)
 		return mpa_failed(s, rc);
 	s->st = SOCK_MPA_CONNECTING;
 	sock_stat_describe(s);
@@ -557,14 +561,19 @@ static int hand_mpa(struct esock_sock *ls, struct esock_conn_req *req, int flags
 		esock_reject(req, NULL, 0);
 		return -EPROTO;
 	}
-	if ((rc = make_qp(s)) < 0) {
+	/*
+	 * An esock peer's Sends wait for a receive (it said so): the pool is
+	 * made after our Reply left, while the client reads it.  A plain RDMA
+	 * peer's first Send must find receives posted.
+	 */
+	if ((rc = s->peer_esock ? new_qp(s) : make_qp(s)) < 0) {
 		sock_release_fd(fd);
 		esock_reject(req, NULL, 0);
 		return rc;
 	}
 	conn_param(s, &p, pd);
 	ep_conn_req_keep_fd(req);
-	if ((rc = esock_accept(req, s->qp, &p)) < 0) {
+	if ((rc = esock_accept(req, s->qp, &p)) < 0 || (s->peer_esock && (rc = sock_pool_setup(s)) < 0)) {
 		log_warn("fd %d: MPA accept failed (%s); connection closed", fd, strerror(-rc));
 		sock_close_fd(fd);
 		return rc;

@@ -9,6 +9,8 @@
 #
 #   top_builddir=build sh tools/connscale.sh [MAX STEP ACTIVE BYTES SECONDS OUTDIR]
 #   (defaults: 2000 500 200 4096 2 connscale-out)
+#   CONNSCALE_CPUS=split|same: client and server on CPUs 0 and 1, or both on 0
+#   (a sequential client's setup rate is latency: where the two run decides it)
 set -eu
 b=${top_builddir:-.}
 bin=$b/tools/esock-connscale
@@ -16,7 +18,7 @@ lib=${ESOCK_LIB:-$b/.libs/libesock.so}
 max=${1:-2000} step=${2:-500} active=${3:-200} bytes=${4:-4096} secs=${5:-2} out=${6:-connscale-out}
 [ -x "$bin" ] && [ -f "$lib" ] || { echo "connscale: build first ($bin, $lib)"; exit 77; }
 mkdir -p "$out"
-machine="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $(nproc) cores, kernel $(uname -r), $(date -u +%Y-%m-%d)"
+machine="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $(nproc) cores, kernel $(uname -r), $(date -u +%Y-%m-%d), CPUs ${CONNSCALE_CPUS:-not pinned}"
 echo "# $machine" | tee "$out/machine.txt"
 "$bin" "$max" "$step" "$active" "$bytes" "$secs" >"$out/plain.csv"
 LD_PRELOAD=$lib ESOCK_DDPMODE=all "$bin" "$max" "$step" "$active" "$bytes" "$secs" >"$out/ddp.csv"
@@ -27,16 +29,18 @@ FNR == 1 { next }
 $1 == "throughput" { tp[FILENAME ~ /ddp/] = $4; next }
 $1 == "busy" { busy[FILENAME ~ /ddp/] = $3; next }
 FNR == 2 { base_rss[FILENAME ~ /ddp/] = $4; base_fds[FILENAME ~ /ddp/] = $5; next }
-{ d = FILENAME ~ /ddp/; rate[d, $1] = $3; rss[d, $1] = $4; fds[d, $1] = $5; if (!d) n[++k] = $1 }
+{ d = FILENAME ~ /ddp/; rate[d, $1] = $3; rss[d, $1] = $4; fds[d, $1] = $5; con[d, $1] = $8; rtt[d, $1] = $9
+  if (!d) n[++k] = $1 }
 END {
-	printf "%8s %12s %12s %7s %14s %14s %9s %9s\n", "conns", "plain conn/s", "ddp conn/s", "ratio",
-	       "plain KB/conn", "ddp KB/conn", "plain fd", "ddp fd"
+	printf "%8s %12s %12s %7s %14s %14s %9s %9s %17s %17s\n", "conns", "plain conn/s", "ddp conn/s", "ratio",
+	       "plain KB/conn", "ddp KB/conn", "plain fd", "ddp fd", "connect us p/d", "1st rtt us p/d"
 	for (i = 1; i <= k; i++) {
 		c = n[i]
-		printf "%8d %12.0f %12.0f %7.2f %14.1f %14.1f %9.2f %9.2f\n", c, rate[0, c], rate[1, c],
+		printf "%8d %12.0f %12.0f %7.2f %14.1f %14.1f %9.2f %9.2f %8.1f/%8.1f %8.1f/%8.1f\n", c, rate[0, c], rate[1, c],
 		       rate[0, c] ? rate[1, c] / rate[0, c] : 0,
 		       (rss[0, c] - base_rss[0]) / c, (rss[1, c] - base_rss[1]) / c,
-		       (fds[0, c] - base_fds[0]) / c, (fds[1, c] - base_fds[1]) / c
+		       (fds[0, c] - base_fds[0]) / c, (fds[1, c] - base_fds[1]) / c,
+		       con[0, c], con[1, c], rtt[0, c], rtt[1, c]
 	}
 	if (tp[0]) printf "throughput over '"$active"' connections, '"$bytes"'-octet messages: plain %.1f MB/s, DDPMODE %.1f MB/s, ratio %.2f\n", tp[0], tp[1], tp[1] / tp[0]
 	c = n[k]

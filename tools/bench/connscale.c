@@ -9,10 +9,13 @@
  * |bytes|-octet messages (all written, then all read back) for |seconds|.
  *
  *   esock-connscale MAX STEP [ACTIVE BYTES SECONDS]
+ *   CONNSCALE_CPUS=split|same   client on CPU 0, server on CPU 1 (split) or
+ *                               both on CPU 0 (same); default: the scheduler's
  *
- * Output: CSV lines "conns,step_ms,conn_per_s,srv_rss_kb,srv_fds,cli_rss_kb,cli_fds"
- * "throughput,active,bytes,MB_per_s" and "busy,active,srv_rss_kb" (the server's
- * memory after the traffic).
+ * Output: CSV lines "conns,step_ms,conn_per_s,srv_rss_kb,srv_fds,cli_rss_kb,cli_fds,
+ * connect_us,rtt_us" (the step's medians of connect's time and of the first
+ * round trip after it), "throughput,active,bytes,MB_per_s" and
+ * "busy,active,srv_rss_kb" (the server's memory after the traffic).
  */
 #include "config.h"
 
@@ -22,7 +25,9 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,18 +153,49 @@ static void serve(int lfd, int ready_fd)
 	}
 }
 
-/* One connection, confirmed by a one-octet round trip. */
-static int open_one(const struct sockaddr_in *sa)
+/* One connection, confirmed by a one-octet round trip; how long each took (µs). */
+static int open_one(const struct sockaddr_in *sa, double *connect_us, double *rtt_us)
 {
 	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
 	char c = 'x';
+	double t0 = now_s(), t1;
 
 	if (fd < 0 || connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0)
 		die("connect");
+	t1 = now_s();
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (write(fd, &c, 1) != 1 || read(fd, &c, 1) != 1)
 		die("first round trip");
+	*connect_us = (t1 - t0) * 1e6;
+	*rtt_us = (now_s() - t1) * 1e6;
 	return fd;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return v[n / 2];
+}
+
+/* CONNSCALE_CPUS: this process on CPU |client_side| ? 0 : (split ? 1 : 0). */
+static void place(bool client_side)
+{
+	const char *e = getenv("CONNSCALE_CPUS");
+	cpu_set_t set;
+
+	if (!e || (strcmp(e, "split") != 0 && strcmp(e, "same") != 0))
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(!client_side && strcmp(e, "split") == 0 ? 1 : 0, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) < 0)
+		die("CONNSCALE_CPUS");
 }
 
 /* All |a| connections write |bytes| octets, then all read them back; MB/s over |secs|. */
@@ -199,6 +235,7 @@ int main(int argc, char **argv)
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	socklen_t len = sizeof(sa);
 	int max, step, active = 0, lfd, pipefd[2], *fds;
+	double *cus, *rus;
 	double secs = 0;
 	size_t bytes = 0;
 	char c;
@@ -232,28 +269,31 @@ int main(int argc, char **argv)
 		if (getppid() == 1)
 			_exit(0);
 		close(pipefd[0]);
+		place(false);
 		serve(lfd, pipefd[1]);
 		_exit(0);
 	}
 	close(lfd);
 	close(pipefd[1]);
+	place(true);
 	if (read(pipefd[0], &c, 1) != 1)
 		die("server start");
 	close(pipefd[0]);
-	if (!(fds = calloc((size_t)max, sizeof(*fds))))
+	if (!(fds = calloc((size_t)max, sizeof(*fds))) || !(cus = calloc((size_t)step, sizeof(*cus))) ||
+	    !(rus = calloc((size_t)step, sizeof(*rus))))
 		die("calloc");
-	printf("conns,step_ms,conn_per_s,srv_rss_kb,srv_fds,cli_rss_kb,cli_fds\n");
-	printf("0,0,0,%ld,%ld,%ld,%ld\n", rss_kb(srv), nfds(srv), rss_kb(getpid()), nfds(getpid()));
+	printf("conns,step_ms,conn_per_s,srv_rss_kb,srv_fds,cli_rss_kb,cli_fds,connect_us,rtt_us\n");
+	printf("0,0,0,%ld,%ld,%ld,%ld,0,0\n", rss_kb(srv), nfds(srv), rss_kb(getpid()), nfds(getpid()));
 	for (int n = 0; n < max;) {
 		int k = n + step > max ? max - n : step;
 		double t0 = now_s(), dt;
 
 		for (int i = 0; i < k; i++)
-			fds[n + i] = open_one(&sa);
+			fds[n + i] = open_one(&sa, &cus[i], &rus[i]);
 		dt = now_s() - t0;
 		n += k;
-		printf("%d,%.1f,%.0f,%ld,%ld,%ld,%ld\n", n, dt * 1e3, k / dt, rss_kb(srv), nfds(srv),
-		       rss_kb(getpid()), nfds(getpid()));
+		printf("%d,%.1f,%.0f,%ld,%ld,%ld,%ld,%.1f,%.1f\n", n, dt * 1e3, k / dt, rss_kb(srv),
+		       nfds(srv), rss_kb(getpid()), nfds(getpid()), median(cus, k), median(rus, k));
 		fflush(stdout);
 	}
 	if (active) {
@@ -266,5 +306,7 @@ int main(int argc, char **argv)
 	kill(srv, SIGTERM);
 	waitpid(srv, NULL, 0);
 	free(fds);
+	free(cus);
+	free(rus);
 	return 0;
 }
