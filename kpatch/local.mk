@@ -6,9 +6,9 @@ if HAVE_VERBS
 # (rdma-core itself is loaded when first used, not linked: vb_lib.h)
 libesock_ep_la_SOURCES += kpatch/verbs/vb.h kpatch/verbs/vb_lib.h kpatch/verbs/vb_lib.c \
 	kpatch/verbs/vb_dev.c kpatch/verbs/vb_cq.c kpatch/verbs/vb_qp.c kpatch/verbs/vb_cm.c \
-	kpatch/verbs/vb_backend.c
+	kpatch/verbs/vb_backend.c kpatch/verbs/vb_keys.h kpatch/verbs/vb_keys.c
 else
 EXTRA_DIST += kpatch/verbs/vb.h kpatch/verbs/vb_lib.h kpatch/verbs/vb_lib.c \
 	kpatch/verbs/vb_dev.c kpatch/verbs/vb_cq.c kpatch/verbs/vb_qp.c kpatch/verbs/vb_cm.c \
-	kpatch/verbs/vb_backend.c
+	kpatch/verbs/vb_backend.c kpatch/verbs/vb_keys.h kpatch/verbs/vb_keys.c
 endif

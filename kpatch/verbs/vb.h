@@ -31,6 +31,7 @@
 
 #include <esock/iwarp.h>
 
+#include "kpatch/verbs/vb_keys.h"
 #include "kpatch/verbs/vb_lib.h"
 
 struct esock_backend;
@@ -47,15 +48,13 @@ struct vb_pd {
 	struct ibv_context *ctx;        /* rdma_cm's context of the device (not ours to close) */
 	struct ibv_pd *pd;
 	atomic_int refs;                /* MRs and QPs */
-	pthread_mutex_t lock;           /* the MR list */
-	struct vb_mr *mrs;              /* the STag -> lkey map for SGEs */
+	struct vb_keys keys;            /* STag (rkey and lkey) -> struct vb_mr, for SGEs */
 };
 
 struct vb_mr {
 	const struct esock_backend *be;
 	struct vb_pd *pd;
 	struct ibv_mr *mr;
-	struct vb_mr *next;
 };
 
 struct vb_cq {

@@ -15,6 +15,7 @@
 
 #include "iwarp/backend.h"
 #include "kpatch/verbs/vb.h"
+#include "util/log.h"
 
 int vb_cq_create(int depth, struct esock_cq **out)
 {
@@ -94,6 +95,11 @@ static void wc_of(const struct ibv_wc *w, struct esock_wc *e)
 	e->wr_id = w->wr_id;
 	e->status = wc_status(w->status);
 	e->qp_num = w->qp_num;
+	if (e->status == ESOCK_WC_FATAL_ERR)
+		/* (the raw status says more than "fatal": e.g. IBV_WC_GENERAL_ERR from siw) */
+		log_warn("verbs: QP %u WR %llu completed with ibverbs status %d, vendor error %u: "
+			 "a fatal error", w->qp_num, (unsigned long long)w->wr_id, (int)w->status,
+			 w->vendor_err);
 	/* (the opcode of an error completion is undefined in verbs: the WR said it) */
 	switch (w->opcode) {
 	case IBV_WC_RDMA_WRITE:

@@ -83,7 +83,7 @@ int vb_pd_alloc(struct esock_pd **out)
 	}
 	p->be = &esock_verbs_backend;
 	p->ctx = ctx;
-	pthread_mutex_init(&p->lock, NULL);
+	vb_keys_init(&p->keys);
 	*out = (struct esock_pd *)p;
 	return 0;
 }
@@ -97,7 +97,7 @@ int vb_pd_free(struct esock_pd *pd)
 		return -EBUSY;
 	if ((rc = ibv_dealloc_pd(p->pd)) != 0)
 		return -rc;
-	pthread_mutex_destroy(&p->lock);
+	vb_keys_fini(&p->keys);
 	free(p);
 	return 0;
 }
@@ -141,11 +141,14 @@ int vb_mr_reg(struct esock_pd *pd, void *addr, size_t len, unsigned access, uint
 	}
 	m->be = &esock_verbs_backend;
 	m->pd = p;
+	if (vb_keys_put(&p->keys, m->mr->rkey, m) < 0 ||
+	    (m->mr->lkey != m->mr->rkey && vb_keys_put(&p->keys, m->mr->lkey, m) < 0)) {
+		vb_keys_del(&p->keys, m->mr->rkey);
+		ibv_dereg_mr(m->mr);
+		free(m);
+		return -ENOMEM;
+	}
 	atomic_fetch_add(&p->refs, 1);
-	pthread_mutex_lock(&p->lock);
-	m->next = p->mrs;
-	p->mrs = m;
-	pthread_mutex_unlock(&p->lock);
 	*out = (struct esock_mr *)m;
 	return 0;
 }
@@ -157,19 +160,15 @@ uint32_t vb_mr_stag(const struct esock_mr *mr)
 
 int vb_mr_dereg(struct esock_mr *mr)
 {
-	struct vb_mr *m = (struct vb_mr *)mr, **pp;
+	struct vb_mr *m = (struct vb_mr *)mr;
 	struct vb_pd *p = m->pd;
+	uint32_t rkey = m->mr->rkey, lkey = m->mr->lkey;
 	int rc;
 
 	if ((rc = ibv_dereg_mr(m->mr)) != 0)
 		return -rc;
-	pthread_mutex_lock(&p->lock);
-	for (pp = &p->mrs; *pp; pp = &(*pp)->next)
-		if (*pp == m) {
-			*pp = m->next;
-			break;
-		}
-	pthread_mutex_unlock(&p->lock);
+	vb_keys_del(&p->keys, rkey);
+	vb_keys_del(&p->keys, lkey);
 	atomic_fetch_sub(&p->refs, 1);
 	free(m);
 	return 0;
@@ -186,15 +185,9 @@ bool vb_mr_valid(const struct esock_mr *mr)
  */
 bool vb_lkey(struct vb_pd *pd, uint32_t stag, uint32_t *lkey)
 {
-	bool found = false;
+	struct vb_mr *m = vb_keys_get(&pd->keys, stag);
 
-	pthread_mutex_lock(&pd->lock);
-	for (struct vb_mr *m = pd->mrs; m; m = m->next)
-		if (m->mr->rkey == stag || m->mr->lkey == stag) {
-			*lkey = m->mr->lkey;
-			found = true;
-			break;
-		}
-	pthread_mutex_unlock(&pd->lock);
-	return found;
+	if (m)
+		*lkey = m->mr->lkey;
+	return m != NULL;
 }

@@ -7,6 +7,13 @@ EXTRA_DIST += tests/unit/mpa_vectors.h
 
 TEST_PROGS += tests/unit/check_crc32c tests/unit/check_log
 
+# The verbs backend's key map is plain C: tested whether or not rdma-core is there.
+TEST_PROGS += tests/unit/check_vb_keys
+tests_unit_check_vb_keys_SOURCES = tests/unit/check_vb_keys.c kpatch/verbs/vb_keys.c
+# Own object names: vb_keys.c is also built by libtool for libesock_ep.la.
+tests_unit_check_vb_keys_CFLAGS = $(AM_CFLAGS)
+tests_unit_check_vb_keys_LDADD = tests/unit/libtestutil.la $(CHECK_LIBS) -lpthread
+
 # Shell tests run by $(SHELL), never under valgrind.
 TEST_EXTENSIONS = .sh
 SH_LOG_COMPILER = $(SHELL)
