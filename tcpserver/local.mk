@@ -1,0 +1,13 @@
+# tcpserver/: the TCP Server (issue 16, docs/tcpserver.md).  proto/ is TSP,
+# the request/response format between host processes and tcpserverd: sans-I/O
+# like the wire codecs (tests/unit/sans-io.sh checks it).
+noinst_LTLIBRARIES += libesock_tsp.la
+libesock_tsp_la_SOURCES = tcpserver/proto/tsp.h tcpserver/proto/tsp.c
+
+TEST_PROGS += tests/unit/check_tsp
+tests_unit_check_tsp_LDADD = libesock_tsp.la tests/unit/libtestutil.la $(CHECK_LIBS)
+
+FUZZ_REPLAYS += tests/fuzz/replay_tsp
+FUZZ_EXTRA_tsp = $(srcdir)/tcpserver/proto/tsp.c
+tests_fuzz_replay_tsp_SOURCES = tests/fuzz/standalone.c tests/fuzz/fuzz_tsp.c
+tests_fuzz_replay_tsp_LDADD = libesock_tsp.la
