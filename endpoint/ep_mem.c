@@ -11,18 +11,28 @@
 #include "endpoint/ep_mem.h"
 #include "util/log.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+/* LeakSanitizer looks for pointers in the heap, stacks and globals: blocks here hold some. */
+#define SCAN(p, n) __lsan_register_root_region((p), (n))
+#define UNSCAN(p, n) __lsan_unregister_root_region((p), (n))
+#else
+#define SCAN(p, n) ((void)(p), (void)(n))
+#define UNSCAN(p, n) ((void)(p), (void)(n))
+#endif
+
 #define HDR 16                   /* before each block: its size class (keeps 16-alignment) */
 #define GRAIN 256                /* block sizes are multiples of this */
 #define MAX_BLOCK (16 * 1024)    /* larger ones come from calloc */
 #define NCLASS (MAX_BLOCK / GRAIN)
 #define CHUNK (256 * 1024)       /* filled at once: a few dozen connections' worth */
 #define MAGIC 0x65706d6du        /* "epmm" */
-#define BIG 0u                   /* class of a calloc'd block */
+#define BIG 0u                   /* class of a block mapped for itself */
 
 struct hdr {
-	uint32_t cls; /* 1..NCLASS: GRAIN * cls octets with the header; BIG: calloc's */
+	uint32_t cls; /* 1..NCLASS: GRAIN * cls octets with the header; BIG: mapped alone */
 	uint32_t magic;
-	uint64_t pad;
+	uint64_t len; /* BIG: octets mapped */
 };
 _Static_assert(sizeof(struct hdr) == HDR, "the header keeps blocks 16-aligned");
 
@@ -61,6 +71,7 @@ static struct hdr *cut(unsigned cls)
 
 		if (c == MAP_FAILED)
 			return NULL;
+		SCAN(c, CHUNK);
 		cur = c;
 		left = CHUNK;
 	}
@@ -80,10 +91,20 @@ void *ep_calloc(size_t n, size_t size)
 		return NULL;
 	want = n * size + HDR;
 	if (want > MAX_BLOCK) {
-		if (!(h = calloc(1, want)))
+		/*
+		 * Mapped for itself (zero, page-aligned, given back at ep_free):
+		 * not a heap block that only a pointer into its middle refers to.
+		 */
+		size_t len = (want + 4095) & ~(size_t)4095;
+		void *c = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (c == MAP_FAILED)
 			return NULL;
+		SCAN(c, len);
+		h = c;
 		h->cls = BIG;
 		h->magic = MAGIC;
+		h->len = len;
 		return h + 1;
 	}
 	cls = (unsigned)((want + GRAIN - 1) / GRAIN);
@@ -116,8 +137,10 @@ void ep_free(void *p)
 		return;
 	}
 	if (h->cls == BIG) {
-		h->magic = 0;
-		free(h);
+		size_t len = (size_t)h->len;
+
+		UNSCAN(h, len);
+		munmap(h, len);
 		return;
 	}
 	h->magic = 0; /* (a second ep_free of it is refused above) */
