@@ -1,11 +1,14 @@
 # tcpserver/: the TCP Server (issue 16, docs/tcpserver.md).  proto/ is TSP,
 # the request/response format between host processes and tcpserverd: sans-I/O
-# like the wire codecs (tests/unit/sans-io.sh checks it).
+# like the wire codecs (tests/unit/sans-io.sh checks it); shmq.c the queues
+# that carry it between processes of one machine.
 noinst_LTLIBRARIES += libesock_tsp.la
-libesock_tsp_la_SOURCES = tcpserver/proto/tsp.h tcpserver/proto/tsp.c
+libesock_tsp_la_SOURCES = tcpserver/proto/tsp.h tcpserver/proto/tsp.c \
+	tcpserver/shmq.h tcpserver/shmq.c
 
-TEST_PROGS += tests/unit/check_tsp
+TEST_PROGS += tests/unit/check_tsp tests/unit/check_shmq
 tests_unit_check_tsp_LDADD = libesock_tsp.la tests/unit/libtestutil.la $(CHECK_LIBS)
+tests_unit_check_shmq_LDADD = libesock_tsp.la tests/unit/libtestutil.la $(CHECK_LIBS)
 
 FUZZ_REPLAYS += tests/fuzz/replay_tsp
 FUZZ_EXTRA_tsp = $(srcdir)/tcpserver/proto/tsp.c

@@ -36,7 +36,7 @@ START_TEST(put_get_del)
 	vb_keys_del(&k, 1);
 	ck_assert_int_eq(vb_keys_put(&k, 1, NULL), -EINVAL);
 	/* Keys i << 8 (as STags are: index above, key octet below) and a few that collide. */
-	for (int round = 0; round < 200000; round++) {
+	for (int round = 0; round < 40000; round++) {
 		uint32_t i = (uint32_t)rand_r(&seed) % N, key = i << 8;
 
 		if (rand_r(&seed) % 3) {

@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: MIT */
+/* One-way record queue in shared memory (shmq.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tcpserver/shmq.h"
+
+#define MAGIC 0x65736d71u /* "esmq" */
+#define QVERSION 1u
+#define SKIP 0xffffffffu   /* length of the mark that fills up to the end */
+#define DATA_OFF 256u
+
+/* The shared part: each index on a cache line of its own (the two sides write one each). */
+struct shared {
+	uint32_t magic, version, cap, pad0;
+	uint8_t pad1[64 - 16];
+	_Atomic uint64_t head;     /* octets published, ever (producer) */
+	uint8_t pad2[64 - 8];
+	_Atomic uint64_t tail;     /* octets consumed, ever (consumer) */
+	uint8_t pad3[64 - 8];
+	_Atomic uint32_t sleeping; /* the consumer sleeps on |seq| */
+	_Atomic uint32_t seq;      /* futex word: bumped by a commit that found it asleep */
+	uint8_t pad4[64 - 8];
+};
+_Static_assert(sizeof(struct shared) == DATA_OFF, "the data area starts at DATA_OFF");
+
+struct esock_shmq {
+	struct shared *sh;
+	uint8_t *data;
+	uint32_t cap;        /* read once, checked: never taken from the shared memory again */
+	uint64_t head, tail; /* this side's own index (the other is read from |sh|) */
+	uint32_t rec;        /* producer: octets of the reserved record; consumer: of the peeked one */
+	uint64_t skip;       /* producer: octets of a skip mark before the reserved record */
+	bool dead;
+};
+
+static uint32_t rec_len(uint32_t len)
+{
+	return (uint32_t)((4u + (uint64_t)len + 7) & ~(uint64_t)7);
+}
+
+static bool cap_ok(uint32_t cap)
+{
+	return cap >= ESOCK_SHMQ_MIN && cap <= ESOCK_SHMQ_MAX && (cap & (cap - 1)) == 0;
+}
+
+size_t esock_shmq_size(uint32_t cap)
+{
+	return cap_ok(cap) ? DATA_OFF + (size_t)cap : 0;
+}
+
+static struct esock_shmq *handle(struct shared *sh, uint32_t cap)
+{
+	struct esock_shmq *q = calloc(1, sizeof(*q));
+
+	if (!q)
+		return NULL;
+	q->sh = sh;
+	q->data = (uint8_t *)sh + DATA_OFF;
+	q->cap = cap;
+	q->head = atomic_load_explicit(&sh->head, memory_order_acquire);
+	q->tail = atomic_load_explicit(&sh->tail, memory_order_acquire);
+	return q;
+}
+
+struct esock_shmq *esock_shmq_init(void *mem, uint32_t cap)
+{
+	struct shared *sh = mem;
+
+	if (!mem || !cap_ok(cap) || ((uintptr_t)mem & 63))
+		return NULL;
+	memset(sh, 0, sizeof(*sh));
+	sh->version = QVERSION;
+	sh->cap = cap;
+	atomic_store(&sh->head, 0);
+	atomic_store(&sh->tail, 0);
+	atomic_store_explicit((_Atomic uint32_t *)&sh->magic, MAGIC, memory_order_release);
+	return handle(sh, cap);
+}
+
+struct esock_shmq *esock_shmq_attach(void *mem, size_t len)
+{
+	struct shared *sh = mem;
+	uint32_t cap;
+
+	if (!mem || ((uintptr_t)mem & 63) || len < DATA_OFF ||
+	    atomic_load_explicit((_Atomic uint32_t *)&sh->magic, memory_order_acquire) != MAGIC ||
+	    sh->version != QVERSION)
+		return NULL;
+	cap = sh->cap;
+	if (!cap_ok(cap) || len < DATA_OFF + (size_t)cap)
+		return NULL;
+	return handle(sh, cap);
+}
+
+void esock_shmq_detach(struct esock_shmq *q)
+{
+	free(q);
+}
+
+uint32_t esock_shmq_max_record(const struct esock_shmq *q)
+{
+	return q->cap / 2 - 8;
+}
+
+static void *fail(struct esock_shmq *q, int *rc, int code)
+{
+	if (code == -EBADMSG)
+		q->dead = true;
+	if (rc)
+		*rc = code;
+	return NULL;
+}
+
+void *esock_shmq_reserve(struct esock_shmq *q, uint32_t len, int *rc)
+{
+	uint64_t tail, used;
+	uint32_t rec, pos, room;
+
+	if (q->dead)
+		return fail(q, rc, -EBADMSG);
+	if (len > esock_shmq_max_record(q))
+		return fail(q, rc, -EMSGSIZE);
+	rec = rec_len(len);
+	tail = atomic_load_explicit(&q->sh->tail, memory_order_acquire);
+	used = q->head - tail;
+	if (tail > q->head || used > q->cap || (tail & 7))
+		return fail(q, rc, -EBADMSG); /* the consumer's index went wild */
+	pos = (uint32_t)(q->head & (q->cap - 1));
+	room = q->cap - pos;
+	q->skip = rec > room ? room : 0;
+	if (used + q->skip + rec > q->cap)
+		return fail(q, rc, -EAGAIN);
+	if (q->skip) { /* (in the part not published yet: the consumer does not look there) */
+		uint32_t mark = SKIP;
+
+		memcpy(q->data + pos, &mark, 4);
+		pos = 0;
+	}
+	q->rec = rec;
+	if (rc)
+		*rc = 0;
+	return q->data + pos + 4;
+}
+
+static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
+{
+	return syscall(SYS_futex, addr, op, val, ts, NULL, 0);
+}
+
+void esock_shmq_commit(struct esock_shmq *q, uint32_t len)
+{
+	uint32_t pos = (uint32_t)((q->head + q->skip) & (q->cap - 1));
+
+	memcpy(q->data + pos, &len, 4);
+	q->head += q->skip + q->rec;
+	q->skip = 0;
+	atomic_store_explicit(&q->sh->head, q->head, memory_order_release);
+	/* (seq_cst: ordered against the consumer's "sleeping, then look again") */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&q->sh->sleeping, memory_order_relaxed)) {
+		atomic_fetch_add(&q->sh->seq, 1);
+		futex(&q->sh->seq, FUTEX_WAKE, 1, NULL);
+	}
+}
+
+const void *esock_shmq_peek(struct esock_shmq *q, uint32_t *len, int *rc)
+{
+	for (;;) {
+		uint64_t head, avail;
+		uint32_t pos, n, room;
+
+		if (q->dead)
+			return fail(q, rc, -EBADMSG);
+		head = atomic_load_explicit(&q->sh->head, memory_order_acquire);
+		avail = head - q->tail;
+		if (head < q->tail || avail > q->cap || (head & 7))
+			return fail(q, rc, -EBADMSG); /* the producer's index went wild */
+		if (!avail)
+			return fail(q, rc, -EAGAIN);
+		pos = (uint32_t)(q->tail & (q->cap - 1));
+		room = q->cap - pos;
+		memcpy(&n, q->data + pos, 4); /* (read once: the other side may change it) */
+		if (n == SKIP) {
+			if (room > avail)
+				return fail(q, rc, -EBADMSG);
+			q->tail += room;
+			atomic_store_explicit(&q->sh->tail, q->tail, memory_order_release);
+			continue;
+		}
+		if (n > esock_shmq_max_record(q) || rec_len(n) > room || rec_len(n) > avail)
+			return fail(q, rc, -EBADMSG);
+		q->rec = rec_len(n);
+		*len = n;
+		if (rc)
+			*rc = 0;
+		return q->data + pos + 4;
+	}
+}
+
+void esock_shmq_release(struct esock_shmq *q)
+{
+	q->tail += q->rec;
+	q->rec = 0;
+	atomic_store_explicit(&q->sh->tail, q->tail, memory_order_release);
+}
+
+int esock_shmq_wait(struct esock_shmq *q, int timeout_ms)
+{
+	struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L };
+	uint32_t seen = atomic_load(&q->sh->seq);
+	int rc = 0;
+
+	atomic_store(&q->sh->sleeping, 1);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&q->sh->head, memory_order_acquire) == q->tail &&
+	    futex(&q->sh->seq, FUTEX_WAIT, seen, timeout_ms < 0 ? NULL : &ts) < 0) {
+		if (errno == ETIMEDOUT)
+			rc = -ETIMEDOUT;
+		else if (errno == EINTR)
+			rc = -EINTR;
+		/* (EAGAIN: a commit bumped |seq| meanwhile: look again) */
+	}
+	atomic_store(&q->sh->sleeping, 0);
+	return rc;
+}

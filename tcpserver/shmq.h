@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A one-way queue of records in memory two processes share: the transport
+ * of TSP messages between a host process and tcpserverd on one machine.
+ * One producer, one consumer, no lock and no system call to pass a record:
+ * the producer writes the record, then publishes its end with a release
+ * store; the consumer reads the published end with an acquire load.  A
+ * consumer with nothing to do may sleep on a futex (esock_shmq_wait); the
+ * producer wakes it only when it said it sleeps, so a busy-polling
+ * tcpserverd costs the host no system call at all.
+ *
+ * Records are 8-aligned, each a 4-octet length then the octets, never
+ * wrapped: where a record does not fit before the end, a skip mark fills the
+ * rest and the record starts over at 0.  The other side may be hostile or
+ * broken: everything read from the shared memory is checked before use,
+ * and a queue found inconsistent stays dead (-EBADMSG from then on).
+ */
+#ifndef ESOCK_TCPSERVER_SHMQ_H
+#define ESOCK_TCPSERVER_SHMQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ESOCK_SHMQ_MIN (4u * 1024)          /* data area, smallest */
+#define ESOCK_SHMQ_MAX (256u * 1024 * 1024) /* and largest */
+
+struct esock_shmq;
+
+/* Octets of shared memory a queue with a data area of |cap| octets needs (0: bad cap). */
+size_t esock_shmq_size(uint32_t cap);
+
+/*
+ * Lays a new, empty queue over |mem| (esock_shmq_size(cap) octets, 64-aligned,
+ * zeroed or not) and returns this side's handle, or NULL (bad cap or
+ * alignment, out of memory).  |cap|: a power of two within
+ * [ESOCK_SHMQ_MIN, ESOCK_SHMQ_MAX].
+ */
+struct esock_shmq *esock_shmq_init(void *mem, uint32_t cap);
+
+/* A handle on a queue another process laid over |mem| (|len| octets mapped), or NULL. */
+struct esock_shmq *esock_shmq_attach(void *mem, size_t len);
+
+/* Forgets the handle (the shared memory is the caller's). */
+void esock_shmq_detach(struct esock_shmq *q);
+
+/* The longest record the queue takes (it must fit twice). */
+uint32_t esock_shmq_max_record(const struct esock_shmq *q);
+
+/*
+ * Producer: room for a record of |len| octets, to be filled and then
+ * published with esock_shmq_commit (same |len|).  NULL when the queue is
+ * full for now (errno-free: -EAGAIN via *rc), or *rc = -EMSGSIZE /
+ * -EBADMSG.  |rc| may be NULL.
+ */
+void *esock_shmq_reserve(struct esock_shmq *q, uint32_t len, int *rc);
+void esock_shmq_commit(struct esock_shmq *q, uint32_t len);
+
+/*
+ * Consumer: the oldest record (its octets and length), or NULL with *rc
+ * -EAGAIN (empty) or -EBADMSG (the producer broke the queue).  The record
+ * stays until esock_shmq_release.  |rc| may be NULL.
+ */
+const void *esock_shmq_peek(struct esock_shmq *q, uint32_t *len, int *rc);
+void esock_shmq_release(struct esock_shmq *q);
+
+/*
+ * Consumer: sleeps until a record is there or |timeout_ms| passed (-1:
+ * no limit).  0 (look again), -ETIMEDOUT, -EINTR.  The producer's commit
+ * wakes it (a futex, only when a consumer said it sleeps).
+ */
+int esock_shmq_wait(struct esock_shmq *q, int timeout_ms);
+
+#endif /* ESOCK_TCPSERVER_SHMQ_H */

@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tcpserver/shmq.c, the shared-memory record queue between a host process
+ * and tcpserverd: records come out whole and in order across wrap-around,
+ * a full queue says so, two processes pass a stream of records (the
+ * consumer sleeping when it is empty), and a queue the other side broke is
+ * refused, never read outside its memory.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tcpserver/shmq.h"
+#include "tests/unit/testutil.h"
+
+#define CAP 4096u
+
+static void *shared_mem(size_t len)
+{
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	ck_assert_ptr_ne(m, MAP_FAILED);
+	return m;
+}
+
+static void put(struct esock_shmq *q, uint32_t len, uint8_t fill)
+{
+	int rc = 1;
+	uint8_t *p = esock_shmq_reserve(q, len, &rc);
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(rc, 0);
+	memset(p, fill, len);
+	esock_shmq_commit(q, len);
+}
+
+static void take(struct esock_shmq *q, uint32_t want, uint8_t fill)
+{
+	uint32_t len = 0;
+	int rc = 1;
+	const uint8_t *p = esock_shmq_peek(q, &len, &rc);
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_uint_eq(len, want);
+	for (uint32_t i = 0; i < len; i++)
+		if (p[i] != fill)
+			ck_abort_msg("octet %u of a %u-octet record: %u, not %u", i, len, p[i], fill);
+	esock_shmq_release(q);
+}
+
+START_TEST(in_order_across_the_end)
+{
+	size_t sz = esock_shmq_size(CAP);
+	void *m = shared_mem(sz);
+	struct esock_shmq *p = esock_shmq_init(m, CAP), *c = esock_shmq_attach(m, sz);
+	uint32_t len;
+	int rc;
+	unsigned seed = 1;
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_ptr_null(esock_shmq_peek(c, &len, &rc));
+	ck_assert_int_eq(rc, -EAGAIN);
+	/* Sizes that do not divide the queue: records meet its end at every offset. */
+	for (int round = 0; round < 20000; round++) {
+		uint32_t n = (uint32_t)rand_r(&seed) % 700;
+
+		put(p, n, (uint8_t)round);
+		if (round % 3 == 0)
+			put(p, 0, 0xee);
+		take(c, n, (uint8_t)round);
+		if (round % 3 == 0)
+			take(c, 0, 0xee);
+	}
+	ck_assert_ptr_null(esock_shmq_peek(c, &len, &rc));
+	esock_shmq_detach(p);
+	esock_shmq_detach(c);
+	munmap(m, sz);
+}
+END_TEST
+
+START_TEST(full_and_too_big)
+{
+	size_t sz = esock_shmq_size(CAP);
+	void *m = shared_mem(sz);
+	struct esock_shmq *p = esock_shmq_init(m, CAP), *c = esock_shmq_attach(m, sz);
+	uint32_t max = esock_shmq_max_record(p);
+	int rc, n = 0;
+
+	ck_assert_ptr_null(esock_shmq_reserve(p, max + 1, &rc));
+	ck_assert_int_eq(rc, -EMSGSIZE);
+	while (esock_shmq_reserve(p, 100, &rc)) {
+		esock_shmq_commit(p, 100);
+		n++;
+	}
+	ck_assert_int_eq(rc, -EAGAIN);
+	ck_assert_int_eq(n, (int)(CAP / 104)); /* 4 + 100, 8-aligned */
+	take(c, 100, 0);
+	ck_assert_ptr_nonnull(esock_shmq_reserve(p, 96, &rc)); /* room again */
+	/* The largest record fits once the queue is empty, wherever it stands. */
+	esock_shmq_commit(p, 96);
+	for (int i = 0; i < n; i++) {
+		uint32_t len;
+
+		ck_assert_ptr_nonnull(esock_shmq_peek(c, &len, &rc));
+		esock_shmq_release(c);
+	}
+	put(p, max, 7);
+	take(c, max, 7);
+	esock_shmq_detach(p);
+	esock_shmq_detach(c);
+	munmap(m, sz);
+}
+END_TEST
+
+START_TEST(sizes_and_attach)
+{
+	uint8_t *m = shared_mem(esock_shmq_size(CAP) + 64);
+
+	ck_assert_uint_eq(esock_shmq_size(CAP), CAP + 256);
+	ck_assert_uint_eq(esock_shmq_size(CAP + 8), 0); /* not a power of two */
+	ck_assert_uint_eq(esock_shmq_size(1024), 0);   /* too small */
+	ck_assert_ptr_null(esock_shmq_init(m + 8, CAP)); /* misaligned */
+	ck_assert_ptr_null(esock_shmq_attach(m, esock_shmq_size(CAP))); /* nothing laid there */
+	esock_shmq_detach(esock_shmq_init(m, CAP));
+	ck_assert_ptr_null(esock_shmq_attach(m, esock_shmq_size(CAP) - 1)); /* mapped too short */
+	m[8] = 0xff; /* cap made wild */
+	ck_assert_ptr_null(esock_shmq_attach(m, esock_shmq_size(CAP)));
+	munmap(m, esock_shmq_size(CAP) + 64);
+}
+END_TEST
+
+/* The shared indices sit at octets 64 (head) and 128 (tail); a record's length before it. */
+START_TEST(broken_by_the_other_side)
+{
+	size_t sz = esock_shmq_size(CAP);
+	uint8_t *m = shared_mem(sz);
+	struct esock_shmq *p = esock_shmq_init(m, CAP), *c = esock_shmq_attach(m, sz);
+	uint64_t wild = 1ull << 40, fine;
+	uint32_t len, huge = CAP;
+	int rc;
+
+	put(p, 10, 1);
+	memcpy(&fine, m + 64, 8);
+	memcpy(m + 64, &wild, 8); /* a head far beyond the tail */
+	ck_assert_ptr_null(esock_shmq_peek(c, &len, &rc));
+	ck_assert_int_eq(rc, -EBADMSG);
+	memcpy(m + 64, &fine, 8);
+	ck_assert_ptr_null(esock_shmq_peek(c, &len, &rc)); /* dead stays dead */
+	ck_assert_int_eq(rc, -EBADMSG);
+	esock_shmq_detach(c);
+
+	c = esock_shmq_attach(m, sz);
+	memcpy(m + 256, &huge, 4); /* a length longer than what was published */
+	ck_assert_ptr_null(esock_shmq_peek(c, &len, &rc));
+	ck_assert_int_eq(rc, -EBADMSG);
+	esock_shmq_detach(c);
+
+	memcpy(m + 128, &wild, 8); /* the consumer's index wild: the producer refuses to go on */
+	ck_assert_ptr_null(esock_shmq_reserve(p, 10, &rc));
+	ck_assert_int_eq(rc, -EBADMSG);
+	esock_shmq_detach(p);
+	munmap(m, sz);
+}
+END_TEST
+
+#define STREAM 30000
+
+/* Another process produces records numbered 0..STREAM-1; this one checks them, sleeping when empty. */
+START_TEST(two_processes)
+{
+	size_t sz = esock_shmq_size(16 * 1024);
+	void *m = shared_mem(sz);
+	struct esock_shmq *c = esock_shmq_init(m, 16 * 1024);
+	pid_t pid = fork();
+	uint32_t next = 0, sleeps = 0;
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct esock_shmq *p = esock_shmq_attach(m, sz);
+
+		esock_shmq_detach(c); /* (the consumer's handle is the parent's) */
+
+		for (uint32_t i = 0; p && i < STREAM;) {
+			uint32_t n = 4 + i % 61;
+			uint8_t *r = esock_shmq_reserve(p, n, NULL);
+
+			if (!r) {
+				usleep(50); /* full: the consumer has some catching up to do */
+				continue;
+			}
+			memcpy(r, &i, 4);
+			memset(r + 4, (int)(i & 0xff), n - 4);
+			esock_shmq_commit(p, n);
+			if (i++ % 1000 == 0)
+				usleep(2000); /* (now and then the consumer goes to sleep) */
+		}
+		esock_shmq_detach(p); /* (a leak checker follows the child too) */
+		_exit(p ? 0 : 1);
+	}
+	while (next < STREAM) {
+		uint32_t len, k;
+		int rc;
+		const uint8_t *r = esock_shmq_peek(c, &len, &rc);
+
+		if (!r) {
+			ck_assert_int_eq(rc, -EAGAIN);
+			ck_assert_int_ne(esock_shmq_wait(c, 5000), -ETIMEDOUT);
+			sleeps++;
+			continue;
+		}
+		ck_assert_uint_eq(len, 4 + next % 61);
+		memcpy(&k, r, 4);
+		ck_assert_uint_eq(k, next);
+		for (uint32_t i = 4; i < len; i++)
+			if (r[i] != (next & 0xff))
+				ck_abort_msg("record %u, octet %u: %u", next, i, r[i]);
+		esock_shmq_release(c);
+		next++;
+	}
+	int st;
+
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	ck_assert_uint_gt(sleeps, 0); /* (the producer paused: the consumer slept and was woken) */
+	ck_assert_int_eq(esock_shmq_wait(c, 10), -ETIMEDOUT);
+	esock_shmq_detach(c);
+	munmap(m, sz);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("shmq");
+	TCase *tc = tcase_create("queue");
+
+	tcase_add_test(tc, in_order_across_the_end);
+	tcase_add_test(tc, full_and_too_big);
+	tcase_add_test(tc, sizes_and_attach);
+	tcase_add_test(tc, broken_by_the_other_side);
+	tcase_add_test(tc, two_processes);
+	tcase_set_timeout(tc, 120);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return tu_run(suite());
+}
