@@ -11,7 +11,12 @@
 #include "endpoint/ep_mem.h"
 #include "util/log.h"
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) /* (clang's way of saying it) */
+#define EP_MEM_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(EP_MEM_ASAN)
 #include <sanitizer/lsan_interface.h>
 /* LeakSanitizer looks for pointers in the heap, stacks and globals: blocks here hold some. */
 #define SCAN(p, n) __lsan_register_root_region((p), (n))
@@ -111,7 +116,7 @@ void *ep_calloc(size_t n, size_t size)
 	pthread_once(&once, init);
 	pthread_mutex_lock(&lock);
 	if ((h = free_list[cls])) {
-		memcpy(&free_list[cls], h + 1, sizeof(h));
+		memcpy(&free_list[cls], (const void *)(h + 1), sizeof(struct hdr *));
 		pthread_mutex_unlock(&lock);
 		memset(h + 1, 0, (size_t)cls * GRAIN - HDR);
 	} else {
@@ -145,7 +150,7 @@ void ep_free(void *p)
 	}
 	h->magic = 0; /* (a second ep_free of it is refused above) */
 	pthread_mutex_lock(&lock);
-	memcpy(h + 1, &free_list[h->cls], sizeof(h));
+	memcpy((void *)(h + 1), &free_list[h->cls], sizeof(struct hdr *));
 	free_list[h->cls] = h;
 	pthread_mutex_unlock(&lock);
 }

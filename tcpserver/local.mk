@@ -4,7 +4,21 @@
 # that carry it between processes of one machine.
 noinst_LTLIBRARIES += libesock_tsp.la
 libesock_tsp_la_SOURCES = tcpserver/proto/tsp.h tcpserver/proto/tsp.c \
-	tcpserver/shmq.h tcpserver/shmq.c
+	tcpserver/shmq.h tcpserver/shmq.c tcpserver/chan.h tcpserver/chan.c \
+	tcpserver/host.h tcpserver/host.c
+libesock_tsp_la_LIBADD = -lpthread
+
+# The daemon.
+bin_PROGRAMS += tcpserver/tcpserverd
+tcpserver_tcpserverd_SOURCES = tcpserver/tcpserverd.c
+tcpserver_tcpserverd_LDADD = libesock_tsp.la
+
+# A host program for the tests: echoes through tcpserverd, or misbehaves on purpose.
+check_PROGRAMS += tests/tcpserver/tsp-host
+tests_tcpserver_tsp_host_SOURCES = tests/tcpserver/tsp_host.c
+tests_tcpserver_tsp_host_LDADD = libesock_tsp.la
+TESTS += tests/tcpserver/tcpserverd-test.sh
+EXTRA_DIST += tests/tcpserver/tcpserverd-test.sh
 
 TEST_PROGS += tests/unit/check_tsp tests/unit/check_shmq
 tests_unit_check_tsp_LDADD = libesock_tsp.la tests/unit/libtestutil.la $(CHECK_LIBS)

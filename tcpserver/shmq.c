@@ -41,6 +41,7 @@ struct esock_shmq {
 	uint64_t head, tail; /* this side's own index (the other is read from |sh|) */
 	uint32_t rec;        /* producer: octets of the reserved record; consumer: of the peeked one */
 	uint64_t skip;       /* producer: octets of a skip mark before the reserved record */
+	int bell;            /* producer: the consumer's eventfd, or -1 (the futex) */
 	bool dead;
 };
 
@@ -68,6 +69,7 @@ static struct esock_shmq *handle(struct shared *sh, uint32_t cap)
 	q->sh = sh;
 	q->data = (uint8_t *)sh + DATA_OFF;
 	q->cap = cap;
+	q->bell = -1;
 	q->head = atomic_load_explicit(&sh->head, memory_order_acquire);
 	q->tail = atomic_load_explicit(&sh->tail, memory_order_acquire);
 	return q;
@@ -170,8 +172,28 @@ void esock_shmq_commit(struct esock_shmq *q, uint32_t len)
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&q->sh->sleeping, memory_order_relaxed)) {
 		atomic_fetch_add(&q->sh->seq, 1);
-		futex(&q->sh->seq, FUTEX_WAKE, 1, NULL);
+		if (q->bell >= 0)
+			(void)!write(q->bell, &(uint64_t){ 1 }, sizeof(uint64_t));
+		else
+			futex(&q->sh->seq, FUTEX_WAKE, 1, NULL);
 	}
+}
+
+void esock_shmq_set_bell(struct esock_shmq *q, int efd)
+{
+	q->bell = efd;
+}
+
+int esock_shmq_sleep_begin(struct esock_shmq *q)
+{
+	atomic_store(&q->sh->sleeping, 1);
+	atomic_thread_fence(memory_order_seq_cst);
+	return atomic_load_explicit(&q->sh->head, memory_order_acquire) != q->tail;
+}
+
+void esock_shmq_sleep_end(struct esock_shmq *q)
+{
+	atomic_store(&q->sh->sleeping, 0);
 }
 
 const void *esock_shmq_peek(struct esock_shmq *q, uint32_t *len, int *rc)

@@ -70,4 +70,16 @@ void esock_shmq_release(struct esock_shmq *q);
  */
 int esock_shmq_wait(struct esock_shmq *q, int timeout_ms);
 
+/*
+ * A consumer that sleeps elsewhere (tcpserverd in epoll_wait over many
+ * queues and its sockets) gives the producer an eventfd to ring instead of
+ * the futex: esock_shmq_set_bell on the producer's handle (-1: the futex).
+ * Around its own wait it says so: esock_shmq_sleep_begin returns 1 when
+ * records are already there (do not sleep), 0 when the producer will ring;
+ * esock_shmq_sleep_end after the wait.
+ */
+void esock_shmq_set_bell(struct esock_shmq *q, int efd);
+int esock_shmq_sleep_begin(struct esock_shmq *q);
+void esock_shmq_sleep_end(struct esock_shmq *q);
+
 #endif /* ESOCK_TCPSERVER_SHMQ_H */

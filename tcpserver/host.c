@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+/* The host side of the TCP Server (host.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "tcpserver/chan.h"
+#include "tcpserver/host.h"
+
+#define SPINS 2000 /* looks at the queue before sleeping on it (an answer is often microseconds away) */
+
+struct tsp_host {
+	int usock;
+	struct tsp_chan ch;
+	pthread_mutex_t lock;
+	uint32_t next_id;
+	bool broken;
+	uint8_t *in; /* the last response, copied out of the queue */
+};
+
+int tsp_host_open(const char *path, uint32_t flags, struct tsp_host **out, uint32_t *granted)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct esock_tsp_msg req = { .h = { .type = ESOCK_TSP_REQ, .op = ESOCK_TSP_HELLO } }, resp;
+	struct tsp_host *h;
+	int rc;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	if (!(h = calloc(1, sizeof(*h))) ||
+	    !(h->in = malloc(ESOCK_TSP_HDR_LEN + 64 + ESOCK_TSP_BODY_MAX))) {
+		free(h);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&h->lock, NULL);
+	h->ch.memfd = h->ch.bell = -1;
+	if ((h->usock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+	    connect(h->usock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		rc = errno == ENOENT ? -ECONNREFUSED : -errno;
+		goto fail;
+	}
+	if ((rc = tsp_chan_create(&h->ch, TSP_CHAN_CAP)) < 0)
+		goto fail;
+	if ((rc = tsp_chan_send(&h->ch, h->usock)) < 0) {
+		/* (tcpserverd closed at once: it admits no more hosts) */
+		rc = rc == -EPIPE || rc == -ECONNRESET ? -ECONNREFUSED : rc;
+		goto fail;
+	}
+	req.u.hello.vmin = req.u.hello.vmax = ESOCK_TSP_VERSION;
+	req.u.hello.flags = flags;
+	req.u.hello.pid = (uint32_t)getpid();
+	if ((rc = tsp_host_call(h, &req, &resp)) < 0) {
+		rc = rc == -EPIPE ? -ECONNREFUSED : rc;
+		goto fail;
+	}
+	if (granted)
+		*granted = resp.u.hello_ok.flags;
+	*out = h;
+	return 0;
+fail:
+	if (h->usock >= 0)
+		close(h->usock);
+	tsp_chan_close(&h->ch);
+	free(h->in);
+	free(h);
+	return rc;
+}
+
+void tsp_host_close(struct tsp_host *h)
+{
+	struct esock_tsp_msg req = { .h = { .type = ESOCK_TSP_REQ, .op = ESOCK_TSP_BYE } }, resp;
+
+	if (!h)
+		return;
+	(void)tsp_host_call(h, &req, &resp);
+	close(h->usock);
+	tsp_chan_close(&h->ch);
+	pthread_mutex_destroy(&h->lock);
+	free(h->in);
+	free(h);
+}
+
+/* tcpserverd still there?  (Its end of the Unix socket closes when it goes.) */
+static bool server_gone(struct tsp_host *h)
+{
+	char c;
+	ssize_t n = recv(h->usock, &c, 1, MSG_DONTWAIT | MSG_PEEK);
+
+	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+static int wait_response(struct tsp_host *h, uint32_t id, struct esock_tsp_msg *resp)
+{
+	for (int spins = 0;;) {
+		uint32_t len;
+		int rc;
+		const uint8_t *r = esock_shmq_peek(h->ch.resp, &len, &rc);
+
+		if (r) {
+			/* Copied out, then decoded: the other side may change the shared octets. */
+			memcpy(h->in, r, len);
+			esock_shmq_release(h->ch.resp);
+			if (esock_tsp_decode(h->in, len, resp) != (int)len)
+				return -EPIPE;
+			if (resp->h.type == ESOCK_TSP_EVENT)
+				continue; /* (no events asked for by synchronous calls) */
+			if (resp->h.type != ESOCK_TSP_RESP || resp->h.id != id)
+				return -EPIPE;
+			return 0;
+		}
+		if (rc != -EAGAIN)
+			return -EPIPE;
+		if (++spins < SPINS) {
+			sched_yield();
+			continue;
+		}
+		if (esock_shmq_wait(h->ch.resp, 200) == -ETIMEDOUT && server_gone(h))
+			return -EPIPE;
+	}
+}
+
+int tsp_host_call(struct tsp_host *h, struct esock_tsp_msg *req, struct esock_tsp_msg *resp)
+{
+	uint8_t *rec;
+	int n, rc;
+
+	pthread_mutex_lock(&h->lock);
+	if (h->broken) {
+		pthread_mutex_unlock(&h->lock);
+		return -EPIPE;
+	}
+	req->h.id = ++h->next_id;
+	n = esock_tsp_encode(req, h->in, ESOCK_TSP_HDR_LEN + 64 + ESOCK_TSP_BODY_MAX);
+	if (n < 0) {
+		pthread_mutex_unlock(&h->lock);
+		return n;
+	}
+	while (!(rec = esock_shmq_reserve(h->ch.req, (uint32_t)n, &rc))) {
+		if (rc != -EAGAIN || server_gone(h)) {
+			h->broken = true;
+			pthread_mutex_unlock(&h->lock);
+			return -EPIPE;
+		}
+		sched_yield(); /* full: tcpserverd is behind */
+	}
+	memcpy(rec, h->in, (size_t)n);
+	esock_shmq_commit(h->ch.req, (uint32_t)n);
+	if ((rc = wait_response(h, req->h.id, resp)) < 0)
+		h->broken = true; /* (the channel: tcpserverd gone, or a message that makes no sense) */
+	else
+		rc = resp->result;
+	pthread_mutex_unlock(&h->lock);
+	return rc;
+}

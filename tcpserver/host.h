@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The host side of the TCP Server: a process's connection to tcpserverd
+ * and its calls.  tsp_host_call is synchronous: the request goes into the
+ * shared queue (no system call unless tcpserverd sleeps), the answer is
+ * waited for by spinning briefly, then on the queue's futex.  Calls from
+ * several threads are served one at a time (the queue has one producer).
+ */
+#ifndef ESOCK_TCPSERVER_HOST_H
+#define ESOCK_TCPSERVER_HOST_H
+
+#include <stdint.h>
+
+#include "tcpserver/proto/tsp.h"
+
+struct tsp_host;
+
+/*
+ * Connects to tcpserverd at the Unix socket |path|, hands it a channel and
+ * says HELLO asking for |flags| (ESOCK_TSP_F_*).  0 or -errno
+ * (-ECONNREFUSED: tcpserverd is not there or admits no more hosts).
+ * *|granted|: the flags tcpserverd agreed to (may be NULL).
+ */
+int tsp_host_open(const char *path, uint32_t flags, struct tsp_host **out, uint32_t *granted);
+/* BYE (tcpserverd closes this host's sockets), then the channel. */
+void tsp_host_close(struct tsp_host *h);
+
+/*
+ * Sends |req| (type, op, sock, body; the id is set here) and waits for its
+ * response, decoded into |resp|; its data points into the host's buffer
+ * until the next call.  Returns the response's result (>= 0 or -errno), or
+ * -EPIPE when tcpserverd is gone or broke the channel.
+ */
+int tsp_host_call(struct tsp_host *h, struct esock_tsp_msg *req, struct esock_tsp_msg *resp);
+
+#endif /* ESOCK_TCPSERVER_HOST_H */

@@ -1,0 +1,724 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tcpserverd: the TCP Server.  Carries out the socket calls of host
+ * processes that reach it through shared-memory channels (chan.h), speaking
+ * TSP (proto/tsp.h), on sockets it owns.  One thread, one event loop: the
+ * hosts' queues are looked at in turn (spinning for a while when there is
+ * work, so that a busy host makes no system call), and when all is quiet
+ * it sleeps in epoll on the hosts' bells, their Unix sockets and the
+ * network sockets that calls wait on.  A call that would block (accept,
+ * recv, a blocking connect or send) is parked on its socket and answered
+ * when the socket is ready; nothing else waits for it.
+ *
+ *   tcpserverd -s PATH [-H MAX_HOSTS] [-S MAX_SOCKETS] [-c CPU] [-p SPIN_US] [-v]
+ *
+ * SIGUSR1 prints the counters; SIGTERM and SIGINT end it cleanly (every
+ * host's sockets closed, the Unix socket removed).  docs/tcpserver.md.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tcpserver/chan.h"
+#include "tcpserver/proto/tsp.h"
+
+#define MSG_MAX (ESOCK_TSP_HDR_LEN + 64 + ESOCK_TSP_BODY_MAX)
+
+/* What an epoll event is about: tag in the low bits, host index above. */
+enum { EV_LISTEN, EV_HOST_SOCK, EV_HOST_BELL, EV_NET };
+
+struct tsock {
+	int fd;          /* -1: free */
+	bool nonblock;   /* as the host asked: its calls never wait */
+	bool watched;    /* in the epoll set (a parked call waits on it) */
+	/* A parked call: the request kept whole (decoded again when the socket is ready). */
+	uint8_t *parked;
+	uint32_t parked_len;
+	uint32_t sent;   /* a parked blocking SEND: octets already handed to TCP */
+};
+
+struct host {
+	bool used;
+	bool ready;           /* its channel came (until then only its Unix socket is watched) */
+	int64_t since_us;     /* when it connected (a host without a channel goes after a second) */
+	int usock;
+	struct tsp_chan ch;
+	uint32_t pid, flags;
+	bool hello;
+	struct tsock *socks;  /* by handle - 1 */
+	/* counters */
+	uint64_t calls, failed, parked, bytes_in, bytes_out, accepted;
+};
+
+static struct {
+	const char *path;
+	int max_hosts, max_socks, spin_us, verbose;
+	int lfd, epfd;
+	struct host *hosts;
+	volatile sig_atomic_t quit, dump;
+	uint64_t refused_hosts, dropped_hosts;
+	uint8_t out[MSG_MAX];
+} d = { .max_hosts = 64, .max_socks = 4096, .spin_us = 50, .lfd = -1, .epfd = -1 };
+
+#define logv(...) do { if (d.verbose) fprintf(stderr, "tcpserverd: " __VA_ARGS__); } while (0)
+
+static int64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static uint64_t key(int kind, int host, int sock)
+{
+	return (uint64_t)kind | (uint64_t)(uint32_t)host << 8 | (uint64_t)(uint32_t)sock << 32;
+}
+
+/* ---- answers ---- */
+
+/* Puts |m| (a response or event) into the host's queue.  False: the host does not read it. */
+static bool answer(struct host *h, struct esock_tsp_msg *m)
+{
+	int n = esock_tsp_encode(m, d.out, sizeof(d.out)), rc;
+	uint8_t *rec;
+
+	if (n < 0)
+		return false;
+	if (!(rec = esock_shmq_reserve(h->ch.resp, (uint32_t)n, &rc)))
+		return false; /* (a full queue: a synchronous host never lets that happen) */
+	memcpy(rec, d.out, (size_t)n);
+	esock_shmq_commit(h->ch.resp, (uint32_t)n);
+	if (m->result < 0)
+		h->failed++;
+	return true;
+}
+
+static bool reply(struct host *h, const struct esock_tsp_hdr *q, int result)
+{
+	struct esock_tsp_msg m = { .h = { .type = ESOCK_TSP_RESP, .op = q->op, .id = q->id, .sock = q->sock },
+				   .result = result };
+
+	return answer(h, &m);
+}
+
+/* ---- sockets ---- */
+
+static struct tsock *sock_of(struct host *h, uint32_t handle)
+{
+	if (handle == 0 || handle > (uint32_t)d.max_socks || h->socks[handle - 1].fd < 0)
+		return NULL;
+	return &h->socks[handle - 1];
+}
+
+static int new_handle(struct host *h, int fd, bool nonblock)
+{
+	for (int i = 0; i < d.max_socks; i++)
+		if (h->socks[i].fd < 0) {
+			memset(&h->socks[i], 0, sizeof(h->socks[i]));
+			h->socks[i].fd = fd;
+			h->socks[i].nonblock = nonblock;
+			return i + 1;
+		}
+	return -EMFILE;
+}
+
+static void unwatch(struct tsock *s)
+{
+	if (s->watched)
+		epoll_ctl(d.epfd, EPOLL_CTL_DEL, s->fd, NULL);
+	s->watched = false;
+}
+
+static void sock_close(struct host *h, uint32_t handle)
+{
+	struct tsock *s = sock_of(h, handle);
+
+	if (!s)
+		return;
+	unwatch(s);
+	close(s->fd);
+	free(s->parked);
+	s->parked = NULL;
+	s->fd = -1;
+}
+
+static int to_sockaddr(const struct esock_tsp_addr *a, struct sockaddr_storage *ss, socklen_t *len)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (a->family == 4) {
+		struct sockaddr_in *s = (struct sockaddr_in *)ss;
+
+		s->sin_family = AF_INET;
+		s->sin_port = htons(a->port);
+		memcpy(&s->sin_addr, a->addr, 4);
+		*len = sizeof(*s);
+		return 0;
+	}
+	if (a->family == 6) {
+		struct sockaddr_in6 *s = (struct sockaddr_in6 *)ss;
+
+		s->sin6_family = AF_INET6;
+		s->sin6_port = htons(a->port);
+		s->sin6_scope_id = a->scope_id;
+		memcpy(&s->sin6_addr, a->addr, 16);
+		*len = sizeof(*s);
+		return 0;
+	}
+	return -EAFNOSUPPORT;
+}
+
+static void from_sockaddr(const struct sockaddr_storage *ss, struct esock_tsp_addr *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *s = (const struct sockaddr_in *)ss;
+
+		a->family = 4;
+		a->port = ntohs(s->sin_port);
+		memcpy(a->addr, &s->sin_addr, 4);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)ss;
+
+		a->family = 6;
+		a->port = ntohs(s->sin6_port);
+		a->scope_id = s->sin6_scope_id;
+		memcpy(a->addr, &s->sin6_addr, 16);
+	}
+}
+
+/* Options a host may set or read: the portable ones, nothing that reaches beyond its socket. */
+static bool option_ok(int level, int name)
+{
+	if (level == SOL_SOCKET)
+		return name == SO_REUSEADDR || name == SO_REUSEPORT || name == SO_KEEPALIVE ||
+		       name == SO_RCVBUF || name == SO_SNDBUF || name == SO_LINGER || name == SO_ERROR ||
+		       name == SO_TYPE || name == SO_RCVLOWAT || name == SO_OOBINLINE;
+	if (level == IPPROTO_TCP)
+		return name == TCP_NODELAY || name == TCP_KEEPIDLE || name == TCP_KEEPINTVL ||
+		       name == TCP_KEEPCNT || name == TCP_MAXSEG || name == TCP_CORK ||
+		       name == TCP_DEFER_ACCEPT || name == TCP_NOTSENT_LOWAT || name == TCP_QUICKACK;
+	return level == IPPROTO_IPV6 && name == IPV6_V6ONLY;
+}
+
+/* ---- calls ---- */
+
+/* Parks the call in |rec| on |s| until it is ready for |events|.  False: out of memory. */
+static bool park(struct host *h, struct tsock *s, int hi, uint32_t handle, const uint8_t *rec,
+		 uint32_t len, uint32_t events)
+{
+	struct epoll_event ev = { .events = events | EPOLLONESHOT, .data.u64 = key(EV_NET, hi, (int)handle) };
+
+	if (!s->parked && !(s->parked = malloc(MSG_MAX)))
+		return false;
+	if (s->parked != rec)
+		memcpy(s->parked, rec, len);
+	s->parked_len = len;
+	if (epoll_ctl(d.epfd, s->watched ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, s->fd, &ev) < 0)
+		return false;
+	s->watched = true;
+	h->parked++;
+	return true;
+}
+
+/*
+ * Carries out one decoded request.  Returns 1 answered, 0 parked (|rec|
+ * kept), -1 the host must go (it broke the protocol or does not read).
+ */
+static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uint8_t *rec, uint32_t len)
+{
+	struct esock_tsp_msg m = { .h = { .type = ESOCK_TSP_RESP, .op = q->h.op, .id = q->h.id, .sock = q->h.sock } };
+	struct tsock *s = NULL;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	static uint8_t buf[ESOCK_TSP_BODY_MAX];
+	int rc = 0, fd;
+
+	if (q->h.type != ESOCK_TSP_REQ || (!h->hello && q->h.op != ESOCK_TSP_HELLO))
+		return -1;
+	switch (q->h.op) {
+	case ESOCK_TSP_HELLO:
+	case ESOCK_TSP_BYE:
+	case ESOCK_TSP_SOCKET:
+		break;
+	default:
+		if (!(s = sock_of(h, q->h.sock)))
+			return reply(h, &q->h, -EBADF) ? 1 : -1;
+		if (s->parked && rec != s->parked)
+			return reply(h, &q->h, -EBUSY) ? 1 : -1; /* (one call at a time per socket) */
+	}
+	switch (q->h.op) {
+	case ESOCK_TSP_HELLO:
+		if (q->u.hello.vmin > ESOCK_TSP_VERSION || q->u.hello.vmax < ESOCK_TSP_VERSION)
+			return reply(h, &q->h, -EPROTONOSUPPORT) ? 1 : -1;
+		h->hello = true;
+		h->pid = q->u.hello.pid;
+		h->flags = 0; /* synchronous calls only, so far (docs/tcpserver.md) */
+		m.u.hello_ok.version = ESOCK_TSP_VERSION;
+		m.u.hello_ok.flags = h->flags;
+		m.u.hello_ok.max_socks = (uint32_t)d.max_socks;
+		m.u.hello_ok.max_data = ESOCK_TSP_BODY_MAX;
+		logv("host %d: pid %u said hello\n", hi, h->pid);
+		break;
+	case ESOCK_TSP_BYE:
+		for (int i = 0; i < d.max_socks; i++)
+			sock_close(h, (uint32_t)i + 1);
+		break;
+	case ESOCK_TSP_SOCKET:
+		if (q->u.socket.family != 4 && q->u.socket.family != 6)
+			rc = -EAFNOSUPPORT;
+		else if ((fd = socket(q->u.socket.family == 4 ? AF_INET : AF_INET6,
+				      SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) < 0)
+			rc = -errno;
+		else if ((rc = new_handle(h, fd, q->u.socket.flags & ESOCK_TSP_NONBLOCK)) < 0)
+			close(fd);
+		m.result = rc;
+		return answer(h, &m) ? 1 : -1;
+	case ESOCK_TSP_BIND:
+	case ESOCK_TSP_CONNECT:
+		if ((rc = to_sockaddr(&q->u.addr, &ss, &sl)) < 0)
+			break;
+		if (q->h.op == ESOCK_TSP_BIND) {
+			rc = bind(s->fd, (struct sockaddr *)&ss, sl) < 0 ? -errno : 0;
+		} else if (rec == s->parked) { /* ready: how did it end? */
+			int err = 0;
+			socklen_t el = sizeof(err);
+
+			rc = getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0 ? -errno : -err;
+		} else if (connect(s->fd, (struct sockaddr *)&ss, sl) < 0) {
+			rc = -errno;
+			if (rc == -EINPROGRESS && !s->nonblock)
+				return park(h, s, hi, q->h.sock, rec, len, EPOLLOUT) ? 0 : -1;
+		}
+		break;
+	case ESOCK_TSP_LISTEN:
+		rc = listen(s->fd, q->u.listen.backlog) < 0 ? -errno : 0;
+		break;
+	case ESOCK_TSP_ACCEPT:
+		fd = accept4(s->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			rc = -errno;
+			if ((rc == -EAGAIN || rc == -EWOULDBLOCK) && !s->nonblock)
+				return park(h, s, hi, q->h.sock, rec, len, EPOLLIN) ? 0 : -1;
+			break;
+		}
+		if ((rc = new_handle(h, fd, q->u.accept.flags & ESOCK_TSP_NONBLOCK)) < 0) {
+			close(fd);
+			break;
+		}
+		h->accepted++;
+		from_sockaddr(&ss, &m.u.accepted.peer);
+		sl = sizeof(ss);
+		if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+			from_sockaddr(&ss, &m.u.accepted.local);
+		break;
+	case ESOCK_TSP_SEND: {
+		uint32_t off = rec == s->parked ? s->sent : 0;
+		ssize_t n = send(s->fd, q->data + off, q->data_len - off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT | (q->u.send.flags & ESOCK_TSP_MSG_MORE ? MSG_MORE : 0));
+
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+			rc = off ? (int)off : -errno;
+			break;
+		}
+		off += n > 0 ? (uint32_t)n : 0;
+		h->bytes_out += n > 0 ? (uint64_t)n : 0;
+		if (off < q->data_len && !s->nonblock) { /* a blocking send returns with all of it taken */
+			s->sent = off;
+			return park(h, s, hi, q->h.sock, rec, len, EPOLLOUT) ? 0 : -1;
+		}
+		rc = off ? (int)off : q->data_len ? -EAGAIN : 0;
+		break;
+	}
+	case ESOCK_TSP_RECV: {
+		uint32_t max = q->u.recv.max < sizeof(buf) ? q->u.recv.max : (uint32_t)sizeof(buf);
+		int fl = MSG_DONTWAIT | (q->u.recv.flags & ESOCK_TSP_MSG_PEEK ? MSG_PEEK : 0);
+		ssize_t n = recv(s->fd, buf, max, fl);
+
+		if (n < 0) {
+			rc = -errno;
+			if ((rc == -EAGAIN || rc == -EWOULDBLOCK) && !s->nonblock && max)
+				return park(h, s, hi, q->h.sock, rec, len, EPOLLIN | EPOLLRDHUP) ? 0 : -1;
+			break;
+		}
+		h->bytes_in += (uint64_t)n;
+		rc = (int)n;
+		m.data = buf;
+		m.data_len = (uint32_t)n;
+		break;
+	}
+	case ESOCK_TSP_CLOSE:
+		sock_close(h, q->h.sock);
+		break;
+	case ESOCK_TSP_SHUTDOWN:
+		rc = shutdown(s->fd, q->u.shutdown.how) < 0 ? -errno : 0;
+		break;
+	case ESOCK_TSP_SETSOCKOPT:
+		if (!option_ok(q->u.opt.level, q->u.opt.name) || q->u.opt.name == SO_ERROR || q->u.opt.name == SO_TYPE)
+			rc = -ENOPROTOOPT;
+		else
+			rc = setsockopt(s->fd, q->u.opt.level, q->u.opt.name, q->data, q->data_len) < 0 ? -errno : 0;
+		break;
+	case ESOCK_TSP_GETSOCKOPT: {
+		socklen_t ol = q->u.getopt.len < ESOCK_TSP_OPT_MAX ? q->u.getopt.len : ESOCK_TSP_OPT_MAX;
+
+		if (!option_ok(q->u.getopt.level, q->u.getopt.name)) {
+			rc = -ENOPROTOOPT;
+		} else if (getsockopt(s->fd, q->u.getopt.level, q->u.getopt.name, buf, &ol) < 0) {
+			rc = -errno;
+		} else {
+			m.data = buf;
+			m.data_len = ol;
+		}
+		break;
+	}
+	case ESOCK_TSP_GETSOCKNAME:
+	case ESOCK_TSP_GETPEERNAME:
+		if ((q->h.op == ESOCK_TSP_GETSOCKNAME ? getsockname : getpeername)(s->fd, (struct sockaddr *)&ss, &sl) < 0)
+			rc = -errno;
+		else
+			from_sockaddr(&ss, &m.u.addr);
+		break;
+	default: /* (WATCH and the optimisations' calls: not granted yet) */
+		rc = -EOPNOTSUPP;
+	}
+	m.result = rc;
+	if (rc < 0) {
+		m.data = NULL;
+		m.data_len = 0;
+	}
+	return answer(h, &m) ? 1 : -1;
+}
+
+/* ---- hosts ---- */
+
+static void host_drop(int hi, const char *why)
+{
+	struct host *h = &d.hosts[hi];
+
+	if (!h->used)
+		return;
+	logv("host %d (pid %u): %s\n", hi, h->pid, why);
+	for (int i = 0; h->socks && i < d.max_socks; i++)
+		sock_close(h, (uint32_t)i + 1);
+	epoll_ctl(d.epfd, EPOLL_CTL_DEL, h->usock, NULL);
+	if (h->ch.bell >= 0)
+		epoll_ctl(d.epfd, EPOLL_CTL_DEL, h->ch.bell, NULL);
+	close(h->usock);
+	tsp_chan_close(&h->ch);
+	free(h->socks);
+	memset(h, 0, sizeof(*h));
+}
+
+static void host_new(void)
+{
+	int fd = accept4(d.lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK), hi = -1;
+	struct host *h;
+
+	if (fd < 0)
+		return;
+	for (int i = 0; i < d.max_hosts; i++)
+		if (!d.hosts[i].used) {
+			hi = i;
+			break;
+		}
+	if (hi < 0) { /* admission: no more hosts (it sees its HELLO refused: the socket ends) */
+		d.refused_hosts++;
+		logv("a host refused: %d hosts already\n", d.max_hosts);
+		close(fd);
+		return;
+	}
+	h = &d.hosts[hi];
+	memset(h, 0, sizeof(*h));
+	h->ch.memfd = h->ch.bell = -1;
+	h->usock = fd;
+	h->used = true;
+	h->since_us = now_us();
+	/* Its channel comes behind the connect: watched, never waited for (nobody waits on a host). */
+	epoll_ctl(d.epfd, EPOLL_CTL_ADD, fd, &(struct epoll_event){ .events = EPOLLIN | EPOLLRDHUP,
+								     .data.u64 = key(EV_HOST_SOCK, hi, 0) });
+}
+
+/* The host's Unix socket has news: its channel, or (after it) its end. */
+static void host_sock(int hi)
+{
+	struct host *h = &d.hosts[hi];
+
+	if (!h->used)
+		return;
+	if (h->ready) {
+		host_drop(hi, "its socket ended"); /* (nothing else ever comes there) */
+		return;
+	}
+	if (tsp_chan_recv(&h->ch, h->usock) < 0 ||
+	    !(h->socks = malloc(sizeof(*h->socks) * (size_t)d.max_socks))) {
+		d.dropped_hosts++;
+		host_drop(hi, "no valid channel");
+		return;
+	}
+	for (int i = 0; i < d.max_socks; i++)
+		h->socks[i].fd = -1;
+	h->ready = true;
+	epoll_ctl(d.epfd, EPOLL_CTL_ADD, h->ch.bell, &(struct epoll_event){ .events = EPOLLIN,
+									    .data.u64 = key(EV_HOST_BELL, hi, 0) });
+}
+
+/* Hosts that connected and sent no channel within a second go; the time to look again, in ms. */
+static int host_deadlines(void)
+{
+	int64_t now = now_us(), next = -1;
+
+	for (int i = 0; i < d.max_hosts; i++) {
+		struct host *h = &d.hosts[i];
+
+		if (!h->used || h->ready)
+			continue;
+		if (now - h->since_us >= 1000000) {
+			d.dropped_hosts++;
+			host_drop(i, "no channel within a second");
+		} else if (next < 0 || h->since_us + 1000000 - now < next) {
+			next = h->since_us + 1000000 - now;
+		}
+	}
+	return next < 0 ? -1 : (int)(next / 1000) + 1;
+}
+
+/* Serves what host |hi| has queued.  Returns the number of requests taken. */
+static int host_serve(int hi)
+{
+	struct host *h = &d.hosts[hi];
+	int n = 0;
+
+	while (h->used && h->ready) {
+		struct esock_tsp_msg q;
+		uint32_t len;
+		int rc;
+		const uint8_t *r = esock_shmq_peek(h->ch.req, &len, &rc);
+		static uint8_t in[MSG_MAX];
+
+		if (!r) {
+			if (rc != -EAGAIN)
+				host_drop(hi, "its queue is broken");
+			return n;
+		}
+		/* Copied out before it is read: the host may change the shared octets meanwhile. */
+		if (len > sizeof(in) || (memcpy(in, r, len), esock_tsp_decode(in, len, &q)) != (int)len) {
+			host_drop(hi, "a request that is not TSP");
+			return n;
+		}
+		esock_shmq_release(h->ch.req);
+		n++;
+		h->calls++;
+		rc = call(h, hi, &q, in, len);
+		if (rc < 0) {
+			host_drop(hi, "it broke the protocol or does not read its answers");
+			return n;
+		}
+		if (q.h.op == ESOCK_TSP_BYE) {
+			host_drop(hi, "said bye");
+			return n;
+		}
+	}
+	return n;
+}
+
+/* A parked call's socket is ready: the call again, from its kept request. */
+static void resume(int hi, uint32_t handle)
+{
+	struct host *h = &d.hosts[hi];
+	struct tsock *s;
+	struct esock_tsp_msg q;
+
+	if (!h->used || !(s = sock_of(h, handle)) || !s->parked)
+		return;
+	if (esock_tsp_decode(s->parked, s->parked_len, &q) != (int)s->parked_len)
+		return;
+	switch (call(h, hi, &q, s->parked, s->parked_len)) {
+	case 1: /* answered: the socket waits no more */
+		unwatch(s);
+		free(s->parked);
+		s->parked = NULL;
+		s->sent = 0;
+		break;
+	case -1:
+		host_drop(hi, "it does not read its answers");
+		break;
+	}
+}
+
+static void print_counters(void)
+{
+	fprintf(stderr, "tcpserverd: hosts refused %llu, dropped %llu\n",
+		(unsigned long long)d.refused_hosts, (unsigned long long)d.dropped_hosts);
+	for (int i = 0; i < d.max_hosts; i++) {
+		struct host *h = &d.hosts[i];
+		int open = 0;
+
+		if (!h->used)
+			continue;
+		for (int k = 0; k < d.max_socks; k++)
+			open += h->socks[k].fd >= 0;
+		fprintf(stderr,
+			"tcpserverd: host %d pid %u: sockets %d, calls %llu (failed %llu, waited %llu), "
+			"accepted %llu, octets in %llu out %llu\n",
+			i, h->pid, open, (unsigned long long)h->calls, (unsigned long long)h->failed,
+			(unsigned long long)h->parked, (unsigned long long)h->accepted,
+			(unsigned long long)h->bytes_in, (unsigned long long)h->bytes_out);
+	}
+}
+
+static void on_signal(int sig)
+{
+	if (sig == SIGUSR1)
+		d.dump = 1;
+	else
+		d.quit = 1;
+}
+
+/*
+ * The socket appears at |path| only once it listens (made under another
+ * name, then renamed): a host that finds the path finds it answering.
+ */
+static int listen_unix(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s.%d", path, (int)getpid());
+
+	if (n < 0 || (size_t)n >= sizeof(sa.sun_path))
+		return -1;
+	unlink(sa.sun_path);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0 ||
+	    chmod(sa.sun_path, 0600) < 0 || /* (the hosts of this user: a channel is a host's whole power here) */
+	    rename(sa.sun_path, path) < 0) {
+		int e = errno;
+
+		if (fd >= 0)
+			close(fd);
+		unlink(sa.sun_path);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+static void loop(void)
+{
+	int64_t busy_until = 0;
+
+	while (!d.quit) {
+		struct epoll_event ev[64];
+		int work = 0, n, tmo = 0;
+
+		for (int i = 0; i < d.max_hosts; i++)
+			if (d.hosts[i].used && d.hosts[i].ready)
+				work += host_serve(i);
+		if (work)
+			busy_until = now_us() + d.spin_us;
+		if (!work && now_us() >= busy_until) {
+			/* Quiet for a while: sleep, the hosts ringing the bell for what they queue. */
+			bool ready = false;
+
+			for (int i = 0; i < d.max_hosts; i++)
+				if (d.hosts[i].used && d.hosts[i].ready && esock_shmq_sleep_begin(d.hosts[i].ch.req))
+					ready = true;
+			tmo = ready ? 0 : host_deadlines();
+		}
+		n = epoll_wait(d.epfd, ev, 64, tmo);
+		if (tmo)
+			for (int i = 0; i < d.max_hosts; i++)
+				if (d.hosts[i].used && d.hosts[i].ready)
+					esock_shmq_sleep_end(d.hosts[i].ch.req);
+		if (d.dump) {
+			d.dump = 0;
+			print_counters();
+		}
+		for (int i = 0; i < n; i++) {
+			int kind = (int)(ev[i].data.u64 & 0xff), hi = (int)((ev[i].data.u64 >> 8) & 0xffffff);
+			uint32_t handle = (uint32_t)(ev[i].data.u64 >> 32);
+
+			if (kind == EV_LISTEN) {
+				host_new();
+			} else if (kind == EV_HOST_SOCK) {
+				host_sock(hi);
+			} else if (kind == EV_HOST_BELL) {
+				uint64_t v;
+
+				(void)!read(d.hosts[hi].ch.bell, &v, sizeof(v));
+			} else {
+				resume(hi, handle);
+			}
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *cpu = NULL;
+	int opt;
+
+	while ((opt = getopt(argc, argv, "s:H:S:c:p:vh")) != -1) {
+		switch (opt) {
+		case 's': d.path = optarg; break;
+		case 'H': d.max_hosts = atoi(optarg); break;
+		case 'S': d.max_socks = atoi(optarg); break;
+		case 'c': cpu = optarg; break;
+		case 'p': d.spin_us = atoi(optarg); break;
+		case 'v': d.verbose = 1; break;
+		default:
+			fprintf(opt == 'h' ? stdout : stderr,
+				"usage: tcpserverd -s PATH [-H MAX_HOSTS] [-S MAX_SOCKETS] [-c CPU] [-p SPIN_US] [-v]\n"
+				"Carries out the socket calls of host processes reaching it at the Unix socket PATH.\n");
+			return opt == 'h' ? 0 : 2;
+		}
+	}
+	if (!d.path || d.max_hosts < 1 || d.max_hosts > 1 << 16 || d.max_socks < 1 ||
+	    d.max_socks > 1 << 20 || d.spin_us < 0) {
+		fprintf(stderr, "tcpserverd: -s PATH is needed; -H 1..65536, -S 1..1048576, -p >= 0\n");
+		return 2;
+	}
+	if (cpu) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(atoi(cpu), &set);
+		if (sched_setaffinity(0, sizeof(set), &set) < 0)
+			perror("tcpserverd: -c");
+	}
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGTERM, on_signal);
+	signal(SIGINT, on_signal);
+	signal(SIGUSR1, on_signal);
+	if (!(d.hosts = calloc((size_t)d.max_hosts, sizeof(*d.hosts))) || (d.epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
+	    (d.lfd = listen_unix(d.path)) < 0) {
+		fprintf(stderr, "tcpserverd: %s: %s\n", d.path, strerror(errno));
+		return 1;
+	}
+	epoll_ctl(d.epfd, EPOLL_CTL_ADD, d.lfd, &(struct epoll_event){ .events = EPOLLIN, .data.u64 = key(EV_LISTEN, 0, 0) });
+	logv("serving at %s (hosts %d, sockets per host %d)\n", d.path, d.max_hosts, d.max_socks);
+	loop();
+	for (int i = 0; i < d.max_hosts; i++)
+		host_drop(i, "tcpserverd ends");
+	print_counters();
+	close(d.lfd);
+	unlink(d.path);
+	free(d.hosts);
+	return 0;
+}

@@ -1,0 +1,46 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# tcpserverd end to end on one machine: a host process listens, accepts and
+# echoes through tcpserverd (its calls carried by the shared-memory channel)
+# while a plain TCP client moves a megabyte and compares it; a host that
+# sends garbage loses its channel and nobody else does; admission refuses a
+# host beyond -H; the counters come on SIGUSR1; SIGTERM ends it cleanly.
+set -u
+b=${top_builddir:-.}
+d=$b/tcpserver/tcpserverd h=$b/tests/tcpserver/tsp-host
+tmp=$(mktemp -d) || exit 99
+pids=
+cleanup() { for p in $pids; do kill "$p" 2>/dev/null; done; rm -rf "$tmp"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; cat "$tmp"/*.log 2>/dev/null; exit 1; }
+wait_file() { for i in $(seq 1 100); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
+
+"$d" -s "$tmp/s" -H 3 -v 2>"$tmp/d.log" & dpid=$!; pids="$dpid"
+for i in $(seq 1 100); do [ -S "$tmp/s" ] && break; sleep 0.05; done
+[ -S "$tmp/s" ] || fail "tcpserverd did not start"
+
+"$h" echo "$tmp/s" >"$tmp/echo.out" 2>"$tmp/echo.log" & epid=$!; pids="$pids $epid"
+wait_file "$tmp/echo.out" || fail "the echo host printed no port"
+port=$(head -n 1 "$tmp/echo.out")
+"$h" plain "$port" 1000000 >"$tmp/plain.log" 2>&1 || fail "plain client"
+wait "$epid" || fail "echo host"
+grep -q "^echoed 1000000$" "$tmp/echo.out" || fail "echo host moved $(cat "$tmp/echo.out")"
+
+"$h" garbage "$tmp/s" >"$tmp/garbage.log" 2>&1 || fail "garbage host"
+kill -0 "$dpid" || fail "tcpserverd died of a host's garbage"
+grep -q "a request that is not TSP" "$tmp/d.log" || fail "no word of the garbage"
+
+# Admission: three hosts at most; the fourth is refused while three hold.
+hp=
+for i in 1 2 3; do "$h" hold "$tmp/s" 3 >"$tmp/hold$i.out" 2>"$tmp/hold$i.log" & hp="$hp $!"; done
+pids="$pids $hp"
+for i in 1 2 3; do wait_file "$tmp/hold$i.out" || fail "host $i not admitted"; done
+"$h" refused "$tmp/s" >"$tmp/refused.log" 2>&1 || fail "a fourth host was not refused"
+for p in $hp; do wait "$p" || fail "a holding host"; done
+
+kill -USR1 "$dpid"; sleep 0.3
+grep -q "hosts refused 1" "$tmp/d.log" || fail "counters on SIGUSR1"
+kill -TERM "$dpid"; wait "$dpid" || fail "tcpserverd did not end cleanly"
+[ -e "$tmp/s" ] && fail "the Unix socket was left behind"
+pids=
+echo "tcpserverd: echo of 1 MB through a host, garbage refused, admission, counters, clean end: ok"

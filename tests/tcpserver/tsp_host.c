@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A host process for tcpserverd's tests (tcpserverd-test.sh):
+ *   tsp-host echo PATH          listens on 127.0.0.1 through tcpserverd, prints the port,
+ *                               accepts one connection and echoes it to its end
+ *   tsp-host plain PORT OCTETS  a plain TCP client: sends OCTETS, reads them back, compares
+ *   tsp-host garbage PATH       hands tcpserverd a channel, then a record that is not TSP:
+ *                               exit 0 when tcpserverd ends that channel (and only that)
+ *   tsp-host hold PATH SECONDS  a host that stays attached for a while
+ *   tsp-host refused PATH       exit 0 when tcpserverd refuses this host (admission)
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "tcpserver/chan.h"
+#include "tcpserver/host.h"
+
+static int die(const char *what, int rc)
+{
+	fprintf(stderr, "tsp-host: %s: %s\n", what, strerror(rc < 0 ? -rc : rc));
+	exit(1);
+}
+
+static struct esock_tsp_msg req(unsigned op, uint32_t sock)
+{
+	struct esock_tsp_msg m = { .h = { .type = ESOCK_TSP_REQ, .op = (uint16_t)op, .sock = sock } };
+
+	return m;
+}
+
+static int echo(const char *path)
+{
+	struct tsp_host *h;
+	struct esock_tsp_msg q, r;
+	uint64_t total = 0;
+	int rc, ls, cs;
+
+	if ((rc = tsp_host_open(path, 0, &h, NULL)) < 0)
+		die("open", rc);
+	q = req(ESOCK_TSP_SOCKET, 0);
+	q.u.socket.family = 4;
+	if ((ls = tsp_host_call(h, &q, &r)) < 0)
+		die("socket", ls);
+	q = req(ESOCK_TSP_BIND, (uint32_t)ls);
+	q.u.addr.family = 4;
+	memcpy(q.u.addr.addr, (uint8_t[]){ 127, 0, 0, 1 }, 4);
+	if ((rc = tsp_host_call(h, &q, &r)) < 0)
+		die("bind", rc);
+	q = req(ESOCK_TSP_LISTEN, (uint32_t)ls);
+	q.u.listen.backlog = 8;
+	if ((rc = tsp_host_call(h, &q, &r)) < 0)
+		die("listen", rc);
+	q = req(ESOCK_TSP_GETSOCKNAME, (uint32_t)ls);
+	if ((rc = tsp_host_call(h, &q, &r)) < 0)
+		die("getsockname", rc);
+	printf("%u\n", r.u.addr.port);
+	fflush(stdout);
+	q = req(ESOCK_TSP_ACCEPT, (uint32_t)ls); /* blocking: tcpserverd parks it until a client comes */
+	if ((cs = tsp_host_call(h, &q, &r)) < 0)
+		die("accept", cs);
+	if (r.u.accepted.peer.family != 4 || r.u.accepted.peer.addr[0] != 127)
+		die("accept: the peer's address", EPROTO);
+	for (;;) {
+		static uint8_t buf[ESOCK_TSP_BODY_MAX];
+		int n;
+
+		q = req(ESOCK_TSP_RECV, (uint32_t)cs);
+		q.u.recv.max = sizeof(buf);
+		if ((n = tsp_host_call(h, &q, &r)) < 0)
+			die("recv", n);
+		if (n == 0)
+			break;
+		memcpy(buf, r.data, (size_t)n); /* (the response's data is the host's until the next call) */
+		total += (uint64_t)n;
+		q = req(ESOCK_TSP_SEND, (uint32_t)cs);
+		q.data = buf;
+		q.data_len = (uint32_t)n;
+		if ((rc = tsp_host_call(h, &q, &r)) != n)
+			die("send", rc < 0 ? rc : EIO);
+	}
+	q = req(ESOCK_TSP_CLOSE, (uint32_t)cs);
+	tsp_host_call(h, &q, &r);
+	q = req(ESOCK_TSP_SEND, (uint32_t)cs); /* a closed handle */
+	if ((rc = tsp_host_call(h, &q, &r)) != -EBADF)
+		die("send on a closed handle", rc);
+	tsp_host_close(h);
+	printf("echoed %llu\n", (unsigned long long)total);
+	return 0;
+}
+
+static int plain(int port, long octets)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	long sent = 0, got = 0;
+	static uint8_t out[65536], in[65536];
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		die("plain connect", errno);
+	while (got < octets) {
+		struct pollfd p = { .fd = fd, .events = POLLIN | (sent < octets ? POLLOUT : 0) };
+
+		if (poll(&p, 1, 10000) <= 0)
+			die("plain: no progress for 10 s", ETIMEDOUT);
+		if ((p.revents & POLLOUT) && sent < octets) {
+			long k = octets - sent < (long)sizeof(out) ? octets - sent : (long)sizeof(out);
+			ssize_t n;
+
+			for (long i = 0; i < k; i++)
+				out[i] = (uint8_t)((sent + i) * 7 + 3);
+			if ((n = send(fd, out, (size_t)k, MSG_DONTWAIT)) > 0)
+				sent += n;
+			if (sent == octets)
+				shutdown(fd, SHUT_WR);
+		}
+		if (p.revents & (POLLIN | POLLHUP)) {
+			ssize_t n = recv(fd, in, sizeof(in), MSG_DONTWAIT);
+
+			if (n == 0)
+				break;
+			for (ssize_t i = 0; i < n; i++)
+				if (in[i] != (uint8_t)((got + i) * 7 + 3))
+					die("plain: the echo differs", EIO);
+			if (n > 0)
+				got += n;
+		}
+	}
+	printf("plain: %ld octets echoed\n", got);
+	return got == octets ? 0 : 1;
+}
+
+static int unix_connect(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		die("connect", errno);
+	return fd;
+}
+
+static int garbage(const char *path)
+{
+	struct tsp_chan ch;
+	int fd = unix_connect(path), rc;
+	uint8_t *rec;
+	char c;
+
+	if ((rc = tsp_chan_create(&ch, TSP_CHAN_CAP)) < 0 || (rc = tsp_chan_send(&ch, fd)) < 0)
+		die("channel", rc);
+	if (!(rec = esock_shmq_reserve(ch.req, 16, &rc)))
+		die("reserve", rc);
+	memcpy(rec, "GET / HTTP/1.0\r\n", 16); /* not TSP */
+	esock_shmq_commit(ch.req, 16);
+	/* tcpserverd ends this host's channel: its socket reads the end. */
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	if (poll(&p, 1, 5000) != 1 || recv(fd, &c, 1, 0) != 0)
+		die("tcpserverd kept a host that sent garbage", EPROTO);
+	tsp_chan_close(&ch);
+	printf("garbage: channel ended\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "echo"))
+		return echo(argv[2]);
+	if (argc == 4 && !strcmp(argv[1], "plain"))
+		return plain(atoi(argv[2]), atol(argv[3]));
+	if (argc == 3 && !strcmp(argv[1], "garbage"))
+		return garbage(argv[2]);
+	if (argc == 4 && !strcmp(argv[1], "hold")) {
+		struct tsp_host *h;
+		int rc = tsp_host_open(argv[2], 0, &h, NULL);
+
+		if (rc < 0)
+			die("open", rc);
+		printf("holding\n");
+		fflush(stdout);
+		sleep((unsigned)atoi(argv[3]));
+		tsp_host_close(h);
+		return 0;
+	}
+	if (argc == 3 && !strcmp(argv[1], "refused")) {
+		struct tsp_host *h;
+		int rc = tsp_host_open(argv[2], 0, &h, NULL);
+
+		if (rc == 0) {
+			tsp_host_close(h);
+			die("admitted beyond the limit", EPROTO);
+		}
+		printf("refused: %s\n", strerror(-rc));
+		return rc == -ECONNREFUSED ? 0 : 1;
+	}
+	fprintf(stderr, "usage: tsp-host echo|garbage|refused PATH | hold PATH SECONDS | plain PORT OCTETS\n");
+	return 2;
+}
