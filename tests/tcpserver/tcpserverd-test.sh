@@ -38,6 +38,10 @@ for i in 1 2 3; do wait_file "$tmp/hold$i.out" || fail "host $i not admitted"; d
 "$h" refused "$tmp/s" >"$tmp/refused.log" 2>&1 || fail "a fourth host was not refused"
 for p in $hp; do wait "$p" || fail "a holding host"; done
 
+# The channel's own cost, and that calls keep their order and answers (2000 in a row).
+"$h" calls "$tmp/s" 2000 >"$tmp/calls.log" 2>&1 && grep -q "^calls: 2000 " "$tmp/calls.log" ||
+	fail "calls"
+
 kill -USR1 "$dpid"; sleep 0.3
 grep -q "hosts refused 1" "$tmp/d.log" || fail "counters on SIGUSR1"
 kill -TERM "$dpid"; wait "$dpid" || fail "tcpserverd did not end cleanly"

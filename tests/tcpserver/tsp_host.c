@@ -8,6 +8,8 @@
  *                               exit 0 when tcpserverd ends that channel (and only that)
  *   tsp-host hold PATH SECONDS  a host that stays attached for a while
  *   tsp-host refused PATH       exit 0 when tcpserverd refuses this host (admission)
+ *   tsp-host calls PATH N       N getsockname calls through tcpserverd and N made
+ *                               directly, in turns: their median times (the channel's cost)
  */
 #include "config.h"
 
@@ -20,6 +22,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tcpserver/chan.h"
@@ -174,8 +177,63 @@ static int garbage(const char *path)
 	return 0;
 }
 
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int calls(const char *path, int n)
+{
+	struct tsp_host *h;
+	struct esock_tsp_msg q, r;
+	struct sockaddr_in sa;
+	socklen_t sl;
+	double *via = calloc((size_t)n, sizeof(double)), *direct = calloc((size_t)n, sizeof(double));
+	int rc, ts, fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (!via || !direct || fd < 0 || (rc = tsp_host_open(path, 0, &h, NULL)) < 0)
+		die("open", -ENOMEM);
+	q = req(ESOCK_TSP_SOCKET, 0);
+	q.u.socket.family = 4;
+	if ((ts = tsp_host_call(h, &q, &r)) < 0)
+		die("socket", ts);
+	for (int i = 0; i < n; i++) {
+		double t0 = now_us();
+
+		q = req(ESOCK_TSP_GETSOCKNAME, (uint32_t)ts);
+		if ((rc = tsp_host_call(h, &q, &r)) < 0)
+			die("getsockname", rc);
+		via[i] = now_us() - t0;
+		t0 = now_us();
+		sl = sizeof(sa);
+		getsockname(fd, (struct sockaddr *)&sa, &sl);
+		direct[i] = now_us() - t0;
+	}
+	qsort(via, (size_t)n, sizeof(double), cmp);
+	qsort(direct, (size_t)n, sizeof(double), cmp);
+	printf("calls: %d getsockname through tcpserverd p50 %.2f us p99 %.2f us; directly p50 %.2f us\n", n,
+	       via[n / 2], via[n * 99 / 100], direct[n / 2]);
+	tsp_host_close(h);
+	close(fd);
+	free(via);
+	free(direct);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && !strcmp(argv[1], "calls"))
+		return calls(argv[2], atoi(argv[3]) > 0 ? atoi(argv[3]) : 1);
 	if (argc == 3 && !strcmp(argv[1], "echo"))
 		return echo(argv[2]);
 	if (argc == 4 && !strcmp(argv[1], "plain"))
@@ -205,6 +263,6 @@ int main(int argc, char **argv)
 		printf("refused: %s\n", strerror(-rc));
 		return rc == -ECONNREFUSED ? 0 : 1;
 	}
-	fprintf(stderr, "usage: tsp-host echo|garbage|refused PATH | hold PATH SECONDS | plain PORT OCTETS\n");
+	fprintf(stderr, "usage: tsp-host echo|garbage|refused PATH | hold|calls PATH N | plain PORT OCTETS\n");
 	return 2;
 }
