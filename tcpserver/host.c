@@ -15,6 +15,7 @@
 #include "tcpserver/chan.h"
 #include "tcpserver/host.h"
 
+#define EVQ 64
 #define SPINS 2000 /* looks at the queue before sleeping on it (an answer is often microseconds away) */
 
 struct tsp_host {
@@ -24,6 +25,9 @@ struct tsp_host {
 	uint32_t next_id;
 	bool broken;
 	uint8_t *in; /* the last response, copied out of the queue */
+	struct esock_tsp_msg evq[EVQ]; /* events that came during calls (no data: only READY) */
+	unsigned ev_head, ev_n;
+	uint64_t ev_lost;
 };
 
 int tsp_host_open(const char *path, uint32_t flags, struct tsp_host **out, uint32_t *granted)
@@ -98,6 +102,18 @@ static bool server_gone(struct tsp_host *h)
 	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
+static void keep_event(struct tsp_host *h, const struct esock_tsp_msg *ev)
+{
+	if (h->ev_n == EVQ) { /* the oldest goes */
+		h->ev_head = (h->ev_head + 1) % EVQ;
+		h->ev_n--;
+		h->ev_lost++;
+	}
+	h->evq[(h->ev_head + h->ev_n++) % EVQ] = *ev;
+	h->evq[(h->ev_head + h->ev_n - 1) % EVQ].data = NULL; /* (its octets are not kept) */
+	h->evq[(h->ev_head + h->ev_n - 1) % EVQ].data_len = 0;
+}
+
 static int wait_response(struct tsp_host *h, uint32_t id, struct esock_tsp_msg *resp)
 {
 	for (int spins = 0;;) {
@@ -111,8 +127,10 @@ static int wait_response(struct tsp_host *h, uint32_t id, struct esock_tsp_msg *
 			esock_shmq_release(h->ch.resp);
 			if (esock_tsp_decode(h->in, len, resp) != (int)len)
 				return -EPIPE;
-			if (resp->h.type == ESOCK_TSP_EVENT)
-				continue; /* (no events asked for by synchronous calls) */
+			if (resp->h.type == ESOCK_TSP_EVENT) {
+				keep_event(h, resp);
+				continue;
+			}
 			if (resp->h.type != ESOCK_TSP_RESP || resp->h.id != id)
 				return -EPIPE;
 			return 0;
@@ -158,6 +176,55 @@ int tsp_host_call(struct tsp_host *h, struct esock_tsp_msg *req, struct esock_ts
 		h->broken = true; /* (the channel: tcpserverd gone, or a message that makes no sense) */
 	else
 		rc = resp->result;
+	pthread_mutex_unlock(&h->lock);
+	return rc;
+}
+
+int tsp_host_event(struct tsp_host *h, struct esock_tsp_msg *ev, int timeout_ms)
+{
+	int64_t waited = 0;
+	int rc = 0;
+
+	pthread_mutex_lock(&h->lock);
+	while (!h->broken) {
+		uint32_t len;
+		const uint8_t *r;
+
+		if (h->ev_n) {
+			*ev = h->evq[h->ev_head];
+			h->ev_head = (h->ev_head + 1) % EVQ;
+			h->ev_n--;
+			rc = 1;
+			break;
+		}
+		if ((r = esock_shmq_peek(h->ch.resp, &len, &rc))) {
+			memcpy(h->in, r, len);
+			esock_shmq_release(h->ch.resp);
+			/* (no call waits: whatever comes is an event) */
+			if (esock_tsp_decode(h->in, len, ev) != (int)len || ev->h.type != ESOCK_TSP_EVENT) {
+				h->broken = true;
+				break;
+			}
+			keep_event(h, ev);
+			continue;
+		}
+		if (rc != -EAGAIN) {
+			h->broken = true;
+			break;
+		}
+		rc = 0;
+		if (timeout_ms >= 0 && waited >= timeout_ms)
+			break;
+		/* (in slices: a tcpserverd that went away is noticed) */
+		if (esock_shmq_wait(h->ch.resp, timeout_ms < 0 || timeout_ms - waited > 200 ? 200 : (int)(timeout_ms - waited)) ==
+		    -ETIMEDOUT) {
+			waited += 200;
+			if (server_gone(h))
+				h->broken = true;
+		}
+	}
+	if (h->broken && rc != 1)
+		rc = -EPIPE;
 	pthread_mutex_unlock(&h->lock);
 	return rc;
 }

@@ -47,7 +47,10 @@ enum { EV_LISTEN, EV_HOST_SOCK, EV_HOST_BELL, EV_NET };
 struct tsock {
 	int fd;          /* -1: free */
 	bool nonblock;   /* as the host asked: its calls never wait */
-	bool watched;    /* in the epoll set (a parked call waits on it) */
+	uint32_t reg;    /* events it is in the epoll set for (edge-triggered), 0: not in it */
+	uint32_t park_ev; /* what a parked call waits for */
+	uint32_t want;   /* WATCH: events the host wants to hear of (READY) */
+	uint32_t told;   /* the events last told in READY */
 	/* A parked call: the request kept whole (decoded again when the socket is ready). */
 	uint8_t *parked;
 	uint32_t parked_len;
@@ -140,11 +143,32 @@ static int new_handle(struct host *h, int fd, bool nonblock)
 	return -EMFILE;
 }
 
+/*
+ * The socket's place in the epoll set follows what waits on it: a parked
+ * call and a WATCH.  Edge-triggered: an event is a change, and each is
+ * answered by looking at the socket (the call again, its state for READY).
+ */
+static bool interest(int hi, uint32_t handle, struct tsock *s)
+{
+	uint32_t ev = s->park_ev | (s->want ? s->want | EPOLLRDHUP : 0);
+	struct epoll_event e = { .events = ev | EPOLLET, .data.u64 = key(EV_NET, hi, (int)handle) };
+
+	if (ev == s->reg)
+		return true;
+	if (!ev) {
+		epoll_ctl(d.epfd, EPOLL_CTL_DEL, s->fd, NULL);
+	} else if (epoll_ctl(d.epfd, s->reg ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, s->fd, &e) < 0) {
+		return false;
+	}
+	s->reg = ev;
+	return true;
+}
+
 static void unwatch(struct tsock *s)
 {
-	if (s->watched)
+	if (s->reg)
 		epoll_ctl(d.epfd, EPOLL_CTL_DEL, s->fd, NULL);
-	s->watched = false;
+	s->reg = s->park_ev = s->want = 0;
 }
 
 static void sock_close(struct host *h, uint32_t handle)
@@ -224,18 +248,33 @@ static bool option_ok(int level, int name)
 static bool park(struct host *h, struct tsock *s, int hi, uint32_t handle, const uint8_t *rec,
 		 uint32_t len, uint32_t events)
 {
-	struct epoll_event ev = { .events = events | EPOLLONESHOT, .data.u64 = key(EV_NET, hi, (int)handle) };
-
 	if (!s->parked && !(s->parked = malloc(MSG_MAX)))
 		return false;
 	if (s->parked != rec)
 		memcpy(s->parked, rec, len);
 	s->parked_len = len;
-	if (epoll_ctl(d.epfd, s->watched ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, s->fd, &ev) < 0)
+	s->park_ev = events;
+	if (!interest(hi, handle, s))
 		return false;
-	s->watched = true;
 	h->parked++;
 	return true;
+}
+
+/* READY when the watched events of the socket changed since it was last told. */
+static bool tell_ready(struct host *h, uint32_t handle, struct tsock *s)
+{
+	struct pollfd p = { .fd = s->fd, .events = (short)s->want };
+	struct esock_tsp_msg m = { .h = { .type = ESOCK_TSP_EVENT, .op = ESOCK_TSP_READY, .sock = handle } };
+	uint32_t now;
+
+	if (!s->want)
+		return true;
+	now = poll(&p, 1, 0) == 1 ? (uint32_t)p.revents & (s->want | POLLERR | POLLHUP) : 0;
+	if (now == s->told)
+		return true;
+	s->told = now;
+	m.u.watch.events = now;
+	return answer(h, &m);
 }
 
 /*
@@ -315,6 +354,8 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 		fd = accept4(s->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			rc = -errno;
+			if (rc == -EAGAIN || rc == -EWOULDBLOCK)
+				s->told &= ~(uint32_t)POLLIN; /* (the host knows: the next connection is news) */
 			if ((rc == -EAGAIN || rc == -EWOULDBLOCK) && !s->nonblock)
 				return park(h, s, hi, q->h.sock, rec, len, EPOLLIN) ? 0 : -1;
 			break;
@@ -340,6 +381,8 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 		}
 		off += n > 0 ? (uint32_t)n : 0;
 		h->bytes_out += n > 0 ? (uint64_t)n : 0;
+		if (off < q->data_len)
+			s->told &= ~(uint32_t)POLLOUT; /* (full: room again is news) */
 		if (off < q->data_len && !s->nonblock) { /* a blocking send returns with all of it taken */
 			s->sent = off;
 			return park(h, s, hi, q->h.sock, rec, len, EPOLLOUT) ? 0 : -1;
@@ -354,6 +397,8 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 
 		if (n < 0) {
 			rc = -errno;
+			if (rc == -EAGAIN || rc == -EWOULDBLOCK)
+				s->told &= ~(uint32_t)POLLIN; /* (drained: the next octets are news) */
 			if ((rc == -EAGAIN || rc == -EWOULDBLOCK) && !s->nonblock && max)
 				return park(h, s, hi, q->h.sock, rec, len, EPOLLIN | EPOLLRDHUP) ? 0 : -1;
 			break;
@@ -396,7 +441,17 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 		else
 			from_sockaddr(&ss, &m.u.addr);
 		break;
-	default: /* (WATCH and the optimisations' calls: not granted yet) */
+	case ESOCK_TSP_WATCH:
+		/* From now on READY tells each change of these (0: no more); the first comes now. */
+		s->want = q->u.watch.events & (POLLIN | POLLOUT | POLLPRI | POLLRDHUP);
+		s->told = 0;
+		if (!interest(hi, q->h.sock, s))
+			rc = -ENOMEM;
+		m.result = rc;
+		if (!answer(h, &m))
+			return -1;
+		return tell_ready(h, q->h.sock, s) ? 1 : -1;
+	default:
 		rc = -EOPNOTSUPP;
 	}
 	m.result = rc;
@@ -546,21 +601,29 @@ static void resume(int hi, uint32_t handle)
 	struct tsock *s;
 	struct esock_tsp_msg q;
 
-	if (!h->used || !(s = sock_of(h, handle)) || !s->parked)
+	if (!h->used || !(s = sock_of(h, handle)))
 		return;
-	if (esock_tsp_decode(s->parked, s->parked_len, &q) != (int)s->parked_len)
-		return;
-	switch (call(h, hi, &q, s->parked, s->parked_len)) {
-	case 1: /* answered: the socket waits no more */
-		unwatch(s);
-		free(s->parked);
-		s->parked = NULL;
-		s->sent = 0;
-		break;
-	case -1:
-		host_drop(hi, "it does not read its answers");
-		break;
+	if (s->parked) {
+		if (esock_tsp_decode(s->parked, s->parked_len, &q) != (int)s->parked_len)
+			return;
+		switch (call(h, hi, &q, s->parked, s->parked_len)) {
+		case 1: /* answered: the call waits no more (a WATCH may go on) */
+			free(s->parked);
+			s->parked = NULL;
+			s->sent = 0;
+			s->park_ev = 0;
+			if (!interest(hi, handle, s)) {
+				host_drop(hi, "out of memory");
+				return;
+			}
+			break;
+		case -1:
+			host_drop(hi, "it does not read its answers");
+			return;
+		}
 	}
+	if (!tell_ready(h, handle, s))
+		host_drop(hi, "it does not read its events");
 }
 
 static void print_counters(void)

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # tcpserverd end to end on one machine: a host process listens, accepts and
 # echoes through tcpserverd (its calls carried by the shared-memory channel)
-# while a plain TCP client moves a megabyte and compares it; a host that
+# while a plain TCP client moves a megabyte and compares it; again
+# non-blocking, driven by READY events; a host that
 # sends garbage loses its channel and nobody else does; admission refuses a
 # host beyond -H; the counters come on SIGUSR1; SIGTERM ends it cleanly.
 set -u
@@ -25,6 +26,14 @@ port=$(head -n 1 "$tmp/echo.out")
 "$h" plain "$port" 1000000 >"$tmp/plain.log" 2>&1 || fail "plain client"
 wait "$epid" || fail "echo host"
 grep -q "^echoed 1000000$" "$tmp/echo.out" || fail "echo host moved $(cat "$tmp/echo.out")"
+
+# The same, non-blocking, driven by READY events (what poll and epoll will be built on).
+rm -f "$tmp/echo.out"
+"$h" watch "$tmp/s" >"$tmp/watch.out" 2>"$tmp/watch.log" & wpid=$!; pids="$pids $wpid"
+wait_file "$tmp/watch.out" || fail "the watch host printed no port"
+"$h" plain "$(head -n 1 "$tmp/watch.out")" 300000 >"$tmp/plain2.log" 2>&1 || fail "plain client (watch)"
+wait "$wpid" || fail "watch host"
+grep -q "^watch-echoed 300000 in " "$tmp/watch.out" || fail "watch host moved $(cat "$tmp/watch.out")"
 
 "$h" garbage "$tmp/s" >"$tmp/garbage.log" 2>&1 || fail "garbage host"
 kill -0 "$dpid" || fail "tcpserverd died of a host's garbage"

@@ -8,6 +8,7 @@
  *                               exit 0 when tcpserverd ends that channel (and only that)
  *   tsp-host hold PATH SECONDS  a host that stays attached for a while
  *   tsp-host refused PATH       exit 0 when tcpserverd refuses this host (admission)
+ *   tsp-host watch PATH         the echo server again, non-blocking, driven by READY events
  *   tsp-host calls PATH N       N getsockname calls through tcpserverd and N made
  *                               directly, in turns: their median times (the channel's cost)
  */
@@ -177,6 +178,93 @@ static int garbage(const char *path)
 	return 0;
 }
 
+/* A non-blocking listener and its one connection, served as READY events say. */
+static int watch(const char *path)
+{
+	struct tsp_host *h;
+	struct esock_tsp_msg q, r, ev;
+	uint64_t total = 0;
+	int rc, ls, cs = 0, events = 0;
+	static uint8_t buf[ESOCK_TSP_BODY_MAX];
+
+	if ((rc = tsp_host_open(path, 0, &h, NULL)) < 0)
+		die("open", rc);
+	q = req(ESOCK_TSP_SOCKET, 0);
+	q.u.socket.family = 4;
+	q.u.socket.flags = ESOCK_TSP_NONBLOCK;
+	if ((ls = tsp_host_call(h, &q, &r)) < 0)
+		die("socket", ls);
+	q = req(ESOCK_TSP_BIND, (uint32_t)ls);
+	q.u.addr.family = 4;
+	memcpy(q.u.addr.addr, (uint8_t[]){ 127, 0, 0, 1 }, 4);
+	tsp_host_call(h, &q, &r);
+	q = req(ESOCK_TSP_LISTEN, (uint32_t)ls);
+	q.u.listen.backlog = 8;
+	tsp_host_call(h, &q, &r);
+	q = req(ESOCK_TSP_ACCEPT, (uint32_t)ls); /* non-blocking: nobody yet */
+	if ((rc = tsp_host_call(h, &q, &r)) != -EAGAIN)
+		die("a non-blocking accept with nobody there", rc);
+	q = req(ESOCK_TSP_WATCH, (uint32_t)ls);
+	q.u.watch.events = POLLIN;
+	if ((rc = tsp_host_call(h, &q, &r)) < 0)
+		die("watch", rc);
+	q = req(ESOCK_TSP_GETSOCKNAME, (uint32_t)ls);
+	tsp_host_call(h, &q, &r);
+	printf("%u\n", r.u.addr.port);
+	fflush(stdout);
+	for (;;) {
+		if ((rc = tsp_host_event(h, &ev, 10000)) != 1)
+			die("no event in 10 s", rc ? rc : ETIMEDOUT);
+		events++;
+		if (ev.h.op != ESOCK_TSP_READY)
+			die("an event that was not asked for", EPROTO);
+		if (ev.h.sock == (uint32_t)ls && (ev.u.watch.events & POLLIN) && !cs) {
+			q = req(ESOCK_TSP_ACCEPT, (uint32_t)ls);
+			q.u.accept.flags = ESOCK_TSP_NONBLOCK;
+			if ((cs = tsp_host_call(h, &q, &r)) < 0)
+				die("accept after READY", cs);
+			q = req(ESOCK_TSP_WATCH, (uint32_t)cs);
+			q.u.watch.events = POLLIN | POLLRDHUP;
+			if ((rc = tsp_host_call(h, &q, &r)) < 0)
+				die("watch the connection", rc);
+			continue;
+		}
+		if (ev.h.sock != (uint32_t)cs || !cs)
+			continue;
+		for (;;) { /* read to EAGAIN (then the next octets are a READY again) or to the end */
+			int n;
+
+			q = req(ESOCK_TSP_RECV, (uint32_t)cs);
+			q.u.recv.max = sizeof(buf);
+			if ((n = tsp_host_call(h, &q, &r)) == -EAGAIN)
+				break;
+			if (n < 0)
+				die("recv", n);
+			if (n == 0) {
+				q = req(ESOCK_TSP_CLOSE, (uint32_t)cs);
+				tsp_host_call(h, &q, &r);
+				tsp_host_close(h);
+				printf("watch-echoed %llu in %d events\n", (unsigned long long)total, events);
+				return 0;
+			}
+			memcpy(buf, r.data, (size_t)n);
+			total += (uint64_t)n;
+			for (int off = 0; off < n;) {
+				q = req(ESOCK_TSP_SEND, (uint32_t)cs);
+				q.data = buf + off;
+				q.data_len = (uint32_t)(n - off);
+				if ((rc = tsp_host_call(h, &q, &r)) == -EAGAIN) {
+					usleep(200); /* (the client reads as it sends: room comes) */
+					continue;
+				}
+				if (rc < 0)
+					die("send", rc);
+				off += rc;
+			}
+		}
+	}
+}
+
 static double now_us(void)
 {
 	struct timespec ts;
@@ -232,6 +320,8 @@ static int calls(const char *path, int n)
 
 int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[1], "watch"))
+		return watch(argv[2]);
 	if (argc == 4 && !strcmp(argv[1], "calls"))
 		return calls(argv[2], atoi(argv[3]) > 0 ? atoi(argv[3]) : 1);
 	if (argc == 3 && !strcmp(argv[1], "echo"))
@@ -263,6 +353,6 @@ int main(int argc, char **argv)
 		printf("refused: %s\n", strerror(-rc));
 		return rc == -ECONNREFUSED ? 0 : 1;
 	}
-	fprintf(stderr, "usage: tsp-host echo|garbage|refused PATH | hold|calls PATH N | plain PORT OCTETS\n");
+	fprintf(stderr, "usage: tsp-host echo|watch|garbage|refused PATH | hold|calls PATH N | plain PORT OCTETS\n");
 	return 2;
 }
