@@ -309,7 +309,8 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 			return reply(h, &q->h, -EPROTONOSUPPORT) ? 1 : -1;
 		h->hello = true;
 		h->pid = q->u.hello.pid;
-		h->flags = 0; /* synchronous calls only, so far (docs/tcpserver.md) */
+		/* Granted so far: setup with accept (docs/tcpserver.md: the others come later). */
+		h->flags = q->u.hello.flags & ESOCK_TSP_F_SETUP_ACCEPT;
 		m.u.hello_ok.version = ESOCK_TSP_VERSION;
 		m.u.hello_ok.flags = h->flags;
 		m.u.hello_ok.max_socks = (uint32_t)d.max_socks;
@@ -365,9 +366,10 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 			break;
 		}
 		h->accepted++;
-		from_sockaddr(&ss, &m.u.accepted.peer);
+		from_sockaddr(&ss, &m.u.accepted.peer); /* (as accept4 gives it) */
 		sl = sizeof(ss);
-		if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+		/* Setup with accept: the local address too, no GETSOCKNAME round trip after. */
+		if ((h->flags & ESOCK_TSP_F_SETUP_ACCEPT) && getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
 			from_sockaddr(&ss, &m.u.accepted.local);
 		break;
 	case ESOCK_TSP_SEND: {

@@ -49,8 +49,12 @@ static int echo(const char *path)
 	uint64_t total = 0;
 	int rc, ls, cs;
 
-	if ((rc = tsp_host_open(path, 0, &h, NULL)) < 0)
+	uint32_t granted = 0;
+
+	if ((rc = tsp_host_open(path, ESOCK_TSP_F_SETUP_ACCEPT | ESOCK_TSP_F_EAGER_RECV, &h, &granted)) < 0)
 		die("open", rc);
+	if (granted != ESOCK_TSP_F_SETUP_ACCEPT) /* (eager receive: not granted yet) */
+		die("HELLO's flags", EPROTO);
 	q = req(ESOCK_TSP_SOCKET, 0);
 	q.u.socket.family = 4;
 	if ((ls = tsp_host_call(h, &q, &r)) < 0)
@@ -74,6 +78,8 @@ static int echo(const char *path)
 		die("accept", cs);
 	if (r.u.accepted.peer.family != 4 || r.u.accepted.peer.addr[0] != 127)
 		die("accept: the peer's address", EPROTO);
+	if (r.u.accepted.local.family != 4 || r.u.accepted.local.addr[0] != 127) /* (setup with accept) */
+		die("accept: the local address", EPROTO);
 	for (;;) {
 		static uint8_t buf[ESOCK_TSP_BODY_MAX];
 		int n;
