@@ -42,7 +42,7 @@
 #define MSG_MAX (ESOCK_TSP_HDR_LEN + 64 + ESOCK_TSP_BODY_MAX)
 
 /* What an epoll event is about: tag in the low bits, host index above. */
-enum { EV_LISTEN, EV_HOST_SOCK, EV_HOST_BELL, EV_NET };
+enum { EV_LISTEN, EV_HOST_SOCK, EV_HOST_BELL, EV_NET, EV_DRAIN };
 
 struct tsock {
 	int fd;          /* -1: free */
@@ -55,7 +55,22 @@ struct tsock {
 	uint8_t *parked;
 	uint32_t parked_len;
 	uint32_t sent;   /* a parked blocking SEND: octets already handed to TCP */
+	/* Asynchronous send: octets taken from the host, not yet handed to TCP (a ring). */
+	uint8_t *obuf;   /* ESOCK_TSP_CREDIT_WINDOW octets, while used */
+	uint32_t ohead, olen;
+	uint32_t unreported; /* handed to TCP (or lost to an error), not yet in a CREDIT */
+	int oerr;        /* what TCP said of queued octets: the next SEND's answer */
+	int shut_how;    /* a SHUTDOWN waiting for the queue to drain (-1: none) */
 };
+
+/* A closed socket whose queued octets still go out (asynchronous send), for a while. */
+struct drain {
+	int fd;
+	uint8_t *obuf;
+	uint32_t ohead, olen;
+	int64_t until_us;
+};
+#define DRAIN_US 10000000 /* after that, what is still queued is dropped */
 
 struct host {
 	bool used;
@@ -75,6 +90,8 @@ static struct {
 	int max_hosts, max_socks, spin_us, verbose;
 	int lfd, epfd;
 	struct host *hosts;
+	struct drain *drains;
+	int ndrains, capdrains;
 	volatile sig_atomic_t quit, dump;
 	uint64_t refused_hosts, dropped_hosts;
 	uint8_t out[MSG_MAX];
@@ -138,6 +155,7 @@ static int new_handle(struct host *h, int fd, bool nonblock)
 			memset(&h->socks[i], 0, sizeof(h->socks[i]));
 			h->socks[i].fd = fd;
 			h->socks[i].nonblock = nonblock;
+			h->socks[i].shut_how = -1;
 			return i + 1;
 		}
 	return -EMFILE;
@@ -150,7 +168,7 @@ static int new_handle(struct host *h, int fd, bool nonblock)
  */
 static bool interest(int hi, uint32_t handle, struct tsock *s)
 {
-	uint32_t ev = s->park_ev | (s->want ? s->want | EPOLLRDHUP : 0);
+	uint32_t ev = s->park_ev | (s->want ? s->want | EPOLLRDHUP : 0) | (s->olen ? EPOLLOUT : 0);
 	struct epoll_event e = { .events = ev | EPOLLET, .data.u64 = key(EV_NET, hi, (int)handle) };
 
 	if (ev == s->reg)
@@ -171,16 +189,132 @@ static void unwatch(struct tsock *s)
 	s->reg = s->park_ev = s->want = 0;
 }
 
-static void sock_close(struct host *h, uint32_t handle)
+/* ---- asynchronous send ---- */
+
+/* Hands queued octets to TCP from |obuf| (a ring); returns the octets taken, or -errno. */
+static long ring_send(int fd, uint8_t *obuf, uint32_t *ohead, uint32_t *olen)
+{
+	long total = 0;
+
+	while (*olen) {
+		uint32_t run = ESOCK_TSP_CREDIT_WINDOW - *ohead < *olen ? ESOCK_TSP_CREDIT_WINDOW - *ohead : *olen;
+		ssize_t n = send(fd, obuf + *ohead, run, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK ? total : -errno;
+		*ohead = (*ohead + (uint32_t)n) % ESOCK_TSP_CREDIT_WINDOW;
+		*olen -= (uint32_t)n;
+		total += n;
+	}
+	return total;
+}
+
+/*
+ * Credits back to the host: a CREDIT once a quarter of the window went to
+ * TCP, or once all did and the host has half of it or more outstanding (it
+ * may be about to wait for them).  Small sends cost no event each.
+ */
+static bool credit(struct host *h, uint32_t handle, struct tsock *s)
+{
+	struct esock_tsp_msg m = { .h = { .type = ESOCK_TSP_EVENT, .op = ESOCK_TSP_CREDIT, .sock = handle } };
+
+	if (!s->unreported || (s->unreported < ESOCK_TSP_CREDIT_WINDOW / 4 &&
+				(s->olen || s->unreported < ESOCK_TSP_CREDIT_WINDOW / 2)))
+		return true;
+	m.u.credit.octets = s->unreported;
+	s->unreported = 0;
+	return answer(h, &m);
+}
+
+/* The queue goes to TCP as far as it takes it; a SHUTDOWN waiting for it follows. */
+static void flush_out(struct host *h, struct tsock *s)
+{
+	long n = ring_send(s->fd, s->obuf, &s->ohead, &s->olen);
+
+	if (n < 0) { /* the rest is lost: the next SEND says why, the credits come back */
+		s->oerr = (int)-n;
+		s->unreported += s->olen;
+		s->olen = 0;
+	} else {
+		s->unreported += (uint32_t)n;
+		h->bytes_out += (uint64_t)n;
+	}
+	if (!s->olen && s->shut_how >= 0) {
+		shutdown(s->fd, s->shut_how);
+		s->shut_how = -1;
+	}
+}
+
+/* A socket closed with octets still queued: they go on out, bounded in time. */
+static void drain_add(struct tsock *s)
+{
+	struct drain *dr;
+
+	if (d.ndrains == d.capdrains) {
+		int cap = d.capdrains ? 2 * d.capdrains : 16;
+		struct drain *nd = realloc(d.drains, (size_t)cap * sizeof(*nd));
+
+		if (!nd)
+			return; /* (then they are dropped: the socket closes now) */
+		d.drains = nd;
+		d.capdrains = cap;
+	}
+	dr = &d.drains[d.ndrains];
+	*dr = (struct drain){ s->fd, s->obuf, s->ohead, s->olen, now_us() + DRAIN_US };
+	if (epoll_ctl(d.epfd, s->reg ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, s->fd,
+		      &(struct epoll_event){ .events = EPOLLOUT | EPOLLET,
+					     .data.u64 = key(EV_DRAIN, 0, s->fd) }) < 0)
+		return;
+	d.ndrains++;
+	s->fd = -1;
+	s->obuf = NULL;
+	s->reg = 0;
+}
+
+static void drain_end(int i)
+{
+	epoll_ctl(d.epfd, EPOLL_CTL_DEL, d.drains[i].fd, NULL);
+	close(d.drains[i].fd);
+	free(d.drains[i].obuf);
+	d.drains[i] = d.drains[--d.ndrains];
+}
+
+/* A draining socket has room (fd |fd|), or time passed (-1): what is done goes. */
+static void drain_step(int fd)
+{
+	int64_t now = now_us();
+
+	for (int i = 0; i < d.ndrains;) {
+		struct drain *dr = &d.drains[i];
+
+		if (dr->fd == fd && ring_send(dr->fd, dr->obuf, &dr->ohead, &dr->olen) < 0)
+			dr->olen = 0;
+		if (!dr->olen || now >= dr->until_us)
+			drain_end(i);
+		else
+			i++;
+	}
+}
+
+static void drain_add(struct tsock *s);
+
+/* |keep_queued|: octets of an asynchronous send still go out (a host's CLOSE), else dropped. */
+static void sock_close(struct host *h, uint32_t handle, bool keep_queued)
 {
 	struct tsock *s = sock_of(h, handle);
 
 	if (!s)
 		return;
-	unwatch(s);
-	close(s->fd);
 	free(s->parked);
 	s->parked = NULL;
+	if (keep_queued && s->olen)
+		drain_add(s); /* (takes the descriptor and the queue, when it can) */
+	if (s->fd >= 0) {
+		unwatch(s);
+		close(s->fd);
+	}
+	free(s->obuf);
+	s->obuf = NULL;
 	s->fd = -1;
 }
 
@@ -309,8 +443,8 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 			return reply(h, &q->h, -EPROTONOSUPPORT) ? 1 : -1;
 		h->hello = true;
 		h->pid = q->u.hello.pid;
-		/* Granted so far: setup with accept (docs/tcpserver.md: the others come later). */
-		h->flags = q->u.hello.flags & ESOCK_TSP_F_SETUP_ACCEPT;
+		/* Granted so far: setup with accept, asynchronous send (docs/tcpserver.md). */
+		h->flags = q->u.hello.flags & (ESOCK_TSP_F_SETUP_ACCEPT | ESOCK_TSP_F_ASYNC_SEND);
 		m.u.hello_ok.version = ESOCK_TSP_VERSION;
 		m.u.hello_ok.flags = h->flags;
 		m.u.hello_ok.max_socks = (uint32_t)d.max_socks;
@@ -319,7 +453,7 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 		break;
 	case ESOCK_TSP_BYE:
 		for (int i = 0; i < d.max_socks; i++)
-			sock_close(h, (uint32_t)i + 1);
+			sock_close(h, (uint32_t)i + 1, true);
 		break;
 	case ESOCK_TSP_SOCKET:
 		if (q->u.socket.family != 4 && q->u.socket.family != 6)
@@ -374,6 +508,48 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 		break;
 	case ESOCK_TSP_SEND: {
 		uint32_t off = rec == s->parked ? s->sent : 0;
+
+		if (h->flags & ESOCK_TSP_F_ASYNC_SEND) {
+			/* Taken at once (queued what TCP does not take now); CREDIT gives the room back. */
+			if (s->oerr) {
+				rc = -s->oerr;
+				s->oerr = 0;
+				break;
+			}
+			if ((uint64_t)s->olen + s->unreported + q->data_len > ESOCK_TSP_CREDIT_WINDOW) {
+				rc = -ENOBUFS; /* (beyond its credit: the host's mistake) */
+				break;
+			}
+			if (!s->obuf && !(s->obuf = malloc(ESOCK_TSP_CREDIT_WINDOW))) {
+				rc = -ENOMEM;
+				break;
+			}
+			if (!s->olen) {
+				ssize_t n = send(s->fd, q->data, q->data_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+				if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+					rc = -errno;
+					break;
+				}
+				off = n > 0 ? (uint32_t)n : 0;
+				s->unreported += off;
+				h->bytes_out += off;
+			}
+			for (uint32_t i = off; i < q->data_len;) {
+				uint32_t at = (s->ohead + s->olen) % ESOCK_TSP_CREDIT_WINDOW;
+				uint32_t run = ESOCK_TSP_CREDIT_WINDOW - at < q->data_len - i ? ESOCK_TSP_CREDIT_WINDOW - at
+											 : q->data_len - i;
+
+				memcpy(s->obuf + at, q->data + i, run);
+				s->olen += run;
+				i += run;
+			}
+			m.result = (int)q->data_len;
+			if (!answer(h, &m) || !interest(hi, q->h.sock, s))
+				return -1;
+			return credit(h, q->h.sock, s) ? 1 : -1;
+		}
+		{
 		ssize_t n = send(s->fd, q->data + off, q->data_len - off,
 				 MSG_NOSIGNAL | MSG_DONTWAIT | (q->u.send.flags & ESOCK_TSP_MSG_MORE ? MSG_MORE : 0));
 
@@ -391,6 +567,7 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 		}
 		rc = off ? (int)off : q->data_len ? -EAGAIN : 0;
 		break;
+		}
 	}
 	case ESOCK_TSP_RECV: {
 		uint32_t max = q->u.recv.max < sizeof(buf) ? q->u.recv.max : (uint32_t)sizeof(buf);
@@ -412,9 +589,14 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 		break;
 	}
 	case ESOCK_TSP_CLOSE:
-		sock_close(h, q->h.sock);
+		sock_close(h, q->h.sock, true);
 		break;
 	case ESOCK_TSP_SHUTDOWN:
+		if (s->olen && (q->u.shutdown.how == SHUT_WR || q->u.shutdown.how == SHUT_RDWR) &&
+		    q->u.shutdown.how >= 0) {
+			s->shut_how = q->u.shutdown.how; /* after the queued octets (flush_out) */
+			break;
+		}
 		rc = shutdown(s->fd, q->u.shutdown.how) < 0 ? -errno : 0;
 		break;
 	case ESOCK_TSP_SETSOCKOPT:
@@ -474,7 +656,7 @@ static void host_drop(int hi, const char *why)
 		return;
 	logv("host %d (pid %u): %s\n", hi, h->pid, why);
 	for (int i = 0; h->socks && i < d.max_socks; i++)
-		sock_close(h, (uint32_t)i + 1);
+		sock_close(h, (uint32_t)i + 1, false); /* (a host gone: what it queued goes with it) */
 	epoll_ctl(d.epfd, EPOLL_CTL_DEL, h->usock, NULL);
 	if (h->ch.bell >= 0)
 		epoll_ctl(d.epfd, EPOLL_CTL_DEL, h->ch.bell, NULL);
@@ -605,6 +787,13 @@ static void resume(int hi, uint32_t handle)
 
 	if (!h->used || !(s = sock_of(h, handle)))
 		return;
+	if (s->olen) { /* room, maybe: the queued octets first */
+		flush_out(h, s);
+		if (!interest(hi, handle, s) || !credit(h, handle, s)) {
+			host_drop(hi, "it does not read its events");
+			return;
+		}
+	}
 	if (s->parked) {
 		if (esock_tsp_decode(s->parked, s->parked_len, &q) != (int)s->parked_len)
 			return;
@@ -705,6 +894,10 @@ static void loop(void)
 				if (d.hosts[i].used && d.hosts[i].ready && esock_shmq_sleep_begin(d.hosts[i].ch.req))
 					ready = true;
 			tmo = ready ? 0 : host_deadlines();
+			if (d.ndrains) { /* (closed sockets' queues: looked at once a second at least) */
+				drain_step(-1);
+				tmo = tmo < 0 || tmo > 1000 ? 1000 : tmo;
+			}
 		}
 		n = epoll_wait(d.epfd, ev, 64, tmo);
 		if (tmo)
@@ -723,6 +916,8 @@ static void loop(void)
 				host_new();
 			} else if (kind == EV_HOST_SOCK) {
 				host_sock(hi);
+			} else if (kind == EV_DRAIN) {
+				drain_step((int)handle);
 			} else if (kind == EV_HOST_BELL) {
 				uint64_t v;
 
@@ -781,6 +976,9 @@ int main(int argc, char **argv)
 	loop();
 	for (int i = 0; i < d.max_hosts; i++)
 		host_drop(i, "tcpserverd ends");
+	while (d.ndrains)
+		drain_end(0);
+	free(d.drains);
 	print_counters();
 	close(d.lfd);
 	unlink(d.path);

@@ -24,6 +24,11 @@
 #define ESOCK_TSP_HDR_LEN 16
 #define ESOCK_TSP_BODY_MAX (256u * 1024) /* data travels in pieces no larger */
 #define ESOCK_TSP_OPT_MAX 128            /* an option's value, at most */
+/*
+ * Asynchronous send: octets a host may have outstanding on one socket (sent
+ * in SENDs, not yet returned by CREDIT events).  A SEND beyond it: -ENOBUFS.
+ */
+#define ESOCK_TSP_CREDIT_WINDOW (1u << 20)
 
 enum esock_tsp_type {
 	ESOCK_TSP_REQ = 1,   /* host -> tcpserverd: a call */

@@ -35,6 +35,14 @@ wait_file "$tmp/watch.out" || fail "the watch host printed no port"
 wait "$wpid" || fail "watch host"
 grep -q "^watch-echoed 300000 in " "$tmp/watch.out" || fail "watch host moved $(cat "$tmp/watch.out")"
 
+# Asynchronous send: 8 MB in SENDs answered at once, within the credit CREDIT events give back,
+# to a reader that pauses; closed at once, the queued rest still arrives whole.
+"$h" async "$tmp/s" 8000000 >"$tmp/async.out" 2>"$tmp/async.log" & apid=$!; pids="$pids $apid"
+wait_file "$tmp/async.out" || fail "the async host printed no port"
+"$h" sink "$(head -n 1 "$tmp/async.out")" 8000000 >"$tmp/sink.log" 2>&1 || fail "sink (async)"
+wait "$apid" || fail "async host"
+grep -q "^async-sent 8000000 with [1-9]" "$tmp/async.out" || fail "async host: $(cat "$tmp/async.out")"
+
 "$h" garbage "$tmp/s" >"$tmp/garbage.log" 2>&1 || fail "garbage host"
 kill -0 "$dpid" || fail "tcpserverd died of a host's garbage"
 grep -q "a request that is not TSP" "$tmp/d.log" || fail "no word of the garbage"

@@ -9,6 +9,10 @@
  *   tsp-host hold PATH SECONDS  a host that stays attached for a while
  *   tsp-host refused PATH       exit 0 when tcpserverd refuses this host (admission)
  *   tsp-host watch PATH         the echo server again, non-blocking, driven by READY events
+ *   tsp-host async PATH OCTETS  asynchronous send: accepts one connection, sends OCTETS in
+ *                               64 KiB SENDs within its credit (CREDIT events), then closes
+ *                               at once (what is still queued goes out after the CLOSE)
+ *   tsp-host sink PORT OCTETS   a plain TCP client that reads OCTETS of the pattern to the end
  *   tsp-host calls PATH N       N getsockname calls through tcpserverd and N made
  *                               directly, in turns: their median times (the channel's cost)
  */
@@ -271,6 +275,101 @@ static int watch(const char *path)
 	}
 }
 
+static uint8_t pattern(uint64_t i)
+{
+	return (uint8_t)(i * 13 + (i >> 9));
+}
+
+static int async_send(const char *path, long octets)
+{
+	struct tsp_host *h;
+	struct esock_tsp_msg q, r, ev;
+	uint32_t granted = 0;
+	uint64_t outstanding = 0, credits = 0, events = 0;
+	int rc, ls, cs;
+	static uint8_t buf[65536];
+
+	if ((rc = tsp_host_open(path, ESOCK_TSP_F_ASYNC_SEND, &h, &granted)) < 0)
+		die("open", rc);
+	if (!(granted & ESOCK_TSP_F_ASYNC_SEND))
+		die("asynchronous send not granted", EPROTO);
+	q = req(ESOCK_TSP_SOCKET, 0);
+	q.u.socket.family = 4;
+	if ((ls = tsp_host_call(h, &q, &r)) < 0)
+		die("socket", ls);
+	q = req(ESOCK_TSP_BIND, (uint32_t)ls);
+	q.u.addr.family = 4;
+	memcpy(q.u.addr.addr, (uint8_t[]){ 127, 0, 0, 1 }, 4);
+	tsp_host_call(h, &q, &r);
+	q = req(ESOCK_TSP_LISTEN, (uint32_t)ls);
+	q.u.listen.backlog = 8;
+	tsp_host_call(h, &q, &r);
+	q = req(ESOCK_TSP_GETSOCKNAME, (uint32_t)ls);
+	tsp_host_call(h, &q, &r);
+	printf("%u\n", r.u.addr.port);
+	fflush(stdout);
+	q = req(ESOCK_TSP_ACCEPT, (uint32_t)ls);
+	if ((cs = tsp_host_call(h, &q, &r)) < 0)
+		die("accept", cs);
+	for (long sent = 0; sent < octets;) {
+		uint32_t n = octets - sent < (long)sizeof(buf) ? (uint32_t)(octets - sent) : (uint32_t)sizeof(buf);
+
+		while (outstanding + n > ESOCK_TSP_CREDIT_WINDOW) { /* out of credit: wait for some */
+			if ((rc = tsp_host_event(h, &ev, 10000)) != 1)
+				die("no CREDIT in 10 s", rc ? rc : ETIMEDOUT);
+			if (ev.h.op == ESOCK_TSP_CREDIT && ev.h.sock == (uint32_t)cs) {
+				outstanding -= ev.u.credit.octets;
+				credits += ev.u.credit.octets;
+				events++;
+			}
+		}
+		for (uint32_t i = 0; i < n; i++)
+			buf[i] = pattern((uint64_t)sent + i);
+		q = req(ESOCK_TSP_SEND, (uint32_t)cs);
+		q.data = buf;
+		q.data_len = n;
+		if ((rc = tsp_host_call(h, &q, &r)) != (int)n) /* taken whole, at once */
+			die("send", rc < 0 ? rc : EIO);
+		outstanding += n;
+		sent += n;
+	}
+	q = req(ESOCK_TSP_CLOSE, (uint32_t)cs); /* with octets still queued, maybe: they go on */
+	if ((rc = tsp_host_call(h, &q, &r)) < 0)
+		die("close", rc);
+	tsp_host_close(h);
+	printf("async-sent %ld with %llu octets of credit back in %llu events\n", octets,
+	       (unsigned long long)credits, (unsigned long long)events);
+	return 0;
+}
+
+static int sink(int port, long octets)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	static uint8_t in[65536];
+	long got = 0;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		die("sink connect", errno);
+	for (;;) {
+		ssize_t n = recv(fd, in, sizeof(in), 0);
+
+		if (n < 0)
+			die("sink recv", errno);
+		if (n == 0)
+			break;
+		for (ssize_t i = 0; i < n; i++)
+			if (in[i] != pattern((uint64_t)got + (uint64_t)i))
+				die("sink: the octets differ", EIO);
+		got += n;
+		if (got % (1 << 20) < n)
+			usleep(20000); /* a slow reader now and then: the queue and the credits are used */
+	}
+	printf("sink: %ld octets\n", got);
+	return got == octets ? 0 : 1;
+}
+
 static double now_us(void)
 {
 	struct timespec ts;
@@ -326,6 +425,10 @@ static int calls(const char *path, int n)
 
 int main(int argc, char **argv)
 {
+	if (argc == 4 && !strcmp(argv[1], "async"))
+		return async_send(argv[2], atol(argv[3]));
+	if (argc == 4 && !strcmp(argv[1], "sink"))
+		return sink(atoi(argv[2]), atol(argv[3]));
 	if (argc == 3 && !strcmp(argv[1], "watch"))
 		return watch(argv[2]);
 	if (argc == 4 && !strcmp(argv[1], "calls"))
@@ -359,6 +462,6 @@ int main(int argc, char **argv)
 		printf("refused: %s\n", strerror(-rc));
 		return rc == -ECONNREFUSED ? 0 : 1;
 	}
-	fprintf(stderr, "usage: tsp-host echo|watch|garbage|refused PATH | hold|calls PATH N | plain PORT OCTETS\n");
+	fprintf(stderr, "usage: tsp-host echo|watch|garbage|refused PATH | hold|calls|async PATH N | plain|sink PORT OCTETS\n");
 	return 2;
 }
