@@ -46,21 +46,17 @@ static struct esock_tsp_msg req(unsigned op, uint32_t sock)
 	return m;
 }
 
-static int echo(const char *path)
+/*
+ * A listener on 127.0.0.1 (an ephemeral port) through tcpserverd; |flags|: SOCKET's
+ * (ESOCK_TSP_NONBLOCK).  Prints the port for the script.  Returns its handle.
+ */
+static int listen_here(struct tsp_host *h, uint32_t flags)
 {
-	struct tsp_host *h;
-	struct esock_tsp_msg q, r;
-	uint64_t total = 0;
-	int rc, ls, cs;
+	struct esock_tsp_msg q = req(ESOCK_TSP_SOCKET, 0), r;
+	int ls, rc;
 
-	uint32_t granted = 0;
-
-	if ((rc = tsp_host_open(path, ESOCK_TSP_F_SETUP_ACCEPT | ESOCK_TSP_F_EAGER_RECV, &h, &granted)) < 0)
-		die("open", rc);
-	if (granted != ESOCK_TSP_F_SETUP_ACCEPT) /* (eager receive: not granted yet) */
-		die("HELLO's flags", EPROTO);
-	q = req(ESOCK_TSP_SOCKET, 0);
 	q.u.socket.family = 4;
+	q.u.socket.flags = flags;
 	if ((ls = tsp_host_call(h, &q, &r)) < 0)
 		die("socket", ls);
 	q = req(ESOCK_TSP_BIND, (uint32_t)ls);
@@ -77,6 +73,23 @@ static int echo(const char *path)
 		die("getsockname", rc);
 	printf("%u\n", r.u.addr.port);
 	fflush(stdout);
+	return ls;
+}
+
+static int echo(const char *path)
+{
+	struct tsp_host *h;
+	struct esock_tsp_msg q, r;
+	uint64_t total = 0;
+	int rc, ls, cs;
+
+	uint32_t granted = 0;
+
+	if ((rc = tsp_host_open(path, ESOCK_TSP_F_SETUP_ACCEPT | ESOCK_TSP_F_EAGER_RECV, &h, &granted)) < 0)
+		die("open", rc);
+	if (granted != ESOCK_TSP_F_SETUP_ACCEPT) /* (eager receive: not granted yet) */
+		die("HELLO's flags", EPROTO);
+	ls = listen_here(h, 0);
 	q = req(ESOCK_TSP_ACCEPT, (uint32_t)ls); /* blocking: tcpserverd parks it until a client comes */
 	if ((cs = tsp_host_call(h, &q, &r)) < 0)
 		die("accept", cs);
@@ -199,18 +212,7 @@ static int watch(const char *path)
 
 	if ((rc = tsp_host_open(path, 0, &h, NULL)) < 0)
 		die("open", rc);
-	q = req(ESOCK_TSP_SOCKET, 0);
-	q.u.socket.family = 4;
-	q.u.socket.flags = ESOCK_TSP_NONBLOCK;
-	if ((ls = tsp_host_call(h, &q, &r)) < 0)
-		die("socket", ls);
-	q = req(ESOCK_TSP_BIND, (uint32_t)ls);
-	q.u.addr.family = 4;
-	memcpy(q.u.addr.addr, (uint8_t[]){ 127, 0, 0, 1 }, 4);
-	tsp_host_call(h, &q, &r);
-	q = req(ESOCK_TSP_LISTEN, (uint32_t)ls);
-	q.u.listen.backlog = 8;
-	tsp_host_call(h, &q, &r);
+	ls = listen_here(h, ESOCK_TSP_NONBLOCK);
 	q = req(ESOCK_TSP_ACCEPT, (uint32_t)ls); /* non-blocking: nobody yet */
 	if ((rc = tsp_host_call(h, &q, &r)) != -EAGAIN)
 		die("a non-blocking accept with nobody there", rc);
@@ -218,10 +220,6 @@ static int watch(const char *path)
 	q.u.watch.events = POLLIN;
 	if ((rc = tsp_host_call(h, &q, &r)) < 0)
 		die("watch", rc);
-	q = req(ESOCK_TSP_GETSOCKNAME, (uint32_t)ls);
-	tsp_host_call(h, &q, &r);
-	printf("%u\n", r.u.addr.port);
-	fflush(stdout);
 	for (;;) {
 		if ((rc = tsp_host_event(h, &ev, 10000)) != 1)
 			die("no event in 10 s", rc ? rc : ETIMEDOUT);
@@ -293,21 +291,7 @@ static int async_send(const char *path, long octets)
 		die("open", rc);
 	if (!(granted & ESOCK_TSP_F_ASYNC_SEND))
 		die("asynchronous send not granted", EPROTO);
-	q = req(ESOCK_TSP_SOCKET, 0);
-	q.u.socket.family = 4;
-	if ((ls = tsp_host_call(h, &q, &r)) < 0)
-		die("socket", ls);
-	q = req(ESOCK_TSP_BIND, (uint32_t)ls);
-	q.u.addr.family = 4;
-	memcpy(q.u.addr.addr, (uint8_t[]){ 127, 0, 0, 1 }, 4);
-	tsp_host_call(h, &q, &r);
-	q = req(ESOCK_TSP_LISTEN, (uint32_t)ls);
-	q.u.listen.backlog = 8;
-	tsp_host_call(h, &q, &r);
-	q = req(ESOCK_TSP_GETSOCKNAME, (uint32_t)ls);
-	tsp_host_call(h, &q, &r);
-	printf("%u\n", r.u.addr.port);
-	fflush(stdout);
+	ls = listen_here(h, 0);
 	q = req(ESOCK_TSP_ACCEPT, (uint32_t)ls);
 	if ((cs = tsp_host_call(h, &q, &r)) < 0)
 		die("accept", cs);
