@@ -61,6 +61,7 @@ struct tsock {
 	uint32_t unreported; /* handed to TCP (or lost to an error), not yet in a CREDIT */
 	int oerr;        /* what TCP said of queued octets: the next SEND's answer */
 	int shut_how;    /* a SHUTDOWN waiting for the queue to drain (-1: none) */
+	bool eager;      /* a listener that accepts ahead (eager accept): ACCEPTED events */
 };
 
 /* A closed socket whose queued octets still go out (asynchronous send), for a while. */
@@ -81,6 +82,7 @@ struct host {
 	uint32_t pid, flags;
 	bool hello;
 	struct tsock *socks;  /* by handle - 1 */
+	int neager;           /* its listeners that accept ahead */
 	/* counters */
 	uint64_t calls, failed, parked, bytes_in, bytes_out, accepted;
 };
@@ -168,7 +170,8 @@ static int new_handle(struct host *h, int fd, bool nonblock)
  */
 static bool interest(int hi, uint32_t handle, struct tsock *s)
 {
-	uint32_t ev = s->park_ev | (s->want ? s->want | EPOLLRDHUP : 0) | (s->olen ? EPOLLOUT : 0);
+	uint32_t ev = s->park_ev | (s->want ? s->want | EPOLLRDHUP : 0) | (s->olen ? EPOLLOUT : 0) |
+		      (s->eager ? EPOLLIN : 0);
 	struct epoll_event e = { .events = ev | EPOLLET, .data.u64 = key(EV_NET, hi, (int)handle) };
 
 	if (ev == s->reg)
@@ -297,6 +300,42 @@ static void drain_step(int fd)
 }
 
 static void drain_add(struct tsock *s);
+static void from_sockaddr(const struct sockaddr_storage *ss, struct esock_tsp_addr *a);
+
+/*
+ * Eager accept: a listening socket's connections taken as they come and
+ * told in ACCEPTED events (with both addresses), so that the host's accept
+ * finds one already there.  Within the host's socket limit: beyond it they
+ * wait in the kernel's backlog.  False: the host does not read its events.
+ */
+static bool accept_ahead(struct host *h, uint32_t handle, struct tsock *s)
+{
+	for (;;) {
+		struct esock_tsp_msg m = { .h = { .type = ESOCK_TSP_EVENT, .op = ESOCK_TSP_ACCEPTED, .sock = handle } };
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int fd, nh;
+
+		for (nh = 0; nh < d.max_socks && h->socks[nh].fd >= 0; nh++)
+			;
+		if (nh == d.max_socks)
+			return true; /* (no room: they wait in the backlog) */
+		if ((fd = accept4(s->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC)) < 0)
+			return true;
+		if ((nh = new_handle(h, fd, false)) < 0) {
+			close(fd);
+			return true;
+		}
+		h->accepted++;
+		m.u.accepted.sock = (uint32_t)nh;
+		from_sockaddr(&ss, &m.u.accepted.peer);
+		sl = sizeof(ss);
+		if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+			from_sockaddr(&ss, &m.u.accepted.local);
+		if (!answer(h, &m))
+			return false;
+	}
+}
 
 /* |keep_queued|: octets of an asynchronous send still go out (a host's CLOSE), else dropped. */
 static void sock_close(struct host *h, uint32_t handle, bool keep_queued)
@@ -307,6 +346,9 @@ static void sock_close(struct host *h, uint32_t handle, bool keep_queued)
 		return;
 	free(s->parked);
 	s->parked = NULL;
+	if (s->eager)
+		h->neager--;
+	s->eager = false;
 	if (keep_queued && s->olen)
 		drain_add(s); /* (takes the descriptor and the queue, when it can) */
 	if (s->fd >= 0) {
@@ -443,8 +485,9 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 			return reply(h, &q->h, -EPROTONOSUPPORT) ? 1 : -1;
 		h->hello = true;
 		h->pid = q->u.hello.pid;
-		/* Granted so far: setup with accept, asynchronous send (docs/tcpserver.md). */
-		h->flags = q->u.hello.flags & (ESOCK_TSP_F_SETUP_ACCEPT | ESOCK_TSP_F_ASYNC_SEND);
+		/* Granted so far: setup with accept, asynchronous send, eager accept (docs/tcpserver.md). */
+		h->flags = q->u.hello.flags &
+			   (ESOCK_TSP_F_SETUP_ACCEPT | ESOCK_TSP_F_ASYNC_SEND | ESOCK_TSP_F_EAGER_ACCEPT);
 		m.u.hello_ok.version = ESOCK_TSP_VERSION;
 		m.u.hello_ok.flags = h->flags;
 		m.u.hello_ok.max_socks = (uint32_t)d.max_socks;
@@ -484,8 +527,21 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 		break;
 	case ESOCK_TSP_LISTEN:
 		rc = listen(s->fd, q->u.listen.backlog) < 0 ? -errno : 0;
+		if (rc == 0 && (h->flags & ESOCK_TSP_F_EAGER_ACCEPT)) {
+			/* From now on connections come as ACCEPTED events; ACCEPT is refused. */
+			s->eager = true;
+			h->neager++;
+			m.result = 0;
+			if (!answer(h, &m) || !interest(hi, q->h.sock, s))
+				return -1;
+			return accept_ahead(h, q->h.sock, s) ? 1 : -1;
+		}
 		break;
 	case ESOCK_TSP_ACCEPT:
+		if (s->eager) {
+			rc = -EINVAL; /* (its connections come as ACCEPTED events) */
+			break;
+		}
 		fd = accept4(s->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			rc = -errno;
@@ -590,7 +646,15 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 	}
 	case ESOCK_TSP_CLOSE:
 		sock_close(h, q->h.sock, true);
-		break;
+		m.result = 0;
+		if (!answer(h, &m))
+			return -1;
+		/* A handle is free again: eager listeners held back by the limit take more. */
+		for (int i = 0; h->neager && i < d.max_socks; i++)
+			if (h->socks[i].fd >= 0 && h->socks[i].eager &&
+			    !accept_ahead(h, (uint32_t)i + 1, &h->socks[i]))
+				return -1;
+		return 1;
 	case ESOCK_TSP_SHUTDOWN:
 		if (s->olen && (q->u.shutdown.how == SHUT_WR || q->u.shutdown.how == SHUT_RDWR) &&
 		    q->u.shutdown.how >= 0) {
@@ -787,6 +851,10 @@ static void resume(int hi, uint32_t handle)
 
 	if (!h->used || !(s = sock_of(h, handle)))
 		return;
+	if (s->eager && !accept_ahead(h, handle, s)) {
+		host_drop(hi, "it does not read its events");
+		return;
+	}
 	if (s->olen) { /* room, maybe: the queued octets first */
 		flush_out(h, s);
 		if (!interest(hi, handle, s) || !credit(h, handle, s)) {

@@ -43,6 +43,15 @@ wait_file "$tmp/async.out" || fail "the async host printed no port"
 wait "$apid" || fail "async host"
 grep -q "^async-sent 8000000 with [1-9]" "$tmp/async.out" || fail "async host: $(cat "$tmp/async.out")"
 
+# Eager accept: three connections come as ACCEPTED events, each echoed.
+"$h" eager "$tmp/s" 3 >"$tmp/eager.out" 2>"$tmp/eager.log" & gpid=$!; pids="$pids $gpid"
+wait_file "$tmp/eager.out" || fail "the eager host printed no port"
+for i in 1 2 3; do
+	"$h" plain "$(head -n 1 "$tmp/eager.out")" 50000 >"$tmp/plain-e$i.log" 2>&1 || fail "plain client $i (eager)"
+done
+wait "$gpid" || fail "eager host"
+grep -q "^eager-served 3$" "$tmp/eager.out" || fail "eager host: $(cat "$tmp/eager.out")"
+
 "$h" garbage "$tmp/s" >"$tmp/garbage.log" 2>&1 || fail "garbage host"
 kill -0 "$dpid" || fail "tcpserverd died of a host's garbage"
 grep -q "a request that is not TSP" "$tmp/d.log" || fail "no word of the garbage"

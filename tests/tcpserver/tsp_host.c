@@ -13,6 +13,8 @@
  *                               64 KiB SENDs within its credit (CREDIT events), then closes
  *                               at once (what is still queued goes out after the CLOSE)
  *   tsp-host sink PORT OCTETS   a plain TCP client that reads OCTETS of the pattern to the end
+ *   tsp-host eager PATH N       eager accept: N connections come as ACCEPTED events (no
+ *                               ACCEPT call), each echoed to its end
  *   tsp-host calls PATH N       N getsockname calls through tcpserverd and N made
  *                               directly, in turns: their median times (the channel's cost)
  */
@@ -354,6 +356,57 @@ static int sink(int port, long octets)
 	return got == octets ? 0 : 1;
 }
 
+static int eager(const char *path, int n)
+{
+	struct tsp_host *h;
+	struct esock_tsp_msg q, r, ev;
+	uint32_t granted = 0;
+	int rc, ls, served = 0;
+	static uint8_t buf[ESOCK_TSP_BODY_MAX];
+
+	if ((rc = tsp_host_open(path, ESOCK_TSP_F_EAGER_ACCEPT, &h, &granted)) < 0)
+		die("open", rc);
+	if (!(granted & ESOCK_TSP_F_EAGER_ACCEPT))
+		die("eager accept not granted", EPROTO);
+	ls = listen_here(h, 0);
+	q = req(ESOCK_TSP_ACCEPT, (uint32_t)ls);
+	if ((rc = tsp_host_call(h, &q, &r)) != -EINVAL) /* its connections come as events */
+		die("ACCEPT on an eager listener", rc);
+	while (served < n) {
+		uint32_t cs;
+
+		if ((rc = tsp_host_event(h, &ev, 10000)) != 1)
+			die("no ACCEPTED in 10 s", rc ? rc : ETIMEDOUT);
+		if (ev.h.op != ESOCK_TSP_ACCEPTED || ev.h.sock != (uint32_t)ls)
+			continue;
+		if (ev.u.accepted.peer.family != 4 || ev.u.accepted.local.family != 4)
+			die("ACCEPTED's addresses", EPROTO);
+		cs = ev.u.accepted.sock;
+		for (;;) {
+			int k;
+
+			q = req(ESOCK_TSP_RECV, cs);
+			q.u.recv.max = sizeof(buf);
+			if ((k = tsp_host_call(h, &q, &r)) < 0)
+				die("recv", k);
+			if (k == 0)
+				break;
+			memcpy(buf, r.data, (size_t)k);
+			q = req(ESOCK_TSP_SEND, cs);
+			q.data = buf;
+			q.data_len = (uint32_t)k;
+			if ((rc = tsp_host_call(h, &q, &r)) != k)
+				die("send", rc < 0 ? rc : EIO);
+		}
+		q = req(ESOCK_TSP_CLOSE, cs);
+		tsp_host_call(h, &q, &r);
+		served++;
+	}
+	tsp_host_close(h);
+	printf("eager-served %d\n", served);
+	return 0;
+}
+
 static double now_us(void)
 {
 	struct timespec ts;
@@ -409,6 +462,8 @@ static int calls(const char *path, int n)
 
 int main(int argc, char **argv)
 {
+	if (argc == 4 && !strcmp(argv[1], "eager"))
+		return eager(argv[2], atoi(argv[3]));
 	if (argc == 4 && !strcmp(argv[1], "async"))
 		return async_send(argv[2], atol(argv[3]));
 	if (argc == 4 && !strcmp(argv[1], "sink"))
@@ -446,6 +501,6 @@ int main(int argc, char **argv)
 		printf("refused: %s\n", strerror(-rc));
 		return rc == -ECONNREFUSED ? 0 : 1;
 	}
-	fprintf(stderr, "usage: tsp-host echo|watch|garbage|refused PATH | hold|calls|async PATH N | plain|sink PORT OCTETS\n");
+	fprintf(stderr, "usage: tsp-host echo|watch|garbage|refused PATH | hold|calls|async|eager PATH N | plain|sink PORT OCTETS\n");
 	return 2;
 }
