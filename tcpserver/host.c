@@ -15,7 +15,6 @@
 #include "tcpserver/chan.h"
 #include "tcpserver/host.h"
 
-#define EVQ 64
 #define SPINS 2000 /* looks at the queue before sleeping on it (an answer is often microseconds away) */
 
 struct tsp_host {
@@ -25,9 +24,10 @@ struct tsp_host {
 	uint32_t next_id;
 	bool broken;
 	uint8_t *in; /* the last response, copied out of the queue */
-	struct esock_tsp_msg evq[EVQ]; /* events that came during calls (no data: only READY) */
-	unsigned ev_head, ev_n;
-	uint64_t ev_lost;
+	/* Events that came while a call waited for its answer, in order, their octets copied. */
+	struct esock_tsp_msg *evq;
+	unsigned ev_head, ev_n, ev_cap;
+	uint8_t *ev_data;   /* the octets of the event tsp_host_event returned last */
 };
 
 int tsp_host_open(const char *path, uint32_t flags, struct tsp_host **out, uint32_t *granted)
@@ -89,6 +89,13 @@ void tsp_host_close(struct tsp_host *h)
 	close(h->usock);
 	tsp_chan_close(&h->ch);
 	pthread_mutex_destroy(&h->lock);
+	while (h->ev_n) {
+		free((void *)h->evq[h->ev_head].data);
+		h->ev_head = (h->ev_head + 1) % h->ev_cap;
+		h->ev_n--;
+	}
+	free(h->evq);
+	free(h->ev_data);
 	free(h->in);
 	free(h);
 }
@@ -102,16 +109,36 @@ static bool server_gone(struct tsp_host *h)
 	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
-static void keep_event(struct tsp_host *h, const struct esock_tsp_msg *ev)
+/* Keeps |ev| for tsp_host_event (its octets copied: DATA must not be lost).  False: no memory. */
+static bool keep_event(struct tsp_host *h, const struct esock_tsp_msg *ev)
 {
-	if (h->ev_n == EVQ) { /* the oldest goes */
-		h->ev_head = (h->ev_head + 1) % EVQ;
-		h->ev_n--;
-		h->ev_lost++;
+	struct esock_tsp_msg *e;
+
+	if (h->ev_n == h->ev_cap) { /* grow, keeping the order */
+		unsigned cap = h->ev_cap ? 2 * h->ev_cap : 16;
+		struct esock_tsp_msg *q = malloc(cap * sizeof(*q));
+
+		if (!q)
+			return false;
+		for (unsigned i = 0; i < h->ev_n; i++)
+			q[i] = h->evq[(h->ev_head + i) % h->ev_cap];
+		free(h->evq);
+		h->evq = q;
+		h->ev_head = 0;
+		h->ev_cap = cap;
 	}
-	h->evq[(h->ev_head + h->ev_n++) % EVQ] = *ev;
-	h->evq[(h->ev_head + h->ev_n - 1) % EVQ].data = NULL; /* (its octets are not kept) */
-	h->evq[(h->ev_head + h->ev_n - 1) % EVQ].data_len = 0;
+	e = &h->evq[(h->ev_head + h->ev_n) % h->ev_cap];
+	*e = *ev;
+	if (ev->data_len) {
+		uint8_t *copy = malloc(ev->data_len);
+
+		if (!copy)
+			return false;
+		memcpy(copy, ev->data, ev->data_len);
+		e->data = copy;
+	}
+	h->ev_n++;
+	return true;
 }
 
 static int wait_response(struct tsp_host *h, uint32_t id, struct esock_tsp_msg *resp)
@@ -128,7 +155,8 @@ static int wait_response(struct tsp_host *h, uint32_t id, struct esock_tsp_msg *
 			if (esock_tsp_decode(h->in, len, resp) != (int)len)
 				return -EPIPE;
 			if (resp->h.type == ESOCK_TSP_EVENT) {
-				keep_event(h, resp);
+				if (!keep_event(h, resp))
+					return -EPIPE; /* (out of memory: an event lost would be worse) */
 				continue;
 			}
 			if (resp->h.type != ESOCK_TSP_RESP || resp->h.id != id)
@@ -186,13 +214,16 @@ int tsp_host_event(struct tsp_host *h, struct esock_tsp_msg *ev, int timeout_ms)
 	int rc = 0;
 
 	pthread_mutex_lock(&h->lock);
+	free(h->ev_data); /* (the octets of the event returned before) */
+	h->ev_data = NULL;
 	while (!h->broken) {
 		uint32_t len;
 		const uint8_t *r;
 
 		if (h->ev_n) {
 			*ev = h->evq[h->ev_head];
-			h->ev_head = (h->ev_head + 1) % EVQ;
+			h->ev_data = (uint8_t *)ev->data; /* (a copy of ours: freed at the next call) */
+			h->ev_head = (h->ev_head + 1) % h->ev_cap;
 			h->ev_n--;
 			rc = 1;
 			break;
@@ -205,8 +236,8 @@ int tsp_host_event(struct tsp_host *h, struct esock_tsp_msg *ev, int timeout_ms)
 				h->broken = true;
 				break;
 			}
-			keep_event(h, ev);
-			continue;
+			rc = 1; /* its octets stay in h->in until the next call */
+			break;
 		}
 		if (rc != -EAGAIN) {
 			h->broken = true;

@@ -34,10 +34,10 @@ void tsp_host_close(struct tsp_host *h);
 int tsp_host_call(struct tsp_host *h, struct esock_tsp_msg *req, struct esock_tsp_msg *resp);
 
 /*
- * The next event (READY for a WATCHed socket) into |ev|, waiting up to
- * |timeout_ms| (-1: no limit).  Events that came while a call waited for
- * its answer were kept (the oldest dropped beyond 64: readiness is state,
- * the next change tells it again).  1, 0 (none in time), or -EPIPE.
+ * The next event (READY, DATA, ACCEPTED, CREDIT) into |ev|, waiting up to
+ * |timeout_ms| (-1: no limit); events that came while a call waited for its
+ * answer were kept, in order.  A DATA event's octets are the host's until
+ * the next call or event.  1, 0 (none in time), or -EPIPE.
  */
 int tsp_host_event(struct tsp_host *h, struct esock_tsp_msg *ev, int timeout_ms);
 

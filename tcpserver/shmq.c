@@ -155,6 +155,13 @@ void *esock_shmq_reserve(struct esock_shmq *q, uint32_t len, int *rc)
 	return q->data + pos + 4;
 }
 
+uint32_t esock_shmq_free(struct esock_shmq *q)
+{
+	uint64_t tail = atomic_load_explicit(&q->sh->tail, memory_order_acquire), used = q->head - tail;
+
+	return q->dead || tail > q->head || used > q->cap ? 0 : (uint32_t)(q->cap - used);
+}
+
 static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
 {
 	return syscall(SYS_futex, addr, op, val, ts, NULL, 0);

@@ -54,6 +54,8 @@ uint32_t esock_shmq_max_record(const struct esock_shmq *q);
  */
 void *esock_shmq_reserve(struct esock_shmq *q, uint32_t len, int *rc);
 void esock_shmq_commit(struct esock_shmq *q, uint32_t len);
+/* Producer: octets free in the queue now (the consumer may free more meanwhile). */
+uint32_t esock_shmq_free(struct esock_shmq *q);
 
 /*
  * Consumer: the oldest record (its octets and length), or NULL with *rc

@@ -62,6 +62,11 @@ struct tsock {
 	int oerr;        /* what TCP said of queued octets: the next SEND's answer */
 	int shut_how;    /* a SHUTDOWN waiting for the queue to drain (-1: none) */
 	bool eager;      /* a listener that accepts ahead (eager accept): ACCEPTED events */
+	/* Eager receive: octets pushed in DATA events, not yet given back by the host. */
+	bool eager_rx, rx_end;
+	bool rx_blocked; /* its queue to the host had no room: pushed again each round */
+	uint32_t rx_out;
+	int rx_err;      /* what ended the stream, for the socket's next call */
 };
 
 /* A closed socket whose queued octets still go out (asynchronous send), for a while. */
@@ -83,6 +88,7 @@ struct host {
 	bool hello;
 	struct tsock *socks;  /* by handle - 1 */
 	int neager;           /* its listeners that accept ahead */
+	bool rx_blocked;      /* eager receive waits for room in its queue (looked at each round) */
 	/* counters */
 	uint64_t calls, failed, parked, bytes_in, bytes_out, accepted;
 };
@@ -171,7 +177,8 @@ static int new_handle(struct host *h, int fd, bool nonblock)
 static bool interest(int hi, uint32_t handle, struct tsock *s)
 {
 	uint32_t ev = s->park_ev | (s->want ? s->want | EPOLLRDHUP : 0) | (s->olen ? EPOLLOUT : 0) |
-		      (s->eager ? EPOLLIN : 0);
+		      (s->eager ? EPOLLIN : 0) |
+		      (s->eager_rx && !s->rx_end && s->rx_out < ESOCK_TSP_CREDIT_WINDOW ? EPOLLIN | EPOLLRDHUP : 0);
 	struct epoll_event e = { .events = ev | EPOLLET, .data.u64 = key(EV_NET, hi, (int)handle) };
 
 	if (ev == s->reg)
@@ -303,6 +310,63 @@ static void drain_add(struct tsock *s);
 static void from_sockaddr(const struct sockaddr_storage *ss, struct esock_tsp_addr *a);
 
 /*
+ * Eager receive: what comes is read at once and pushed in DATA events, as
+ * far as the host's window allows (it gives octets back as it consumes
+ * them).  An empty DATA ends the stream.  False: the host does not read.
+ */
+/*
+ * DATA leaves this much of the host's queue free, so that any answer to a
+ * call (up to ESOCK_TSP_BODY_MAX, with a skip mark before it) still fits:
+ * pushed octets never crowd out a response.
+ */
+#define RX_RESERVE (2 * (ESOCK_TSP_BODY_MAX + 64))
+
+static bool push_data(struct host *h, uint32_t handle, struct tsock *s)
+{
+	static uint8_t buf[ESOCK_TSP_BODY_MAX];
+
+	s->rx_blocked = false;
+	while (s->eager_rx && !s->rx_end && s->rx_out < ESOCK_TSP_CREDIT_WINDOW) {
+		struct esock_tsp_msg m = { .h = { .type = ESOCK_TSP_EVENT, .op = ESOCK_TSP_DATA, .sock = handle } };
+		uint32_t room = ESOCK_TSP_CREDIT_WINDOW - s->rx_out, qfree = esock_shmq_free(h->ch.resp);
+		ssize_t n;
+
+		if (qfree < RX_RESERVE + ESOCK_TSP_HDR_LEN + 64 + 4096) { /* the host is behind: later */
+			s->rx_blocked = h->rx_blocked = true;
+			return true;
+		}
+		qfree -= RX_RESERVE + ESOCK_TSP_HDR_LEN + 64;
+		if (room > qfree)
+			room = qfree;
+		n = recv(s->fd, buf, room < sizeof(buf) ? room : sizeof(buf), MSG_DONTWAIT);
+
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return true;
+		if (n <= 0) {
+			s->rx_end = true;
+			s->rx_err = n < 0 ? errno : 0;
+		} else {
+			m.data = buf;
+			m.data_len = (uint32_t)n;
+			s->rx_out += (uint32_t)n;
+			h->bytes_in += (uint64_t)n;
+		}
+		if (!answer(h, &m))
+			return false;
+	}
+	return true;
+}
+
+/* A connected socket of a host that asked for eager receive: from now on. */
+static bool rx_start(struct host *h, int hi, uint32_t handle, struct tsock *s)
+{
+	if (!(h->flags & ESOCK_TSP_F_EAGER_RECV))
+		return true;
+	s->eager_rx = true;
+	return interest(hi, handle, s) && push_data(h, handle, s);
+}
+
+/*
  * Eager accept: a listening socket's connections taken as they come and
  * told in ACCEPTED events (with both addresses), so that the host's accept
  * finds one already there.  Within the host's socket limit: beyond it they
@@ -332,7 +396,7 @@ static bool accept_ahead(struct host *h, uint32_t handle, struct tsock *s)
 		sl = sizeof(ss);
 		if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
 			from_sockaddr(&ss, &m.u.accepted.local);
-		if (!answer(h, &m))
+		if (!answer(h, &m) || !rx_start(h, (int)(h - d.hosts), (uint32_t)nh, &h->socks[nh - 1]))
 			return false;
 	}
 }
@@ -485,9 +549,9 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 			return reply(h, &q->h, -EPROTONOSUPPORT) ? 1 : -1;
 		h->hello = true;
 		h->pid = q->u.hello.pid;
-		/* Granted so far: setup with accept, asynchronous send, eager accept (docs/tcpserver.md). */
-		h->flags = q->u.hello.flags &
-			   (ESOCK_TSP_F_SETUP_ACCEPT | ESOCK_TSP_F_ASYNC_SEND | ESOCK_TSP_F_EAGER_ACCEPT);
+		/* Granted: all but registered buffers (the iWARP transport's: docs/tcpserver.md). */
+		h->flags = q->u.hello.flags & (ESOCK_TSP_F_SETUP_ACCEPT | ESOCK_TSP_F_ASYNC_SEND |
+					       ESOCK_TSP_F_EAGER_ACCEPT | ESOCK_TSP_F_EAGER_RECV);
 		m.u.hello_ok.version = ESOCK_TSP_VERSION;
 		m.u.hello_ok.flags = h->flags;
 		m.u.hello_ok.max_socks = (uint32_t)d.max_socks;
@@ -627,6 +691,18 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 	}
 	case ESOCK_TSP_RECV: {
 		uint32_t max = q->u.recv.max < sizeof(buf) ? q->u.recv.max : (uint32_t)sizeof(buf);
+
+		if (s->eager_rx) { /* its octets come as DATA: a RECV only gives credit back */
+			if (!(q->u.recv.flags & ESOCK_TSP_MSG_CREDIT)) {
+				rc = -EINVAL;
+				break;
+			}
+			s->rx_out -= q->u.recv.max < s->rx_out ? q->u.recv.max : s->rx_out;
+			m.result = 0;
+			if (!answer(h, &m) || !interest(hi, q->h.sock, s))
+				return -1;
+			return push_data(h, q->h.sock, s) ? 1 : -1;
+		}
 		int fl = MSG_DONTWAIT | (q->u.recv.flags & ESOCK_TSP_MSG_PEEK ? MSG_PEEK : 0);
 		ssize_t n = recv(s->fd, buf, max, fl);
 
@@ -707,7 +783,14 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 		m.data = NULL;
 		m.data_len = 0;
 	}
-	return answer(h, &m) ? 1 : -1;
+	if (!answer(h, &m))
+		return -1;
+	/* A connection made: eager receive starts (after the answer that names it). */
+	if (rc > 0 && q->h.op == ESOCK_TSP_ACCEPT)
+		return rx_start(h, hi, (uint32_t)rc, &h->socks[rc - 1]) ? 1 : -1;
+	if (rc == 0 && q->h.op == ESOCK_TSP_CONNECT)
+		return rx_start(h, hi, q->h.sock, s) ? 1 : -1;
+	return 1;
 }
 
 /* ---- hosts ---- */
@@ -803,6 +886,23 @@ static int host_deadlines(void)
 	return next < 0 ? -1 : (int)(next / 1000) + 1;
 }
 
+/* Eager receive that waited for room in a host's queue: again (the host reads as it can). */
+static void retry_rx(int hi)
+{
+	struct host *h = &d.hosts[hi];
+
+	h->rx_blocked = false;
+	for (int i = 0; h->used && i < d.max_socks; i++) {
+		struct tsock *s = &h->socks[i];
+
+		if (s->fd >= 0 && s->rx_blocked &&
+		    (!push_data(h, (uint32_t)i + 1, s) || !interest(hi, (uint32_t)i + 1, s))) {
+			host_drop(hi, "it does not read its events");
+			return;
+		}
+	}
+}
+
 /* Serves what host |hi| has queued.  Returns the number of requests taken. */
 static int host_serve(int hi)
 {
@@ -851,7 +951,8 @@ static void resume(int hi, uint32_t handle)
 
 	if (!h->used || !(s = sock_of(h, handle)))
 		return;
-	if (s->eager && !accept_ahead(h, handle, s)) {
+	if ((s->eager && !accept_ahead(h, handle, s)) || !push_data(h, handle, s) ||
+	    !interest(hi, handle, s)) {
 		host_drop(hi, "it does not read its events");
 		return;
 	}
@@ -949,9 +1050,15 @@ static void loop(void)
 		struct epoll_event ev[64];
 		int work = 0, n, tmo = 0;
 
+		bool blocked = false;
+
 		for (int i = 0; i < d.max_hosts; i++)
-			if (d.hosts[i].used && d.hosts[i].ready)
+			if (d.hosts[i].used && d.hosts[i].ready) {
 				work += host_serve(i);
+				if (d.hosts[i].used && d.hosts[i].rx_blocked)
+					retry_rx(i);
+				blocked |= d.hosts[i].used && d.hosts[i].rx_blocked;
+			}
 		if (work)
 			busy_until = now_us() + d.spin_us;
 		if (!work && now_us() >= busy_until) {
@@ -962,6 +1069,8 @@ static void loop(void)
 				if (d.hosts[i].used && d.hosts[i].ready && esock_shmq_sleep_begin(d.hosts[i].ch.req))
 					ready = true;
 			tmo = ready ? 0 : host_deadlines();
+			if (blocked && (tmo < 0 || tmo > 1))
+				tmo = 1; /* (eager receive waits for a host to read its queue: look again soon) */
 			if (d.ndrains) { /* (closed sockets' queues: looked at once a second at least) */
 				drain_step(-1);
 				tmo = tmo < 0 || tmo > 1000 ? 1000 : tmo;

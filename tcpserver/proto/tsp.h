@@ -29,6 +29,12 @@
  * in SENDs, not yet returned by CREDIT events).  A SEND beyond it: -ENOBUFS.
  */
 #define ESOCK_TSP_CREDIT_WINDOW (1u << 20)
+/*
+ * Eager receive: tcpserverd pushes at most this window in DATA events ahead
+ * of the host's consumption (given back with RECV + ESOCK_TSP_MSG_CREDIT).
+ * A DATA event without octets is the end of the stream (the peer's FIN, or an
+ * error the socket's next call answers).
+ */
 
 enum esock_tsp_type {
 	ESOCK_TSP_REQ = 1,   /* host -> tcpserverd: a call */
@@ -77,6 +83,8 @@ enum {
 	ESOCK_TSP_MSG_PEEK = 1u << 1,
 	ESOCK_TSP_MSG_WAITALL = 1u << 2,
 	ESOCK_TSP_MSG_MORE = 1u << 3,
+	/* RECV on a socket that receives eagerly: gives back |max| octets of credit, reads nothing. */
+	ESOCK_TSP_MSG_CREDIT = 1u << 4,
 };
 
 /* READY's and WATCH's events: POLLIN, POLLOUT, POLLPRI, POLLERR, POLLHUP, POLLRDHUP as Linux numbers them. */

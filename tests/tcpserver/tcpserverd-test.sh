@@ -52,6 +52,13 @@ done
 wait "$gpid" || fail "eager host"
 grep -q "^eager-served 3$" "$tmp/eager.out" || fail "eager host: $(cat "$tmp/eager.out")"
 
+# Eager receive: 4 MB come as DATA events within the window, credit given back as used.
+"$h" eagerrx "$tmp/s" 4000000 >"$tmp/eagerrx.out" 2>"$tmp/eagerrx.log" & xpid=$!; pids="$pids $xpid"
+wait_file "$tmp/eagerrx.out" || fail "the eagerrx host printed no port"
+"$h" source "$(head -n 1 "$tmp/eagerrx.out")" 4000000 >"$tmp/source.log" 2>&1 || fail "source"
+wait "$xpid" || fail "eagerrx host: $(cat "$tmp/eagerrx.out" "$tmp/eagerrx.log")"
+grep -q "^eagerrx-got 4000000 in " "$tmp/eagerrx.out" || fail "eagerrx host: $(cat "$tmp/eagerrx.out")"
+
 "$h" garbage "$tmp/s" >"$tmp/garbage.log" 2>&1 || fail "garbage host"
 kill -0 "$dpid" || fail "tcpserverd died of a host's garbage"
 grep -q "a request that is not TSP" "$tmp/d.log" || fail "no word of the garbage"

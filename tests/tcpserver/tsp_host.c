@@ -15,6 +15,9 @@
  *   tsp-host sink PORT OCTETS   a plain TCP client that reads OCTETS of the pattern to the end
  *   tsp-host eager PATH N       eager accept: N connections come as ACCEPTED events (no
  *                               ACCEPT call), each echoed to its end
+ *   tsp-host eagerrx PATH OCTETS  eager receive: a connection's octets come as DATA events
+ *                               (credit given back as they are used) to its end; compares
+ *   tsp-host source PORT OCTETS a plain TCP client that sends OCTETS of the pattern, then closes
  *   tsp-host calls PATH N       N getsockname calls through tcpserverd and N made
  *                               directly, in turns: their median times (the channel's cost)
  */
@@ -87,9 +90,9 @@ static int echo(const char *path)
 
 	uint32_t granted = 0;
 
-	if ((rc = tsp_host_open(path, ESOCK_TSP_F_SETUP_ACCEPT | ESOCK_TSP_F_EAGER_RECV, &h, &granted)) < 0)
+	if ((rc = tsp_host_open(path, ESOCK_TSP_F_SETUP_ACCEPT, &h, &granted)) < 0)
 		die("open", rc);
-	if (granted != ESOCK_TSP_F_SETUP_ACCEPT) /* (eager receive: not granted yet) */
+	if (granted != ESOCK_TSP_F_SETUP_ACCEPT) /* (only what was asked for) */
 		die("HELLO's flags", EPROTO);
 	ls = listen_here(h, 0);
 	q = req(ESOCK_TSP_ACCEPT, (uint32_t)ls); /* blocking: tcpserverd parks it until a client comes */
@@ -407,6 +410,78 @@ static int eager(const char *path, int n)
 	return 0;
 }
 
+static int eager_rx(const char *path, long octets)
+{
+	struct tsp_host *h;
+	struct esock_tsp_msg q, r, ev;
+	uint32_t granted = 0, unreturned = 0;
+	uint64_t got = 0, events = 0;
+	int rc, ls, cs;
+
+	if ((rc = tsp_host_open(path, ESOCK_TSP_F_EAGER_RECV, &h, &granted)) < 0)
+		die("open", rc);
+	if (!(granted & ESOCK_TSP_F_EAGER_RECV))
+		die("eager receive not granted", EPROTO);
+	ls = listen_here(h, 0);
+	q = req(ESOCK_TSP_ACCEPT, (uint32_t)ls);
+	if ((cs = tsp_host_call(h, &q, &r)) < 0)
+		die("accept", cs);
+	q = req(ESOCK_TSP_RECV, (uint32_t)cs); /* its octets come as DATA: a plain RECV is refused */
+	q.u.recv.max = 100;
+	if ((rc = tsp_host_call(h, &q, &r)) != -EINVAL)
+		die("RECV on an eager socket", rc);
+	for (;;) {
+		if ((rc = tsp_host_event(h, &ev, 10000)) != 1)
+			die("no DATA in 10 s", rc ? rc : ETIMEDOUT);
+		if (ev.h.op != ESOCK_TSP_DATA || ev.h.sock != (uint32_t)cs)
+			continue;
+		events++;
+		if (!ev.data_len)
+			break; /* the end */
+		for (uint32_t i = 0; i < ev.data_len; i++)
+			if (ev.data[i] != pattern(got + i))
+				die("DATA's octets differ", EIO);
+		got += ev.data_len;
+		unreturned += ev.data_len;
+		if (unreturned >= ESOCK_TSP_CREDIT_WINDOW / 4) { /* used: the room goes back */
+			q = req(ESOCK_TSP_RECV, (uint32_t)cs);
+			q.u.recv.flags = ESOCK_TSP_MSG_CREDIT;
+			q.u.recv.max = unreturned;
+			if ((rc = tsp_host_call(h, &q, &r)) != 0)
+				die("credit", rc);
+			unreturned = 0;
+		}
+	}
+	q = req(ESOCK_TSP_CLOSE, (uint32_t)cs);
+	tsp_host_call(h, &q, &r);
+	tsp_host_close(h);
+	printf("eagerrx-got %llu in %llu events\n", (unsigned long long)got, (unsigned long long)events);
+	return got == (uint64_t)octets ? 0 : 1;
+}
+
+static int source(int port, long octets)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	static uint8_t out[65536];
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		die("source connect", errno);
+	for (long sent = 0; sent < octets;) {
+		long k = octets - sent < (long)sizeof(out) ? octets - sent : (long)sizeof(out);
+		ssize_t n;
+
+		for (long i = 0; i < k; i++)
+			out[i] = pattern((uint64_t)(sent + i));
+		if ((n = send(fd, out, (size_t)k, 0)) <= 0)
+			die("source send", errno);
+		sent += n;
+	}
+	close(fd);
+	return 0;
+}
+
 static double now_us(void)
 {
 	struct timespec ts;
@@ -462,6 +537,10 @@ static int calls(const char *path, int n)
 
 int main(int argc, char **argv)
 {
+	if (argc == 4 && !strcmp(argv[1], "eagerrx"))
+		return eager_rx(argv[2], atol(argv[3]));
+	if (argc == 4 && !strcmp(argv[1], "source"))
+		return source(atoi(argv[2]), atol(argv[3]));
 	if (argc == 4 && !strcmp(argv[1], "eager"))
 		return eager(argv[2], atoi(argv[3]));
 	if (argc == 4 && !strcmp(argv[1], "async"))
@@ -501,6 +580,6 @@ int main(int argc, char **argv)
 		printf("refused: %s\n", strerror(-rc));
 		return rc == -ECONNREFUSED ? 0 : 1;
 	}
-	fprintf(stderr, "usage: tsp-host echo|watch|garbage|refused PATH | hold|calls|async|eager PATH N | plain|sink PORT OCTETS\n");
+	fprintf(stderr, "usage: tsp-host echo|watch|garbage|refused PATH | hold|calls|async|eager|eagerrx PATH N | plain|sink|source PORT OCTETS\n");
 	return 2;
 }
