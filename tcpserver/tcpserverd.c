@@ -739,12 +739,19 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 		}
 		rc = shutdown(s->fd, q->u.shutdown.how) < 0 ? -errno : 0;
 		break;
-	case ESOCK_TSP_SETSOCKOPT:
+	case ESOCK_TSP_SETSOCKOPT: {
+		struct linger lg = { 0 };
+
+		if (q->u.opt.level == SOL_SOCKET && q->u.opt.name == SO_LINGER && q->data_len >= sizeof(lg))
+			memcpy(&lg, q->data, sizeof(lg));
 		if (!option_ok(q->u.opt.level, q->u.opt.name) || q->u.opt.name == SO_ERROR || q->u.opt.name == SO_TYPE)
 			rc = -ENOPROTOOPT;
+		else if (lg.l_onoff && lg.l_linger > 0)
+			rc = -EOPNOTSUPP; /* (close would block tcpserverd that long; {1, 0} resets, as it should) */
 		else
 			rc = setsockopt(s->fd, q->u.opt.level, q->u.opt.name, q->data, q->data_len) < 0 ? -errno : 0;
 		break;
+	}
 	case ESOCK_TSP_GETSOCKOPT: {
 		socklen_t ol = q->u.getopt.len < ESOCK_TSP_OPT_MAX ? q->u.getopt.len : ESOCK_TSP_OPT_MAX;
 

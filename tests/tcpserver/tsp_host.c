@@ -95,6 +95,32 @@ static int echo(const char *path)
 	if (granted != ESOCK_TSP_F_SETUP_ACCEPT) /* (only what was asked for) */
 		die("HELLO's flags", EPROTO);
 	ls = listen_here(h, 0);
+	{
+		struct linger lg = { 1, 5 };
+		int one = 1;
+
+		q = req(ESOCK_TSP_SETSOCKOPT, (uint32_t)ls); /* a lingering close would block tcpserverd */
+		q.u.opt.level = SOL_SOCKET;
+		q.u.opt.name = SO_LINGER;
+		q.data = (const uint8_t *)&lg;
+		q.data_len = sizeof(lg);
+		if ((rc = tsp_host_call(h, &q, &r)) != -EOPNOTSUPP)
+			die("SO_LINGER {1, 5}", rc);
+		q.u.opt.name = SO_BINDTODEVICE; /* not one a host may set */
+		if ((rc = tsp_host_call(h, &q, &r)) != -ENOPROTOOPT)
+			die("SO_BINDTODEVICE", rc);
+		q.u.opt.name = SO_KEEPALIVE;
+		q.data = (const uint8_t *)&one;
+		q.data_len = sizeof(one);
+		if ((rc = tsp_host_call(h, &q, &r)) != 0)
+			die("SO_KEEPALIVE", rc);
+		q = req(ESOCK_TSP_GETSOCKOPT, (uint32_t)ls);
+		q.u.getopt.level = SOL_SOCKET;
+		q.u.getopt.name = SO_KEEPALIVE;
+		q.u.getopt.len = sizeof(int);
+		if ((rc = tsp_host_call(h, &q, &r)) != 0 || r.data_len != sizeof(int) || memcmp(r.data, &one, sizeof(one)))
+			die("SO_KEEPALIVE read back", rc ? rc : EIO);
+	}
 	q = req(ESOCK_TSP_ACCEPT, (uint32_t)ls); /* blocking: tcpserverd parks it until a client comes */
 	if ((cs = tsp_host_call(h, &q, &r)) < 0)
 		die("accept", cs);
