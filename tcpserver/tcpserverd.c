@@ -808,9 +808,9 @@ static void host_drop(int hi, const char *why)
 
 	if (!h->used)
 		return;
-	logv("host %d (pid %u): %s\n", hi, h->pid, why);
 	for (int i = 0; h->socks && i < d.max_socks; i++)
 		sock_close(h, (uint32_t)i + 1, false); /* (a host gone: what it queued goes with it) */
+	logv("host %d (pid %u): %s; its sockets closed\n", hi, h->pid, why);
 	epoll_ctl(d.epfd, EPOLL_CTL_DEL, h->usock, NULL);
 	if (h->ch.bell >= 0)
 		epoll_ctl(d.epfd, EPOLL_CTL_DEL, h->ch.bell, NULL);

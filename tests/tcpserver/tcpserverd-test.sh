@@ -5,7 +5,9 @@
 # while a plain TCP client moves a megabyte and compares it; again
 # non-blocking, driven by READY events; a host that
 # sends garbage loses its channel and nobody else does; admission refuses a
-# host beyond -H; the counters come on SIGUSR1; SIGTERM ends it cleanly.
+# host beyond -H; a host killed mid-call loses its sockets, nobody else does;
+# the counters come on SIGUSR1; SIGTERM ends it cleanly, its hosts' calls say
+# EPIPE, and a new tcpserverd at the same path serves new hosts.
 set -u
 b=${top_builddir:-.}
 d=$b/tcpserver/tcpserverd h=$b/tests/tcpserver/tsp-host
@@ -75,9 +77,30 @@ for p in $hp; do wait "$p" || fail "a holding host"; done
 "$h" calls "$tmp/s" 2000 >"$tmp/calls.log" 2>&1 && grep -q "^calls: 2000 " "$tmp/calls.log" ||
 	fail "calls"
 
+# A host killed while its call is parked: tcpserverd closes its sockets and goes on.
+"$h" parked "$tmp/s" >"$tmp/parked.out" 2>"$tmp/parked.log" & kpid=$!
+wait_file "$tmp/parked.out" || fail "the parked host printed no port"
+kport=$(head -n 1 "$tmp/parked.out")
+kill -KILL "$kpid"; wait "$kpid" 2>/dev/null
+for i in $(seq 1 50); do grep -q "its socket ended" "$tmp/d.log" && break; sleep 0.1; done
+grep -q "its socket ended" "$tmp/d.log" || fail "a killed host's channel was kept"
+"$h" plain "$kport" 10 >/dev/null 2>&1 && fail "a killed host's listener still accepts"
+kill -0 "$dpid" || fail "tcpserverd died with a host"
+
 kill -USR1 "$dpid"; sleep 0.3
 grep -q "hosts refused 1" "$tmp/d.log" || fail "counters on SIGUSR1"
+
+# tcpserverd stopped under a host: its calls say EPIPE, at once from then on; a new
+# tcpserverd at the same path serves new hosts.
+"$h" loop "$tmp/s" >"$tmp/loop.out" 2>"$tmp/loop.log" & lpid=$!; pids="$pids $lpid"
+wait_file "$tmp/loop.out" || fail "the loop host printed no port"
 kill -TERM "$dpid"; wait "$dpid" || fail "tcpserverd did not end cleanly"
 [ -e "$tmp/s" ] && fail "the Unix socket was left behind"
+wait "$lpid" || fail "the loop host: $(cat "$tmp/loop.out" "$tmp/loop.log")"
+grep -q "^loop: Broken pipe" "$tmp/loop.out" || fail "the loop host: $(cat "$tmp/loop.out")"
+"$d" -s "$tmp/s" 2>"$tmp/d2.log" & dpid=$!; pids="$dpid"
+for i in $(seq 1 100); do [ -S "$tmp/s" ] && break; sleep 0.05; done
+"$h" calls "$tmp/s" 100 >"$tmp/calls2.log" 2>&1 || fail "a host of the new tcpserverd"
+kill -TERM "$dpid"; wait "$dpid" || fail "the new tcpserverd did not end cleanly"
 pids=
-echo "tcpserverd: echo of 1 MB through a host, garbage refused, admission, counters, clean end: ok"
+echo "tcpserverd: echo, READY, async send, eager accept and receive, garbage, admission, killed host, restart, counters, clean end: ok"

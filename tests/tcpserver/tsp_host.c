@@ -18,6 +18,8 @@
  *   tsp-host eagerrx PATH OCTETS  eager receive: a connection's octets come as DATA events
  *                               (credit given back as they are used) to its end; compares
  *   tsp-host source PORT OCTETS a plain TCP client that sends OCTETS of the pattern, then closes
+ *   tsp-host loop PATH          calls until tcpserverd goes away: prints what the call said
+ *   tsp-host parked PATH        a blocking ACCEPT parked in tcpserverd, for ever (to be killed)
  *   tsp-host calls PATH N       N getsockname calls through tcpserverd and N made
  *                               directly, in turns: their median times (the channel's cost)
  */
@@ -563,6 +565,34 @@ static int calls(const char *path, int n)
 
 int main(int argc, char **argv)
 {
+	if (argc == 3 && (!strcmp(argv[1], "loop") || !strcmp(argv[1], "parked"))) {
+		struct tsp_host *h;
+		struct esock_tsp_msg q, r;
+		int rc = tsp_host_open(argv[2], 0, &h, NULL), ls;
+
+		if (rc < 0)
+			die("open", rc);
+		ls = listen_here(h, 0);
+		if (!strcmp(argv[1], "parked")) {
+			q = req(ESOCK_TSP_ACCEPT, (uint32_t)ls); /* nobody comes */
+			rc = tsp_host_call(h, &q, &r);
+			printf("parked: %s\n", strerror(-rc));
+			return 1;
+		}
+		do {
+			q = req(ESOCK_TSP_GETSOCKNAME, (uint32_t)ls);
+			rc = tsp_host_call(h, &q, &r);
+			usleep(1000);
+		} while (rc >= 0);
+		printf("loop: %s\n", strerror(-rc));
+		fflush(stdout);
+		rc = rc == -EPIPE ? 0 : 1;
+		q = req(ESOCK_TSP_GETSOCKNAME, (uint32_t)ls); /* and from then on, at once */
+		if (tsp_host_call(h, &q, &r) != -EPIPE)
+			rc = 1;
+		tsp_host_close(h);
+		return rc;
+	}
 	if (argc == 4 && !strcmp(argv[1], "eagerrx"))
 		return eager_rx(argv[2], atol(argv[3]));
 	if (argc == 4 && !strcmp(argv[1], "source"))
@@ -606,6 +636,6 @@ int main(int argc, char **argv)
 		printf("refused: %s\n", strerror(-rc));
 		return rc == -ECONNREFUSED ? 0 : 1;
 	}
-	fprintf(stderr, "usage: tsp-host echo|watch|garbage|refused PATH | hold|calls|async|eager|eagerrx PATH N | plain|sink|source PORT OCTETS\n");
+	fprintf(stderr, "usage: tsp-host echo|watch|garbage|refused|loop|parked PATH | hold|calls|async|eager|eagerrx PATH N | plain|sink|source PORT OCTETS\n");
 	return 2;
 }
