@@ -1052,6 +1052,8 @@ static int listen_unix(const char *path)
 static void loop(void)
 {
 	int64_t busy_until = 0;
+	unsigned idle_rounds = 0;
+	bool shared_cpu = false;
 
 	while (!d.quit) {
 		struct epoll_event ev[64];
@@ -1082,6 +1084,18 @@ static void loop(void)
 				drain_step(-1);
 				tmo = tmo < 0 || tmo > 1000 ? 1000 : tmo;
 			}
+		}
+		if (!work && !tmo && (shared_cpu || (++idle_rounds & 15) == 0)) {
+			/*
+			 * Spinning: a host on this CPU (tcpserverd not on a core of its
+			 * own) gets it to make its next call.  A yield that gave the CPU
+			 * away says so: then every round yields, else one in sixteen
+			 * (a yield between looks delays the look on a core of its own).
+			 */
+			int64_t t0 = now_us();
+
+			sched_yield();
+			shared_cpu = now_us() - t0 > 5;
 		}
 		n = epoll_wait(d.epfd, ev, 64, tmo);
 		if (tmo)
