@@ -61,6 +61,10 @@ wait_file "$tmp/eagerrx.out" || fail "the eagerrx host printed no port"
 wait "$xpid" || fail "eagerrx host: $(cat "$tmp/eagerrx.out" "$tmp/eagerrx.log")"
 grep -q "^eagerrx-got 4000000 in " "$tmp/eagerrx.out" || fail "eagerrx host: $(cat "$tmp/eagerrx.out")"
 
+# Requests that decode but make little sense: each answered (or the channel ended), no hang.
+timeout 60 "$h" chaos "$tmp/s" 3000 >"$tmp/chaos.log" 2>&1 || fail "chaos host: $(cat "$tmp/chaos.log")"
+kill -0 "$dpid" || fail "tcpserverd died of a host's nonsense"
+
 "$h" garbage "$tmp/s" >"$tmp/garbage.log" 2>&1 || fail "garbage host"
 kill -0 "$dpid" || fail "tcpserverd died of a host's garbage"
 grep -q "a request that is not TSP" "$tmp/d.log" || fail "no word of the garbage"

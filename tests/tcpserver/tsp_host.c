@@ -20,6 +20,9 @@
  *   tsp-host source PORT OCTETS a plain TCP client that sends OCTETS of the pattern, then closes
  *   tsp-host loop PATH          calls until tcpserverd goes away: prints what the call said
  *   tsp-host parked PATH        a blocking ACCEPT parked in tcpserverd, for ever (to be killed)
+ *   tsp-host chaos PATH N       N requests that decode but make little sense (any op on
+ *                               any handle, odd sizes and flags, calls that park): every one
+ *                               answered, or the channel ended; never a hang
  *   tsp-host calls PATH N       N getsockname calls through tcpserverd and N made
  *                               directly, in turns: their median times (the channel's cost)
  */
@@ -510,6 +513,86 @@ static int source(int port, long octets)
 	return 0;
 }
 
+/*
+ * Requests that decode but make little sense.  Blocking calls on fresh
+ * sockets would park for ever, so sockets are made non-blocking (a few
+ * blocking ones get only calls that cannot wait).  Returns 0 when every
+ * request was answered (or the channel ended cleanly, -EPIPE).
+ */
+static int chaos(const char *path, int n)
+{
+	struct tsp_host *h;
+	struct esock_tsp_msg q, r;
+	unsigned seed = 12345;
+	static uint8_t junk[ESOCK_TSP_BODY_MAX];
+	int rc, answered = 0;
+
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (uint8_t)(i * 31);
+	if ((rc = tsp_host_open(path, ESOCK_TSP_F_ALL, &h, NULL)) < 0)
+		die("open", rc);
+	for (int i = 0; i < n; i++) {
+		unsigned op = ESOCK_TSP_SOCKET + (unsigned)rand_r(&seed) % (ESOCK_TSP_WATCH - ESOCK_TSP_SOCKET + 1);
+
+		q = req(op, (uint32_t)rand_r(&seed) % 12);
+		switch (op) {
+		case ESOCK_TSP_SOCKET:
+			q.u.socket.family = (uint32_t)rand_r(&seed) % 8;
+			q.u.socket.flags = ESOCK_TSP_NONBLOCK;
+			break;
+		case ESOCK_TSP_BIND:
+		case ESOCK_TSP_CONNECT:
+			q.u.addr.family = rand_r(&seed) % 2 ? 4 : 6;
+			q.u.addr.port = (uint16_t)rand_r(&seed);
+			q.u.addr.addr[0] = 127;
+			q.u.addr.addr[3] = 1;
+			if (q.u.addr.family == 6)
+				memset(q.u.addr.addr, 0, 16), q.u.addr.addr[15] = 1;
+			break;
+		case ESOCK_TSP_LISTEN:
+			q.u.listen.backlog = rand_r(&seed) % 3 - 1;
+			break;
+		case ESOCK_TSP_SEND:
+			q.data = junk;
+			q.data_len = (uint32_t)rand_r(&seed) % sizeof(junk);
+			q.u.send.flags = (uint32_t)rand_r(&seed);
+			break;
+		case ESOCK_TSP_RECV:
+			q.u.recv.max = (uint32_t)rand_r(&seed);
+			q.u.recv.flags = (uint32_t)rand_r(&seed);
+			break;
+		case ESOCK_TSP_SHUTDOWN:
+			q.u.shutdown.how = rand_r(&seed) % 5 - 1;
+			break;
+		case ESOCK_TSP_SETSOCKOPT:
+		case ESOCK_TSP_GETSOCKOPT:
+			q.u.opt.level = rand_r(&seed) % 2 ? 1 /* SOL_SOCKET */ : 6 /* IPPROTO_TCP */;
+			q.u.opt.name = rand_r(&seed) % 70;
+			if (op == ESOCK_TSP_SETSOCKOPT) {
+				q.data = junk;
+				q.data_len = (uint32_t)rand_r(&seed) % (ESOCK_TSP_OPT_MAX + 1);
+			} else {
+				q.u.getopt.len = (uint32_t)rand_r(&seed) % 300;
+			}
+			break;
+		case ESOCK_TSP_WATCH:
+			q.u.watch.events = (uint32_t)rand_r(&seed);
+			break;
+		default:
+			break;
+		}
+		rc = tsp_host_call(h, &q, &r);
+		if (rc == -EPIPE && (r.h.type != ESOCK_TSP_RESP || r.h.op != op))
+			break; /* the channel ended (tcpserverd may drop a host that makes no sense) */
+		answered++;
+		while (tsp_host_event(h, &r, 0) == 1) /* (events of watched sockets: taken and dropped) */
+			;
+	}
+	tsp_host_close(h);
+	printf("chaos: %d of %d answered\n", answered, n);
+	return 0;
+}
+
 static double now_us(void)
 {
 	struct timespec ts;
@@ -593,6 +676,8 @@ int main(int argc, char **argv)
 		tsp_host_close(h);
 		return rc;
 	}
+	if (argc == 4 && !strcmp(argv[1], "chaos"))
+		return chaos(argv[2], atoi(argv[3]));
 	if (argc == 4 && !strcmp(argv[1], "eagerrx"))
 		return eager_rx(argv[2], atol(argv[3]));
 	if (argc == 4 && !strcmp(argv[1], "source"))
@@ -636,6 +721,6 @@ int main(int argc, char **argv)
 		printf("refused: %s\n", strerror(-rc));
 		return rc == -ECONNREFUSED ? 0 : 1;
 	}
-	fprintf(stderr, "usage: tsp-host echo|watch|garbage|refused|loop|parked PATH | hold|calls|async|eager|eagerrx PATH N | plain|sink|source PORT OCTETS\n");
+	fprintf(stderr, "usage: tsp-host echo|watch|garbage|refused|loop|parked PATH | hold|calls|async|eager|eagerrx|chaos PATH N | plain|sink|source PORT OCTETS\n");
 	return 2;
 }
