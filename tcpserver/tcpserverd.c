@@ -63,6 +63,7 @@ struct tsock {
 	int shut_how;    /* a SHUTDOWN waiting for the queue to drain (-1: none) */
 	bool eager;      /* a listener that accepts ahead (eager accept): ACCEPTED events */
 	/* Eager receive: octets pushed in DATA events, not yet given back by the host. */
+	uint64_t calls, in, out; /* per connection: the host's calls on it, octets each way */
 	bool eager_rx, rx_end;
 	bool rx_blocked; /* its queue to the host had no room: pushed again each round */
 	uint32_t rx_out;
@@ -248,6 +249,7 @@ static void flush_out(struct host *h, struct tsock *s)
 	} else {
 		s->unreported += (uint32_t)n;
 		h->bytes_out += (uint64_t)n;
+		s->out += (uint64_t)n;
 	}
 	if (!s->olen && s->shut_how >= 0) {
 		shutdown(s->fd, s->shut_how);
@@ -350,6 +352,7 @@ static bool push_data(struct host *h, uint32_t handle, struct tsock *s)
 			m.data_len = (uint32_t)n;
 			s->rx_out += (uint32_t)n;
 			h->bytes_in += (uint64_t)n;
+			s->in += (uint64_t)n;
 		}
 		if (!answer(h, &m))
 			return false;
@@ -542,6 +545,8 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 			return reply(h, &q->h, -EBADF) ? 1 : -1;
 		if (s->parked && rec != s->parked)
 			return reply(h, &q->h, -EBUSY) ? 1 : -1; /* (one call at a time per socket) */
+		if (rec != s->parked)
+			s->calls++;
 	}
 	switch (q->h.op) {
 	case ESOCK_TSP_HELLO:
@@ -654,6 +659,7 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 				off = n > 0 ? (uint32_t)n : 0;
 				s->unreported += off;
 				h->bytes_out += off;
+				s->out += off;
 			}
 			for (uint32_t i = off; i < q->data_len;) {
 				uint32_t at = (s->ohead + s->olen) % ESOCK_TSP_CREDIT_WINDOW;
@@ -679,6 +685,7 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 		}
 		off += n > 0 ? (uint32_t)n : 0;
 		h->bytes_out += n > 0 ? (uint64_t)n : 0;
+		s->out += n > 0 ? (uint64_t)n : 0;
 		if (off < q->data_len)
 			s->told &= ~(uint32_t)POLLOUT; /* (full: room again is news) */
 		if (off < q->data_len && !s->nonblock) { /* a blocking send returns with all of it taken */
@@ -715,6 +722,7 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 			break;
 		}
 		h->bytes_in += (uint64_t)n;
+		s->in += (uint64_t)n;
 		rc = (int)n;
 		m.data = buf;
 		m.data_len = (uint32_t)n;
@@ -1011,6 +1019,23 @@ static void print_counters(void)
 			i, h->pid, open, (unsigned long long)h->calls, (unsigned long long)h->failed,
 			(unsigned long long)h->parked, (unsigned long long)h->accepted,
 			(unsigned long long)h->bytes_in, (unsigned long long)h->bytes_out);
+		for (int k = 0; d.verbose && h->socks && k < d.max_socks; k++) { /* (-v: each connection) */
+			struct tsock *s = &h->socks[k];
+			struct sockaddr_storage a, b;
+			socklen_t al = sizeof(a), bl = sizeof(b);
+			struct esock_tsp_addr la = { 0 }, ra = { 0 };
+
+			if (s->fd < 0)
+				continue;
+			if (getsockname(s->fd, (struct sockaddr *)&a, &al) == 0)
+				from_sockaddr(&a, &la);
+			if (getpeername(s->fd, (struct sockaddr *)&b, &bl) == 0)
+				from_sockaddr(&b, &ra);
+			fprintf(stderr, "tcpserverd:   socket %d: port %u <-> %u, calls %llu, octets in %llu out %llu%s%s\n",
+				k + 1, la.port, ra.port, (unsigned long long)s->calls, (unsigned long long)s->in,
+				(unsigned long long)s->out, s->olen ? ", sending queued" : "",
+				s->parked ? ", a call waits" : "");
+		}
 	}
 }
 

@@ -91,13 +91,16 @@ grep -q "its socket ended" "$tmp/d.log" || fail "a killed host's channel was kep
 "$h" plain "$kport" 10 >/dev/null 2>&1 && fail "a killed host's listener still accepts"
 kill -0 "$dpid" || fail "tcpserverd died with a host"
 
-kill -USR1 "$dpid"; sleep 0.3
-grep -q "hosts refused 1" "$tmp/d.log" || fail "counters on SIGUSR1"
-
 # tcpserverd stopped under a host: its calls say EPIPE, at once from then on; a new
-# tcpserverd at the same path serves new hosts.
+# tcpserverd at the same path serves new hosts.  Before that, the counters (per host and,
+# with -v, per connection: the loop host's listener has had calls).
 "$h" loop "$tmp/s" >"$tmp/loop.out" 2>"$tmp/loop.log" & lpid=$!; pids="$pids $lpid"
 wait_file "$tmp/loop.out" || fail "the loop host printed no port"
+sleep 0.2
+kill -USR1 "$dpid"; sleep 0.3
+grep -q "hosts refused 1" "$tmp/d.log" || fail "counters on SIGUSR1"
+grep -Eq "socket 1: port $(head -n 1 "$tmp/loop.out") <-> 0, calls [1-9]" "$tmp/d.log" ||
+	fail "per-connection counters on SIGUSR1"
 kill -TERM "$dpid"; wait "$dpid" || fail "tcpserverd did not end cleanly"
 [ -e "$tmp/s" ] && fail "the Unix socket was left behind"
 wait "$lpid" || fail "the loop host: $(cat "$tmp/loop.out" "$tmp/loop.log")"
