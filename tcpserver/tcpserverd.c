@@ -88,6 +88,7 @@ struct host {
 	uint32_t pid, flags;
 	bool hello;
 	struct tsock *socks;  /* by handle - 1 */
+	int nsocks;           /* handles in use */
 	int neager;           /* its listeners that accept ahead */
 	bool rx_blocked;      /* eager receive waits for room in its queue (looked at each round) */
 	/* counters */
@@ -165,6 +166,7 @@ static int new_handle(struct host *h, int fd, bool nonblock)
 			h->socks[i].fd = fd;
 			h->socks[i].nonblock = nonblock;
 			h->socks[i].shut_how = -1;
+			h->nsocks++;
 			return i + 1;
 		}
 	return -EMFILE;
@@ -383,9 +385,7 @@ static bool accept_ahead(struct host *h, uint32_t handle, struct tsock *s)
 		socklen_t sl = sizeof(ss);
 		int fd, nh;
 
-		for (nh = 0; nh < d.max_socks && h->socks[nh].fd >= 0; nh++)
-			;
-		if (nh == d.max_socks)
+		if (h->nsocks >= d.max_socks)
 			return true; /* (no room: they wait in the backlog) */
 		if ((fd = accept4(s->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC)) < 0)
 			return true;
@@ -425,6 +425,7 @@ static void sock_close(struct host *h, uint32_t handle, bool keep_queued)
 	free(s->obuf);
 	s->obuf = NULL;
 	s->fd = -1;
+	h->nsocks--;
 }
 
 static int to_sockaddr(const struct esock_tsp_addr *a, struct sockaddr_storage *ss, socklen_t *len)
@@ -1007,12 +1008,10 @@ static void print_counters(void)
 		(unsigned long long)d.refused_hosts, (unsigned long long)d.dropped_hosts);
 	for (int i = 0; i < d.max_hosts; i++) {
 		struct host *h = &d.hosts[i];
-		int open = 0;
+		int open = h->nsocks; /* (a host whose channel has not come has no table yet) */
 
 		if (!h->used)
 			continue;
-		for (int k = 0; k < d.max_socks; k++)
-			open += h->socks[k].fd >= 0;
 		fprintf(stderr,
 			"tcpserverd: host %d pid %u: sockets %d, calls %llu (failed %llu, waited %llu), "
 			"accepted %llu, octets in %llu out %llu\n",

@@ -96,8 +96,11 @@ kill -0 "$dpid" || fail "tcpserverd died with a host"
 # with -v, per connection: the loop host's listener has had calls).
 "$h" loop "$tmp/s" >"$tmp/loop.out" 2>"$tmp/loop.log" & lpid=$!; pids="$pids $lpid"
 wait_file "$tmp/loop.out" || fail "the loop host printed no port"
+"$h" silent "$tmp/s" & spid=$!; pids="$pids $spid" # (a host with no channel yet: counted too)
 sleep 0.2
 kill -USR1 "$dpid"; sleep 0.3
+kill -0 "$dpid" || fail "tcpserverd died printing its counters"
+wait "$spid"
 grep -q "hosts refused 1" "$tmp/d.log" || fail "counters on SIGUSR1"
 grep -Eq "socket 1: port $(head -n 1 "$tmp/loop.out") <-> 0, calls [1-9]" "$tmp/d.log" ||
 	fail "per-connection counters on SIGUSR1"

@@ -20,6 +20,7 @@
  *   tsp-host source PORT OCTETS a plain TCP client that sends OCTETS of the pattern, then closes
  *   tsp-host loop PATH          calls until tcpserverd goes away: prints what the call said
  *   tsp-host parked PATH        a blocking ACCEPT parked in tcpserverd, for ever (to be killed)
+ *   tsp-host silent PATH        connects and says nothing for 2 s
  *   tsp-host chaos PATH N       N requests that decode but make little sense (any op on
  *                               any handle, odd sizes and flags, calls that park): every one
  *                               answered, or the channel ended; never a hang
@@ -86,6 +87,31 @@ static int listen_here(struct tsp_host *h, uint32_t flags)
 	return ls;
 }
 
+/* Echoes connection |cs| with blocking calls until its peer's end; returns the octets. */
+static uint64_t echo_conn(struct tsp_host *h, uint32_t cs)
+{
+	static uint8_t buf[ESOCK_TSP_BODY_MAX];
+	struct esock_tsp_msg q, r;
+	uint64_t total = 0;
+	int n, rc;
+
+	for (;;) {
+		q = req(ESOCK_TSP_RECV, cs);
+		q.u.recv.max = sizeof(buf);
+		if ((n = tsp_host_call(h, &q, &r)) < 0)
+			die("recv", n);
+		if (n == 0)
+			return total;
+		memcpy(buf, r.data, (size_t)n); /* (the response's data is the host's until the next call) */
+		total += (uint64_t)n;
+		q = req(ESOCK_TSP_SEND, cs);
+		q.data = buf;
+		q.data_len = (uint32_t)n;
+		if ((rc = tsp_host_call(h, &q, &r)) != n)
+			die("send", rc < 0 ? rc : EIO);
+	}
+}
+
 static int echo(const char *path)
 {
 	struct tsp_host *h;
@@ -133,24 +159,7 @@ static int echo(const char *path)
 		die("accept: the peer's address", EPROTO);
 	if (r.u.accepted.local.family != 4 || r.u.accepted.local.addr[0] != 127) /* (setup with accept) */
 		die("accept: the local address", EPROTO);
-	for (;;) {
-		static uint8_t buf[ESOCK_TSP_BODY_MAX];
-		int n;
-
-		q = req(ESOCK_TSP_RECV, (uint32_t)cs);
-		q.u.recv.max = sizeof(buf);
-		if ((n = tsp_host_call(h, &q, &r)) < 0)
-			die("recv", n);
-		if (n == 0)
-			break;
-		memcpy(buf, r.data, (size_t)n); /* (the response's data is the host's until the next call) */
-		total += (uint64_t)n;
-		q = req(ESOCK_TSP_SEND, (uint32_t)cs);
-		q.data = buf;
-		q.data_len = (uint32_t)n;
-		if ((rc = tsp_host_call(h, &q, &r)) != n)
-			die("send", rc < 0 ? rc : EIO);
-	}
+	total = echo_conn(h, (uint32_t)cs);
 	q = req(ESOCK_TSP_CLOSE, (uint32_t)cs);
 	tsp_host_call(h, &q, &r);
 	q = req(ESOCK_TSP_SEND, (uint32_t)cs); /* a closed handle */
@@ -396,7 +405,6 @@ static int eager(const char *path, int n)
 	struct esock_tsp_msg q, r, ev;
 	uint32_t granted = 0;
 	int rc, ls, served = 0;
-	static uint8_t buf[ESOCK_TSP_BODY_MAX];
 
 	if ((rc = tsp_host_open(path, ESOCK_TSP_F_EAGER_ACCEPT, &h, &granted)) < 0)
 		die("open", rc);
@@ -416,22 +424,7 @@ static int eager(const char *path, int n)
 		if (ev.u.accepted.peer.family != 4 || ev.u.accepted.local.family != 4)
 			die("ACCEPTED's addresses", EPROTO);
 		cs = ev.u.accepted.sock;
-		for (;;) {
-			int k;
-
-			q = req(ESOCK_TSP_RECV, cs);
-			q.u.recv.max = sizeof(buf);
-			if ((k = tsp_host_call(h, &q, &r)) < 0)
-				die("recv", k);
-			if (k == 0)
-				break;
-			memcpy(buf, r.data, (size_t)k);
-			q = req(ESOCK_TSP_SEND, cs);
-			q.data = buf;
-			q.data_len = (uint32_t)k;
-			if ((rc = tsp_host_call(h, &q, &r)) != k)
-				die("send", rc < 0 ? rc : EIO);
-		}
+		echo_conn(h, cs);
 		q = req(ESOCK_TSP_CLOSE, cs);
 		tsp_host_call(h, &q, &r);
 		served++;
@@ -676,6 +669,13 @@ int main(int argc, char **argv)
 		tsp_host_close(h);
 		return rc;
 	}
+	if (argc == 3 && !strcmp(argv[1], "silent")) { /* connects, hands over nothing, stays a while */
+		int fd = unix_connect(argv[2]);
+
+		sleep(2);
+		close(fd);
+		return 0;
+	}
 	if (argc == 4 && !strcmp(argv[1], "chaos"))
 		return chaos(argv[2], atoi(argv[3]));
 	if (argc == 4 && !strcmp(argv[1], "eagerrx"))
@@ -721,6 +721,6 @@ int main(int argc, char **argv)
 		printf("refused: %s\n", strerror(-rc));
 		return rc == -ECONNREFUSED ? 0 : 1;
 	}
-	fprintf(stderr, "usage: tsp-host echo|watch|garbage|refused|loop|parked PATH | hold|calls|async|eager|eagerrx|chaos PATH N | plain|sink|source PORT OCTETS\n");
+	fprintf(stderr, "usage: tsp-host echo|watch|garbage|refused|loop|parked|silent PATH | hold|calls|async|eager|eagerrx|chaos PATH N | plain|sink|source PORT OCTETS\n");
 	return 2;
 }
