@@ -25,7 +25,7 @@ struct hand {
 static void init(struct tsp_chan *c)
 {
 	memset(c, 0, sizeof(*c));
-	c->memfd = c->bell = -1;
+	c->memfd = c->bell = c->hbell = -1;
 	c->mem = MAP_FAILED;
 }
 
@@ -39,6 +39,8 @@ void tsp_chan_close(struct tsp_chan *c)
 		close(c->memfd);
 	if (c->bell >= 0)
 		close(c->bell);
+	if (c->hbell >= 0)
+		close(c->hbell);
 	init(c);
 }
 
@@ -54,6 +56,7 @@ int tsp_chan_create(struct tsp_chan *c, uint32_t cap)
 	if ((c->memfd = memfd_create("esock-tsp", MFD_CLOEXEC | MFD_ALLOW_SEALING)) < 0 ||
 	    ftruncate(c->memfd, (off_t)c->len) < 0 || fcntl(c->memfd, F_ADD_SEALS, SEALS) < 0 ||
 	    (c->bell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
+	    (c->hbell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
 	    (c->mem = mmap(NULL, c->len, PROT_READ | PROT_WRITE, MAP_SHARED, c->memfd, 0)) == MAP_FAILED)
 		goto fail;
 	if (!(c->req = esock_shmq_init(c->mem, cap)) ||
@@ -69,12 +72,12 @@ fail:
 	return rc;
 }
 
-/* The hand and room for two descriptors, as one message of the Unix socket. */
+/* The hand and room for three descriptors, as one message of the Unix socket. */
 struct hand_msg {
 	struct hand h;
 	struct iovec iov;
 	union {
-		char buf[CMSG_SPACE(2 * sizeof(int))];
+		char buf[CMSG_SPACE(3 * sizeof(int))];
 		struct cmsghdr align;
 	} u;
 	struct msghdr m;
@@ -94,7 +97,7 @@ int tsp_chan_send(const struct tsp_chan *c, int usock)
 {
 	struct hand_msg x;
 	struct cmsghdr *cm;
-	int fds[2] = { c->memfd, c->bell };
+	int fds[3] = { c->memfd, c->bell, c->hbell };
 
 	hand_msg_init(&x);
 	x.h = (struct hand){ HAND_MAGIC, (uint32_t)(c->len / 2 - 256) };
@@ -115,7 +118,7 @@ int tsp_chan_recv(struct tsp_chan *c, int usock)
 	struct stat st;
 	ssize_t n;
 	size_t q;
-	int fds[2];
+	int fds[3];
 
 	init(c);
 	hand_msg_init(&x);
@@ -141,6 +144,7 @@ int tsp_chan_recv(struct tsp_chan *c, int usock)
 	memcpy(fds, CMSG_DATA(cm), sizeof(fds));
 	c->memfd = fds[0];
 	c->bell = fds[1];
+	c->hbell = fds[2];
 	if (n != (ssize_t)sizeof(h) || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
 	    h.magic != HAND_MAGIC || !(q = esock_shmq_size(h.cap)) ||
 	    fcntl(c->memfd, F_GET_SEALS) != SEALS || fstat(c->memfd, &st) < 0 ||
@@ -155,5 +159,6 @@ int tsp_chan_recv(struct tsp_chan *c, int usock)
 		tsp_chan_close(c);
 		return -EPROTO;
 	}
+	esock_shmq_set_bell(c->resp, c->hbell); /* the host sleeps in poll or epoll */
 	return 0;
 }

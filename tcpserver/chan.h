@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A host's channel to tcpserverd on one machine: a sealed memfd holding two
- * record queues (requests to tcpserverd, responses and events back) and an
- * eventfd the host rings when tcpserverd sleeps.  The host makes it and
+ * record queues (requests to tcpserverd, responses and events back) and two
+ * eventfds: one the host rings when tcpserverd sleeps, one tcpserverd rings
+ * when the host sleeps (in its own poll or epoll, among its other files).  The host makes it and
  * passes both descriptors over tcpserverd's Unix socket (SCM_RIGHTS); that
  * socket stays open as the host's presence: its end is the host's end.
  * The memfd is sealed against shrinking and growing, so that a host cannot
@@ -22,6 +23,7 @@ struct tsp_chan {
 	void *mem;
 	size_t len;
 	int memfd, bell;         /* bell: tcpserverd's eventfd (the host rings it) */
+	int hbell;               /* the host's eventfd (tcpserverd rings it) */
 	struct esock_shmq *req;  /* host -> tcpserverd */
 	struct esock_shmq *resp; /* tcpserverd -> host */
 };

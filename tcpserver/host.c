@@ -5,7 +5,9 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <poll.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -79,13 +81,8 @@ fail:
 	return rc;
 }
 
-void tsp_host_close(struct tsp_host *h)
+static void host_free(struct tsp_host *h)
 {
-	struct esock_tsp_msg req = { .h = { .type = ESOCK_TSP_REQ, .op = ESOCK_TSP_BYE } }, resp;
-
-	if (!h)
-		return;
-	(void)tsp_host_call(h, &req, &resp);
 	close(h->usock);
 	tsp_chan_close(&h->ch);
 	pthread_mutex_destroy(&h->lock);
@@ -98,6 +95,72 @@ void tsp_host_close(struct tsp_host *h)
 	free(h->ev_data);
 	free(h->in);
 	free(h);
+}
+
+void tsp_host_close(struct tsp_host *h)
+{
+	struct esock_tsp_msg req = { .h = { .type = ESOCK_TSP_REQ, .op = ESOCK_TSP_BYE } }, resp;
+
+	if (!h)
+		return;
+	(void)tsp_host_call(h, &req, &resp);
+	host_free(h);
+}
+
+void tsp_host_forget(struct tsp_host *h)
+{
+	if (h) {
+		pthread_mutex_init(&h->lock, NULL); /* (another thread of the parent may have held it) */
+		host_free(h);
+	}
+}
+
+int tsp_host_bell(const struct tsp_host *h)
+{
+	return h->ch.hbell;
+}
+
+static void bell_quiet(struct tsp_host *h)
+{
+	uint64_t v;
+
+	(void)!read(h->ch.hbell, &v, sizeof(v));
+}
+
+int tsp_host_sleep_begin(struct tsp_host *h)
+{
+	return esock_shmq_sleep_begin(h->ch.resp) || __atomic_load_n(&h->ev_n, __ATOMIC_RELAXED);
+}
+
+void tsp_host_sleep_end(struct tsp_host *h)
+{
+	esock_shmq_sleep_end(h->ch.resp);
+	bell_quiet(h);
+}
+
+/* Sleeps on the bell until tcpserverd rings or |ms| passed.  -ETIMEDOUT or 0. */
+static int bell_wait(struct tsp_host *h, int ms)
+{
+	struct pollfd p = { .fd = h->ch.hbell, .events = POLLIN };
+	int rc = 0;
+
+	if (!esock_shmq_sleep_begin(h->ch.resp) && poll(&p, 1, ms) == 0)
+		rc = -ETIMEDOUT;
+	esock_shmq_sleep_end(h->ch.resp);
+	if (!rc)
+		bell_quiet(h);
+	return rc;
+}
+
+/*
+ * Events a call kept while another thread sleeps on the bell (poll or
+ * epoll of the offload mode): that thread must hear of them, and this
+ * thread quieted the bell.
+ */
+static void wake_sleepers(struct tsp_host *h)
+{
+	if (h->ev_n && esock_shmq_sleepers(h->ch.resp))
+		(void)!write(h->ch.hbell, &(uint64_t){ 1 }, sizeof(uint64_t));
 }
 
 /* tcpserverd still there?  (Its end of the Unix socket closes when it goes.) */
@@ -169,7 +232,7 @@ static int wait_response(struct tsp_host *h, uint32_t id, struct esock_tsp_msg *
 			sched_yield();
 			continue;
 		}
-		if (esock_shmq_wait(h->ch.resp, 200) == -ETIMEDOUT && server_gone(h))
+		if (bell_wait(h, 200) == -ETIMEDOUT && server_gone(h))
 			return -EPIPE;
 	}
 }
@@ -204,6 +267,7 @@ int tsp_host_call(struct tsp_host *h, struct esock_tsp_msg *req, struct esock_ts
 		h->broken = true; /* (the channel: tcpserverd gone, or a message that makes no sense) */
 	else
 		rc = resp->result;
+	wake_sleepers(h);
 	pthread_mutex_unlock(&h->lock);
 	return rc;
 }
@@ -247,7 +311,7 @@ int tsp_host_event(struct tsp_host *h, struct esock_tsp_msg *ev, int timeout_ms)
 		if (timeout_ms >= 0 && waited >= timeout_ms)
 			break;
 		/* (in slices: a tcpserverd that went away is noticed) */
-		if (esock_shmq_wait(h->ch.resp, timeout_ms < 0 || timeout_ms - waited > 200 ? 200 : (int)(timeout_ms - waited)) ==
+		if (bell_wait(h, timeout_ms < 0 || timeout_ms - waited > 200 ? 200 : (int)(timeout_ms - waited)) ==
 		    -ETIMEDOUT) {
 			waited += 200;
 			if (server_gone(h))

@@ -3,7 +3,7 @@
  * The host side of the TCP Server: a process's connection to tcpserverd
  * and its calls.  tsp_host_call is synchronous: the request goes into the
  * shared queue (no system call unless tcpserverd sleeps), the answer is
- * waited for by spinning briefly, then on the queue's futex.  Calls from
+ * waited for by spinning briefly, then on the host's bell (an eventfd).  Calls from
  * several threads are served one at a time (the queue has one producer).
  */
 #ifndef ESOCK_TCPSERVER_HOST_H
@@ -40,5 +40,22 @@ int tsp_host_call(struct tsp_host *h, struct esock_tsp_msg *req, struct esock_ts
  * the next call or event.  1, 0 (none in time), or -EPIPE.
  */
 int tsp_host_event(struct tsp_host *h, struct esock_tsp_msg *ev, int timeout_ms);
+
+/*
+ * Sleeping among other files (the offload mode's poll and epoll): the
+ * host's bell is an eventfd tcpserverd rings for a host that said it
+ * sleeps.  tsp_host_sleep_begin returns 1 when something is already there
+ * (do not sleep), 0 when the bell will ring; tsp_host_sleep_end after the
+ * wait, whatever it returned (it quiets the bell).
+ */
+int tsp_host_bell(const struct tsp_host *h);
+int tsp_host_sleep_begin(struct tsp_host *h);
+void tsp_host_sleep_end(struct tsp_host *h);
+
+/*
+ * A forked child's copy of its parent's host: forgotten here without a word
+ * to tcpserverd (the channel and its sockets are the parent's).
+ */
+void tsp_host_forget(struct tsp_host *h);
 
 #endif /* ESOCK_TCPSERVER_HOST_H */

@@ -28,7 +28,7 @@ struct shared {
 	uint8_t pad2[64 - 8];
 	_Atomic uint64_t tail;     /* octets consumed, ever (consumer) */
 	uint8_t pad3[64 - 8];
-	_Atomic uint32_t sleeping; /* the consumer sleeps on |seq| */
+	_Atomic uint32_t sleeping; /* consumer threads asleep (on |seq| or a bell) */
 	_Atomic uint32_t seq;      /* futex word: bumped by a commit that found it asleep */
 	uint8_t pad4[64 - 8];
 };
@@ -193,14 +193,19 @@ void esock_shmq_set_bell(struct esock_shmq *q, int efd)
 
 int esock_shmq_sleep_begin(struct esock_shmq *q)
 {
-	atomic_store(&q->sh->sleeping, 1);
+	atomic_fetch_add(&q->sh->sleeping, 1);
 	atomic_thread_fence(memory_order_seq_cst);
 	return atomic_load_explicit(&q->sh->head, memory_order_acquire) != q->tail;
 }
 
 void esock_shmq_sleep_end(struct esock_shmq *q)
 {
-	atomic_store(&q->sh->sleeping, 0);
+	atomic_fetch_sub(&q->sh->sleeping, 1);
+}
+
+unsigned esock_shmq_sleepers(const struct esock_shmq *q)
+{
+	return atomic_load_explicit(&q->sh->sleeping, memory_order_relaxed);
 }
 
 const void *esock_shmq_peek(struct esock_shmq *q, uint32_t *len, int *rc)
@@ -250,7 +255,7 @@ int esock_shmq_wait(struct esock_shmq *q, int timeout_ms)
 	uint32_t seen = atomic_load(&q->sh->seq);
 	int rc = 0;
 
-	atomic_store(&q->sh->sleeping, 1);
+	atomic_fetch_add(&q->sh->sleeping, 1);
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&q->sh->head, memory_order_acquire) == q->tail &&
 	    futex(&q->sh->seq, FUTEX_WAIT, seen, timeout_ms < 0 ? NULL : &ts) < 0) {
@@ -260,6 +265,6 @@ int esock_shmq_wait(struct esock_shmq *q, int timeout_ms)
 			rc = -EINTR;
 		/* (EAGAIN: a commit bumped |seq| meanwhile: look again) */
 	}
-	atomic_store(&q->sh->sleeping, 0);
+	atomic_fetch_sub(&q->sh->sleeping, 1);
 	return rc;
 }

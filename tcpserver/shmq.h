@@ -83,5 +83,7 @@ int esock_shmq_wait(struct esock_shmq *q, int timeout_ms);
 void esock_shmq_set_bell(struct esock_shmq *q, int efd);
 int esock_shmq_sleep_begin(struct esock_shmq *q);
 void esock_shmq_sleep_end(struct esock_shmq *q);
+/* Consumer: threads of this side that said they sleep now (a hint: it may change at once). */
+unsigned esock_shmq_sleepers(const struct esock_shmq *q);
 
 #endif /* ESOCK_TCPSERVER_SHMQ_H */

@@ -87,6 +87,7 @@ struct host {
 	struct tsp_chan ch;
 	uint32_t pid, flags;
 	bool hello;
+	bool asleep;          /* said it sleeps on its request queue (esock_shmq_sleep_begin) */
 	struct tsock *socks;  /* by handle - 1 */
 	int nsocks;           /* handles in use */
 	int neager;           /* its listeners that accept ahead */
@@ -617,7 +618,8 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 			rc = -errno;
 			if (rc == -EAGAIN || rc == -EWOULDBLOCK)
 				s->told &= ~(uint32_t)POLLIN; /* (the host knows: the next connection is news) */
-			if ((rc == -EAGAIN || rc == -EWOULDBLOCK) && !s->nonblock)
+			if ((rc == -EAGAIN || rc == -EWOULDBLOCK) && !s->nonblock &&
+			    !(q->u.accept.flags & ESOCK_TSP_MSG_DONTWAIT))
 				return park(h, s, hi, q->h.sock, rec, len, EPOLLIN) ? 0 : -1;
 			break;
 		}
@@ -689,7 +691,8 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 		s->out += n > 0 ? (uint64_t)n : 0;
 		if (off < q->data_len)
 			s->told &= ~(uint32_t)POLLOUT; /* (full: room again is news) */
-		if (off < q->data_len && !s->nonblock) { /* a blocking send returns with all of it taken */
+		if (off < q->data_len && !s->nonblock && !(q->u.send.flags & ESOCK_TSP_MSG_DONTWAIT)) {
+			/* a blocking send returns with all of it taken */
 			s->sent = off;
 			return park(h, s, hi, q->h.sock, rec, len, EPOLLOUT) ? 0 : -1;
 		}
@@ -718,7 +721,8 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 			rc = -errno;
 			if (rc == -EAGAIN || rc == -EWOULDBLOCK)
 				s->told &= ~(uint32_t)POLLIN; /* (drained: the next octets are news) */
-			if ((rc == -EAGAIN || rc == -EWOULDBLOCK) && !s->nonblock && max)
+			if ((rc == -EAGAIN || rc == -EWOULDBLOCK) && !s->nonblock && max &&
+			    !(q->u.recv.flags & ESOCK_TSP_MSG_DONTWAIT))
 				return park(h, s, hi, q->h.sock, rec, len, EPOLLIN | EPOLLRDHUP) ? 0 : -1;
 			break;
 		}
@@ -753,7 +757,18 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 
 		if (q->u.opt.level == SOL_SOCKET && q->u.opt.name == SO_LINGER && q->data_len >= sizeof(lg))
 			memcpy(&lg, q->data, sizeof(lg));
-		if (!option_ok(q->u.opt.level, q->u.opt.name) || q->u.opt.name == SO_ERROR || q->u.opt.name == SO_TYPE)
+		if (q->u.opt.level == ESOCK_TSP_SOL) { /* (ours: the socket's mode) */
+			int32_t v = 0;
+
+			if (q->u.opt.name != ESOCK_TSP_SO_NONBLOCK)
+				rc = -ENOPROTOOPT;
+			else if (q->data_len != sizeof(v))
+				rc = -EINVAL;
+			else {
+				memcpy(&v, q->data, sizeof(v));
+				s->nonblock = v != 0;
+			}
+		} else if (!option_ok(q->u.opt.level, q->u.opt.name) || q->u.opt.name == SO_ERROR || q->u.opt.name == SO_TYPE)
 			rc = -ENOPROTOOPT;
 		else if (lg.l_onoff && lg.l_linger > 0)
 			rc = -EOPNOTSUPP; /* (close would block tcpserverd that long; {1, 0} resets, as it should) */
@@ -764,7 +779,14 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 	case ESOCK_TSP_GETSOCKOPT: {
 		socklen_t ol = q->u.getopt.len < ESOCK_TSP_OPT_MAX ? q->u.getopt.len : ESOCK_TSP_OPT_MAX;
 
-		if (!option_ok(q->u.getopt.level, q->u.getopt.name)) {
+		if (q->u.getopt.level == ESOCK_TSP_SOL && q->u.getopt.name == ESOCK_TSP_SO_NONBLOCK &&
+		    ol >= sizeof(int32_t)) {
+			int32_t v = s->nonblock;
+
+			memcpy(buf, &v, sizeof(v));
+			m.data = buf;
+			m.data_len = sizeof(v);
+		} else if (!option_ok(q->u.getopt.level, q->u.getopt.name)) {
 			rc = -ENOPROTOOPT;
 		} else if (getsockopt(s->fd, q->u.getopt.level, q->u.getopt.name, buf, &ol) < 0) {
 			rc = -errno;
@@ -1099,8 +1121,11 @@ static void loop(void)
 			bool ready = false;
 
 			for (int i = 0; i < d.max_hosts; i++)
-				if (d.hosts[i].used && d.hosts[i].ready && esock_shmq_sleep_begin(d.hosts[i].ch.req))
-					ready = true;
+				if (d.hosts[i].used && d.hosts[i].ready && !d.hosts[i].asleep) {
+					d.hosts[i].asleep = true; /* (the queue counts sleepers: one each) */
+					if (esock_shmq_sleep_begin(d.hosts[i].ch.req))
+						ready = true;
+				}
 			tmo = ready ? 0 : host_deadlines();
 			if (blocked && (tmo < 0 || tmo > 1))
 				tmo = 1; /* (eager receive waits for a host to read its queue: look again soon) */
@@ -1122,10 +1147,11 @@ static void loop(void)
 			shared_cpu = now_us() - t0 > 5;
 		}
 		n = epoll_wait(d.epfd, ev, 64, tmo);
-		if (tmo)
-			for (int i = 0; i < d.max_hosts; i++)
-				if (d.hosts[i].used && d.hosts[i].ready)
-					esock_shmq_sleep_end(d.hosts[i].ch.req);
+		for (int i = 0; i < d.max_hosts; i++)
+			if (d.hosts[i].used && d.hosts[i].asleep) {
+				esock_shmq_sleep_end(d.hosts[i].ch.req);
+				d.hosts[i].asleep = false;
+			}
 		if (d.dump) {
 			d.dump = 0;
 			print_counters();

@@ -85,7 +85,21 @@ enum {
 	ESOCK_TSP_MSG_MORE = 1u << 3,
 	/* RECV on a socket that receives eagerly: gives back |max| octets of credit, reads nothing. */
 	ESOCK_TSP_MSG_CREDIT = 1u << 4,
+	/*
+	 * RECV, SEND, ACCEPT: this call never waits, whatever the socket's mode
+	 * (MSG_DONTWAIT).  ACCEPT's NONBLOCK is the new socket's mode.
+	 */
+	ESOCK_TSP_MSG_DONTWAIT = 1u << 5,
 };
+
+/*
+ * tcpserverd's own socket options (SETSOCKOPT/GETSOCKOPT at this level):
+ * ESOCK_TSP_SO_NONBLOCK (an int) is the socket's mode as the host's program
+ * set it after SOCKET or ACCEPT (fcntl O_NONBLOCK, FIONBIO): its calls never
+ * wait.
+ */
+#define ESOCK_TSP_SOL 0x7473
+#define ESOCK_TSP_SO_NONBLOCK 1
 
 /* READY's and WATCH's events: POLLIN, POLLOUT, POLLPRI, POLLERR, POLLHUP, POLLRDHUP as Linux numbers them. */
 
