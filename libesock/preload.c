@@ -29,6 +29,7 @@
 #include "libc/ownfd.h"
 #include "libc/real.h"
 #include "libesock/sock.h"
+#include "libesock/sock_off.h"
 #include "util/log.h"
 
 #define API __attribute__((visibility("default")))
@@ -76,12 +77,66 @@ API int prctl(int option, ...)
 
 API int socket(int domain, int type, int protocol)
 {
-	int fd = REAL(socket)(domain, type, protocol);
+	int fd = REAL(socket)(domain, type, protocol), rc;
 
 	fresh(fd);
-	if (fd >= 0 && (domain == AF_INET || domain == AF_INET6))
-		sock_born(fd, domain, type, protocol);
+	if (fd >= 0 && (domain == AF_INET || domain == AF_INET6) &&
+	    (rc = sock_born(fd, domain, type, protocol)) < 0) {
+		REAL(close)(fd); /* (the offload mode cannot carry it: tcpserverd is not there) */
+		errno = -rc;
+		return -1;
+	}
 	return fd;
+}
+
+/* bind, getsockname, getpeername: the kernel's, but an offloaded socket's are tcpserverd's. */
+API int bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct esock_sock *s = sock_get(fd);
+	long rc;
+
+	if (!s || !s->off) {
+		if (s)
+			sock_put(s);
+		return REAL(bind)(fd, addr, len);
+	}
+	rc = sock_off_bind(s, addr, len);
+	sock_put(s);
+	return (int)ret(rc);
+}
+
+static int off_name(int fd, bool peer, struct sockaddr *addr, socklen_t *len)
+{
+	struct esock_sock *s = sock_get(fd);
+	long rc;
+
+	if (!s || !s->off) {
+		if (s)
+			sock_put(s);
+		return peer ? REAL(getpeername)(fd, addr, len) : REAL(getsockname)(fd, addr, len);
+	}
+	rc = sock_off_name(s, peer, addr, len);
+	sock_put(s);
+	return (int)ret(rc);
+}
+
+API int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	return off_name(fd, false, addr, len);
+}
+
+API int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	return off_name(fd, true, addr, len);
+}
+
+/* The peer's address for recvfrom and recvmsg (an offloaded socket's is tcpserverd's). */
+static void peer_of(struct esock_sock *s, int fd, struct sockaddr *addr, socklen_t *len)
+{
+	if (s->off)
+		(void)sock_off_name(s, true, addr, len);
+	else
+		REAL(getpeername)(fd, addr, len);
 }
 
 API int connect(int fd, const struct sockaddr *addr, socklen_t len)
@@ -95,9 +150,13 @@ API int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		if (!(s = sock_get(fd)))
 			return REAL(connect)(fd, addr, len);
 	}
-	pthread_mutex_lock(&s->lock);
-	rc = sock_connect(s, addr, len);
-	pthread_mutex_unlock(&s->lock);
+	if (s->off) {
+		rc = sock_off_connect(s, addr, len); /* (locks of its own) */
+	} else {
+		pthread_mutex_lock(&s->lock);
+		rc = sock_connect(s, addr, len);
+		pthread_mutex_unlock(&s->lock);
+	}
 	sock_put(s);
 	return (int)ret(rc);
 }
@@ -109,9 +168,13 @@ API int listen(int fd, int backlog)
 
 	if (!s && (!sock_auto_ddp(fd, NULL, true) || !(s = sock_get(fd))))
 		return REAL(listen)(fd, backlog);
-	pthread_mutex_lock(&s->lock);
-	rc = sock_listen(s, backlog);
-	pthread_mutex_unlock(&s->lock);
+	if (s->off) {
+		rc = sock_off_listen(s, backlog);
+	} else {
+		pthread_mutex_lock(&s->lock);
+		rc = sock_listen(s, backlog);
+		pthread_mutex_unlock(&s->lock);
+	}
 	sock_put(s);
 	return (int)ret(rc);
 }
@@ -120,7 +183,8 @@ API int listen(int fd, int backlog)
 static int accept_ddp(struct esock_sock *s, struct sockaddr *addr, socklen_t *len, int flags)
 {
 	/* The listener's lock is not held: accepting threads work in parallel. */
-	long rc = s->st == SOCK_LISTENING ? sock_accept(s, addr, len, flags) : -EINVAL;
+	long rc = s->off ? sock_off_accept(s, addr, len, flags)
+		  : s->st == SOCK_LISTENING ? sock_accept(s, addr, len, flags) : -EINVAL;
 
 	sock_put(s);
 	return (int)ret(rc);
@@ -328,7 +392,7 @@ API ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *
 	if (!s)
 		return REAL(recvfrom)(fd, buf, len, flags, addr, alen);
 	if (addr && alen) /* a connected stream socket: the peer's address */
-		REAL(getpeername)(fd, addr, alen);
+		peer_of(s, fd, addr, alen);
 	return ddp_recv(s, &v, 1, flags, NULL);
 }
 
@@ -360,7 +424,7 @@ API ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 		m->msg_flags = mflags;
 		m->msg_controllen = 0;
 		if (m->msg_name && m->msg_namelen)
-			REAL(getpeername)(fd, m->msg_name, &m->msg_namelen);
+			peer_of(s, fd, m->msg_name, &m->msg_namelen);
 	}
 	return rc;
 }
@@ -490,7 +554,7 @@ API int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct ti
 		m->msg_flags = mf;
 		m->msg_controllen = 0;
 		if (m->msg_name && m->msg_namelen)
-			REAL(getpeername)(fd, m->msg_name, &m->msg_namelen);
+			peer_of(s, fd, m->msg_name, &m->msg_namelen);
 		if (rc == 0) { /* end of stream */
 			i++;
 			break;
@@ -571,6 +635,14 @@ API int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 	struct esock_sock *s;
 	long rc;
 
+	if (esock_fdtab_get(fd) && (s = sock_get(fd))) {
+		if (s->off) { /* (every option of an offloaded socket is tcpserverd's, or ours) */
+			rc = sock_off_setopt(s, level, name, val, len);
+			sock_put(s);
+			return (int)ret(rc);
+		}
+		sock_put(s);
+	}
 	if (level != SOL_ESOCK) {
 		int r;
 
@@ -634,7 +706,9 @@ API int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 		}
 		return (int)ret(-ENOPROTOOPT);
 	}
-	if (level == SOL_ESOCK)
+	if (s->off)
+		rc = sock_off_getopt(s, level, name, val, len);
+	else if (level == SOL_ESOCK)
 		rc = sock_getopt(s, level, name, val, len);
 	else if (level == SOL_SOCKET && name == SO_ERROR && s->st == SOCK_FAILED && val && len &&
 		 *len >= (socklen_t)sizeof(int)) {
@@ -650,8 +724,17 @@ API int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 static int ddp_fcntl(struct esock_sock *s, int fd, int cmd, long arg)
 {
 	/* A listener's file stays non-blocking (sock_listen); the application sees its own flag. */
-	bool lst = s->st == SOCK_LISTENING && s->lst;
-	int rc = REAL(fcntl)(fd, cmd, lst && cmd == F_SETFL ? arg | O_NONBLOCK : arg);
+	bool lst = (s->st == SOCK_LISTENING && s->lst) || s->off;
+	long app = arg; /* (what the application asked for) */
+	int rc;
+
+	/*
+	 * An offloaded socket's file is a copy of one shared by others: its
+	 * O_NONBLOCK stays as it is, the sock keeps the application's.
+	 */
+	if (s->off && cmd == F_SETFL)
+		arg = (arg & ~(long)O_NONBLOCK) | (REAL(fcntl)(fd, F_GETFL) & O_NONBLOCK);
+	rc = REAL(fcntl)(fd, cmd, lst && !s->off && cmd == F_SETFL ? arg | O_NONBLOCK : arg);
 
 	if (rc >= 0 && cmd == F_SETFD && fd == s->cloexec_fd)
 		s->cloexec = (arg & FD_CLOEXEC) != 0;
@@ -664,7 +747,7 @@ static int ddp_fcntl(struct esock_sock *s, int fd, int cmd, long arg)
 		if (cmd == F_GETFL && lst)
 			rc = (rc & ~O_NONBLOCK) | (s->nonblock ? O_NONBLOCK : 0);
 		if (cmd == F_SETFL)
-			s->nonblock = (arg & O_NONBLOCK) != 0;
+			s->nonblock = (app & O_NONBLOCK) != 0;
 		else if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
 			sock_dup_fd(fd, rc);
 	}
@@ -701,7 +784,12 @@ API int ioctl(int fd, unsigned long req, ...)
 	va_end(ap);
 	if (!s)
 		return REAL(ioctl)(fd, req, arg);
-	if (req == FIONREAD && arg) {
+	if (s->off && req == FIONREAD && arg) {
+		rc = (int)ret(sock_off_fionread(s, arg));
+	} else if (s->off && req == FIONBIO && arg) {
+		s->nonblock = *(int *)arg != 0; /* (the file is shared: ddp_fcntl) */
+		rc = 0;
+	} else if (req == FIONREAD && arg) {
 		pthread_mutex_lock(&s->lock);
 		sock_pull(s);
 		*(int *)arg = (int)(s->o.msgmode && s->rcount

@@ -43,6 +43,7 @@ enum sock_state {
 	SOCK_CONNECTED,   /* QP in RTS (or ended: see err / eof) */
 	SOCK_PLAIN,       /* fell back to plain TCP: pass-through from now on */
 	SOCK_FAILED,      /* connect or MPA failed; err says why */
+	SOCK_OFFLOADED,   /* carried out by tcpserverd (off: sock_off.h) */
 };
 
 struct sock_opts {
@@ -63,6 +64,7 @@ struct esock_stat_slot;
 struct user_op;
 struct ep_qp_snap;
 struct sock_share;
+struct sock_off;
 
 /* Receive buffers posted at first (sock_pool.c: the target grows when they ran out). */
 #define SOCK_RPOST_START 8
@@ -148,6 +150,8 @@ struct esock_sock {
 	struct esock_mr **mrs;      /* regions registered through the API */
 	int nmrs, capmrs;
 
+	struct sock_off *off;       /* the offload mode's state (sock_off.h), or NULL */
+
 	struct sock_epreg *epregs;  /* epoll sets holding it (sock_epoll.c), under lock */
 	int nepregs, capepregs;
 };
@@ -226,8 +230,12 @@ void sock_put(struct esock_sock *s);
 struct esock_sock *sock_new(int fd);         /* installed in the table, nfds 1 */
 /* The same for a TCP socket socket() made just now with |type| (no system calls). */
 struct esock_sock *sock_new_born(int fd, int type);
-/* socket() made |fd|: with ESOCK_DDPMODE=all a TCP socket is in DDPMODE from birth. */
-void sock_born(int fd, int domain, int type, int protocol);
+/*
+ * socket() made |fd|: with ESOCK_DDPMODE=all a TCP socket is in DDPMODE from
+ * birth; with ESOCK_TCPSERVER it is offloaded (sock_off.h).  0, or -errno:
+ * socket() fails.
+ */
+int sock_born(int fd, int domain, int type, int protocol);
 /* The same for a connection accepted from listener |ls| (its flags set by the caller). */
 struct esock_sock *sock_new_accepted(int fd, const struct esock_sock *ls);
 int sock_close_fd(int fd);                   /* the close wrapper's work */

@@ -22,6 +22,7 @@
 #include "libc/ownfd.h"
 #include "libc/real.h"
 #include "libesock/sock.h"
+#include "libesock/sock_off.h"
 #include "util/env.h"
 #include "util/log.h"
 
@@ -639,6 +640,10 @@ void sock_teardown(struct esock_sock *s, bool graceful)
 	struct esock_qp *qp;
 	bool others, quiesced;
 
+	if (s->off) {
+		sock_off_release(s);
+		return;
+	}
 	pthread_mutex_lock(&s->lock);
 	/* Held by other processes too: left to them, with its state if it is ours. */
 	others = sock_share_leave(s, &quiesced);
@@ -686,6 +691,8 @@ int sock_shutdown(struct esock_sock *s, int how)
 {
 	int rc = 0;
 
+	if (s->off)
+		return sock_off_shutdown(s, how);
 	pthread_mutex_lock(&s->lock);
 	if (s->st != SOCK_CONNECTED) {
 		pthread_mutex_unlock(&s->lock);

@@ -46,6 +46,7 @@
 #include "libc/ownfd.h"
 #include "libc/real.h"
 #include "libesock/sock.h"
+#include "libesock/sock_off.h"
 
 struct ep_entry {
 	int fd;                  /* the application's descriptor */
@@ -55,6 +56,7 @@ struct ep_entry {
 	bool rx_kick;            /* that socket had news: read it at the next look */
 	bool rx_end;             /* ... a FIN, reset or error among it: read to the end */
 	bool lst_kick;           /* a listener's poll descriptor had news: look at its backlog */
+	bool off;                /* an offloaded socket (sock_off.h): the pump kicks it */
 	struct esock_sock *s;
 	struct epoll_event ev;   /* what the application registered */
 	bool disabled;           /* EPOLLONESHOT fired */
@@ -71,6 +73,8 @@ struct epset {
 	int nq, capq;
 	int bell;                /* the doorbell eventfd, or -1; in the kernel's set when in_kernel */
 	bool bell_in_kernel;
+	int noff;                /* entries of offloaded sockets */
+	bool off_in_kernel;      /* the offload channel's bell is in the kernel's set */
 	pthread_mutex_t kick_lock; /* (a leaf lock: taken under CQ locks) the list below */
 	int *kicked, nkicked, capkicked;
 	bool kick_lost;          /* the list could not grow: look at every entry */
@@ -78,6 +82,10 @@ struct epset {
 };
 
 #define BELL_KEY 0xffffffffu /* the low half of the doorbell's marker */
+#define OFF_KEY 0xfffffffeu  /* ... and of the offload channel's bell */
+
+/* The set whose epoll_wait pumps the offload channel in this thread: its kicks need no ring. */
+static __thread struct epset *pumping;
 
 atomic_int sock_epoll_regs; /* DDPMODE entries in all sets: 0 lets epoll_wait pass */
 atomic_bool sock_epoll_used; /* a marker was ever registered (pass-through filters them) */
@@ -194,8 +202,8 @@ static void set_kick(void *arg, int fd)
 		st->kicked[st->nkicked++] = fd;
 	else
 		st->kick_lost = true;
-	ring = !st->rung;
-	st->rung = true;
+	ring = !st->rung && st != pumping; /* (that thread takes the list itself: take_kicks) */
+	st->rung |= ring;
 	pthread_mutex_unlock(&st->kick_lock);
 	if (ring) {
 		uint64_t one = 1;
@@ -206,13 +214,14 @@ static void set_kick(void *arg, int fd)
 
 static void enqueue(struct epset *st, struct ep_entry *e);
 
-/* The bell rang: the kicked entries are looked at next (st->lock held). */
-static void bell_rang(struct epset *st)
+/* The kicked entries are looked at next (st->lock held); |quiet|: the bell rang, quiet it. */
+static void take_kicks(struct epset *st, bool quiet)
 {
 	uint64_t v;
 	bool lost;
 
-	(void)!REAL(read)(st->bell, &v, sizeof(v));
+	if (quiet)
+		(void)!REAL(read)(st->bell, &v, sizeof(v));
 	pthread_mutex_lock(&st->kick_lock);
 	for (int i = 0; i < st->nkicked; i++) {
 		int fd = st->kicked[i];
@@ -229,6 +238,62 @@ static void bell_rang(struct epset *st)
 		for (int fd = 0; fd < st->capfd; fd++)
 			if (st->byfd[fd])
 				enqueue(st, st->byfd[fd]);
+}
+
+static void bell_rang(struct epset *st)
+{
+	take_kicks(st, true);
+}
+
+void sock_epoll_kick(struct esock_sock *s)
+{
+	pthread_mutex_lock(&s->lock);
+	for (int i = 0; i < s->nepregs; i++) {
+		struct epset *st = set_of(s->epregs[i].epfd, false);
+
+		if (st && st->bell >= 0)
+			set_kick(st, s->epregs[i].fd);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+/*
+ * The offload channel's events, taken by the thread that waits on |st|
+ * (st->lock not held): what they kicked is queued for the look.
+ */
+static void off_pump(struct epset *st)
+{
+	pumping = st;
+	sock_off_pump();
+	pumping = NULL;
+	pthread_mutex_lock(&st->lock);
+	if (st->bell >= 0) {
+		pthread_mutex_lock(&st->kick_lock);
+		bool rung = st->rung, any = st->nkicked || st->kick_lost;
+
+		pthread_mutex_unlock(&st->kick_lock);
+		if (any || rung)
+			take_kicks(st, rung);
+	}
+	pthread_mutex_unlock(&st->lock);
+}
+
+static int bell_ready(struct epset *st, int epfd);
+
+/* An offloaded socket's entry: the set's doorbell and the channel's bell in the kernel's set. */
+static int off_watch(struct epset *st, int epfd)
+{
+	struct epoll_event mark = { .events = EPOLLIN, .data.u64 = marker_hi | OFF_KEY };
+	int rc = bell_ready(st, epfd), bell = sock_off_bell();
+
+	if (rc < 0)
+		return rc;
+	if (!st->off_in_kernel && bell >= 0) {
+		if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, bell, &mark) < 0 && errno != EEXIST)
+			return -errno;
+		st->off_in_kernel = true;
+	}
+	return 0;
 }
 
 /* The set's doorbell, in the kernel's set |epfd| (st->lock held).  0 or -errno. */
@@ -254,6 +319,7 @@ static void remove_entry(struct epset *st, int epfd, struct ep_entry *e, bool ke
 {
 	if (e->wcq)
 		ep_cq_unwatch(e->wcq, st, e->fd);
+	st->noff -= e->off;
 	if (kernel && e->wfd >= 0)
 		REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, e->wfd, NULL);
 	if (kernel && e->sfd >= 0)
@@ -281,6 +347,7 @@ void sock_epoll_fresh(int epfd)
 		esock_fd_close(st->bell);
 	st->bell = -1;
 	st->bell_in_kernel = false;
+	st->off_in_kernel = false;
 	pthread_mutex_lock(&st->kick_lock);
 	st->nkicked = 0;
 	st->rung = st->kick_lost = false;
@@ -355,6 +422,8 @@ void sock_epoll_forget(struct esock_sock *s)
 /* The rx generation: changes with every message, EOF or error (a listener: every Request in). */
 static uint64_t rx_gen(struct esock_sock *s)
 {
+	if (s->off)
+		return sock_off_rx_gen(s);
 	if (s->st == SOCK_LISTENING && s->lst)
 		return ep_listener_completed(s->lst);
 	return s->stats->rx_msgs + (s->eof ? 1u << 30 : 0) + (s->err ? 1u << 31 : 0);
@@ -416,6 +485,8 @@ static int watch(struct epset *st, int epfd, struct ep_entry *e)
 	struct esock_sock *s = e->s;
 	int wfd = watched_fd(s), rc;
 
+	if (s->off)
+		return off_watch(st, epfd);
 	if (wfd >= 0) {
 		struct epoll_event mark = { .events = EPOLLIN, .data.u64 = mark_of(e->fd) };
 
@@ -451,8 +522,11 @@ int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_
 		return -ENOMEM;
 	if (op != EPOLL_CTL_DEL && !ev)
 		return -EFAULT;
+	/* An offloaded socket: READY for what it is watched for (a call, the first time). */
+	if (s->off && op != EPOLL_CTL_DEL && (rc = sock_off_watch(s, ev->events)) < 0)
+		return rc;
 	pthread_mutex_lock(&s->lock);
-	if (!(s->st == SOCK_LISTENING && s->lst) && !s->cq &&
+	if (!s->off && !(s->st == SOCK_LISTENING && s->lst) && !s->cq &&
 	    (rc = ep_sock_cq_create(sock_cq_depth(s->o.rdepth), &s->cq)) < 0) {
 		pthread_mutex_unlock(&s->lock);
 		return rc;
@@ -487,6 +561,7 @@ int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_
 		e->ev = *ev;
 		e->seen_rx = e->seen_out = ~0ull;
 		e->wfd = e->sfd = -1;
+		e->off = s->off != NULL;
 		/* The kernel checks epfd and gives its errors (EBADF, EINVAL, ELOOP). */
 		if ((rc = reg_add(s, epfd, fd)) < 0) {
 			free(e);
@@ -500,6 +575,7 @@ int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_
 		atomic_store(&sock_epoll_used, true);
 		st->byfd[fd] = e;
 		st->n++;
+		st->noff += e->off;
 		atomic_fetch_add(&sock_epoll_regs, 1);
 		enqueue(st, e); /* a first look at the next wait */
 		break;
@@ -654,7 +730,8 @@ static int collect(struct epset *st, int epfd, struct epoll_event *out, int max,
 }
 
 /* Kernel events into |out| from |from| on: marker events queue their entry, the rest stay. */
-static int sort_kernel(struct epset *st, struct epoll_event *out, int from, int kn, bool *marks)
+static int sort_kernel(struct epset *st, struct epoll_event *out, int from, int kn, bool *marks,
+		       bool *off_rang)
 {
 	int n = from;
 
@@ -668,6 +745,10 @@ static int sort_kernel(struct epset *st, struct epoll_event *out, int from, int 
 			if (st->bell >= 0)
 				bell_rang(st);
 			*marks = true;
+			continue;
+		}
+		if ((uint32_t)out[i].data.u64 == OFF_KEY) {
+			*off_rang = *marks = true; /* (the channel: pumped after this) */
 			continue;
 		}
 		struct ep_entry *e = find(st, (int)(uint32_t)out[i].data.u64);
@@ -728,9 +809,11 @@ int sock_epoll_wait(int epfd, struct epoll_event *out, int max, int timeout_ms,
 	if (!st || !st->n || max <= 0)
 		return sock_epoll_pass(epfd, out, max, timeout_ms, mask);
 	for (;;) {
-		bool pending = false, marks = false, hot = false;
+		bool pending = false, marks = false, hot = false, off_rang = false, off_sleep;
 		int got, left = timeout_ms, kn;
 
+		if (st->noff)
+			off_pump(st); /* (a look at shared memory when nothing came) */
 		pthread_mutex_lock(&st->lock);
 		got = collect(st, epfd, out, max, &pending, &hot);
 		pthread_mutex_unlock(&st->lock);
@@ -742,11 +825,19 @@ int sock_epoll_wait(int epfd, struct epoll_event *out, int max, int timeout_ms,
 			left = 10;
 		if (left)
 			ep_uncork_all(); /* what we wait for may need a corked RTR out first (ep.h) */
+		if ((off_sleep = st->noff && left) && sock_off_sleep_begin())
+			left = 0; /* (the channel has events already) */
 		kn = mask ? REAL(epoll_pwait)(epfd, out + got, max - got, left, mask)
 			  : REAL(epoll_wait)(epfd, out + got, max - got, left);
+		if (off_sleep)
+			sock_off_sleep_end();
 		if (kn < 0)
 			return got ? got : -1;
-		got = sort_kernel(st, out, got, kn, &marks);
+		got = sort_kernel(st, out, got, kn, &marks, &off_rang);
+		if (off_rang || (off_sleep && !left)) {
+			off_pump(st);
+			marks = true;
+		}
 		if (got == 0 && marks) { /* a kick: look at those sockets now */
 			pthread_mutex_lock(&st->lock);
 			got = collect(st, epfd, out, max, &pending, &hot);

@@ -17,6 +17,7 @@
 #include "endpoint/ep_sock.h"
 #include "libc/real.h"
 #include "libesock/sock.h"
+#include "libesock/sock_off.h"
 #include "util/log.h"
 
 /* ---- ESOCK_DDPMODE from the environment ---- */
@@ -104,13 +105,16 @@ bool sock_auto_ddp(int fd, const struct sockaddr *addr, bool listening)
  * birth instead, it needs no questions to the kernel (type, protocol, state,
  * flags, timeouts and linger are socket()'s arguments and the defaults).
  */
-void sock_born(int fd, int domain, int type, int protocol)
+int sock_born(int fd, int domain, int type, int protocol)
 {
-	(void)domain;
 	pthread_once(&env_once, env_parse);
-	if (env.all && (type & 0xf) == SOCK_STREAM && (protocol == 0 || protocol == IPPROTO_TCP) &&
-	    sock_new_born(fd, type))
+	if ((type & 0xf) != SOCK_STREAM || (protocol != 0 && protocol != IPPROTO_TCP))
+		return 0; /* (Linux has TCP only as SOCK_STREAM: the protocol says it all) */
+	if (sock_off_enabled())
+		return sock_off_born(fd, domain, type);
+	if (env.all && sock_new_born(fd, type))
 		log_debug("fd %d: DDPMODE from socket()", fd);
+	return 0;
 }
 
 /* ---- switching ---- */
@@ -340,6 +344,8 @@ int sock_set_nodelay(struct esock_sock *s, const void *val, socklen_t len)
 {
 	int on;
 
+	if (s->off)
+		return sock_off_setopt(s, IPPROTO_TCP, TCP_NODELAY, val, len);
 	if (!val || len < (socklen_t)sizeof(int))
 		return REAL(setsockopt)(s->fd, IPPROTO_TCP, TCP_NODELAY, val, len) < 0 ? -errno : 0;
 	memcpy(&on, val, sizeof(on));

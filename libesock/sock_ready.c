@@ -18,6 +18,7 @@
 #include "endpoint/ep_sock.h"
 #include "libc/real.h"
 #include "libesock/sock.h"
+#include "libesock/sock_off.h"
 
 #define SMALL 32
 
@@ -47,7 +48,7 @@ int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 	struct pollfd small_k[2 * SMALL], *k = small_k, small_c[2 * SMALL], *c = small_c;
 	uint32_t small_m[2 * SMALL], *m = small_m;
 	int64_t end = timeout_ms > 0 ? ep_now_ms() + timeout_ms : 0;
-	nfds_t nddp = 0;
+	nfds_t nddp = 0, noff = 0;
 	int rc = 0;
 
 	if (n > SMALL) {
@@ -78,9 +79,13 @@ int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 		k[n + i].events = POLLIN;
 		if (s) {
 			nddp++;
-			/* A listener sleeps on its own poll descriptor: Requests are read here. */
-			k[i].fd = s->st == SOCK_LISTENING ? esock_listener_poll_fd(s->lst)
+			/*
+			 * A listener sleeps on its own poll descriptor: Requests are
+			 * read here; an offloaded socket on the channel's bell.
+			 */
+			k[i].fd = s->off ? sock_off_bell() : s->st == SOCK_LISTENING ? esock_listener_poll_fd(s->lst)
 				  : s->cq ? esock_cq_fd(s->cq) : -1;
+			noff += s->off != NULL;
 			k[i].events = POLLIN;
 		}
 	}
@@ -98,6 +103,8 @@ int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 
 			k[n + i].fd = -1;
 			k[n + i].events = POLLIN;
+			if (ss[i] && ss[i]->off) /* (its events ring the channel's bell) */
+				continue;
 			if (ss[i] && (ss[i]->st == SOCK_TCP_CONNECTING || ss[i]->st == SOCK_MPA_CONNECTING)) {
 				/* A non-blocking connect: TCP up, or the MPA Reply's octets, or its timeout. */
 				int t = sock_connect_watch(ss[i], &k[i].fd, &k[i].events);
@@ -154,7 +161,13 @@ int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 				m[nc++] = (uint32_t)j;
 			}
 		}
+		bool off_sleep = noff && wait != 0;
+
+		if (off_sleep && sock_off_sleep_begin())
+			wait = 0; /* (events came meanwhile) */
 		rc = REAL(poll)(c, nc, wait);
+		if (off_sleep)
+			sock_off_sleep_end();
 		if (rc < 0)
 			break;
 		for (nfds_t j = 0; j < nc; j++)
@@ -198,6 +211,8 @@ unsigned sock_ready(struct esock_sock *s, unsigned events)
 {
 	unsigned r = 0;
 
+	if (s->off)
+		return sock_off_ready(s, events);
 	if (s->st == SOCK_LISTENING)
 		return sock_listen_ready(s, events, true);
 	if (s->st == SOCK_TCP_CONNECTING || s->st == SOCK_MPA_CONNECTING)

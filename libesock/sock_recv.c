@@ -12,6 +12,7 @@
 #include "endpoint/ep_sock.h"
 #include "libc/real.h"
 #include "libesock/sock.h"
+#include "libesock/sock_off.h"
 #include "libesock/sock_stat.h"
 #include "util/log.h"
 
@@ -97,6 +98,9 @@ ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 	bool trunc = false, block, pulled = false;
 	int64_t end = -2; /* SO_RCVTIMEO, read when a wait begins */
 	ssize_t rc;
+
+	if (s->off)
+		return sock_off_recv(s, iov, iovcnt, flags, msg_flags);
 
 	if (flags & MSG_OOB)
 		return -EOPNOTSUPP; /* no urgent data over RDMA Sends */

@@ -13,6 +13,7 @@
 #include "endpoint/ep_sock.h"
 #include "libc/real.h"
 #include "libesock/sock.h"
+#include "libesock/sock_off.h"
 #include "libesock/sock_stat.h"
 #include "util/log.h"
 
@@ -216,6 +217,8 @@ ssize_t sock_send_ex(struct esock_sock *s, const struct iovec *iov, int iovcnt, 
 	bool block;
 	ssize_t rc;
 
+	if (s->off)
+		return sock_off_send(s, iov, iovcnt, flags);
 	if (flags & MSG_OOB)
 		return -EOPNOTSUPP; /* no urgent data over RDMA Sends */
 	for (int i = 0; i < iovcnt; i++)

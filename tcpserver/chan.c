@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "tcpserver/chan.h"
+#include "tcpserver/sys.h"
 
 #define SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 
@@ -36,11 +37,11 @@ void tsp_chan_close(struct tsp_chan *c)
 	if (c->mem != MAP_FAILED && c->mem)
 		munmap(c->mem, c->len);
 	if (c->memfd >= 0)
-		close(c->memfd);
+		TSP_CLOSE(c->memfd);
 	if (c->bell >= 0)
-		close(c->bell);
+		TSP_CLOSE(c->bell);
 	if (c->hbell >= 0)
-		close(c->hbell);
+		TSP_CLOSE(c->hbell);
 	init(c);
 }
 
@@ -54,11 +55,14 @@ int tsp_chan_create(struct tsp_chan *c, uint32_t cap)
 		return -EINVAL;
 	c->len = 2 * q;
 	if ((c->memfd = memfd_create("esock-tsp", MFD_CLOEXEC | MFD_ALLOW_SEALING)) < 0 ||
-	    ftruncate(c->memfd, (off_t)c->len) < 0 || fcntl(c->memfd, F_ADD_SEALS, SEALS) < 0 ||
+	    ftruncate(c->memfd, (off_t)c->len) < 0 || TSP_SYS(fcntl)(c->memfd, F_ADD_SEALS, SEALS) < 0 ||
 	    (c->bell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
 	    (c->hbell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
 	    (c->mem = mmap(NULL, c->len, PROT_READ | PROT_WRITE, MAP_SHARED, c->memfd, 0)) == MAP_FAILED)
 		goto fail;
+	TSP_OWN(c->memfd);
+	TSP_OWN(c->bell);
+	TSP_OWN(c->hbell);
 	if (!(c->req = esock_shmq_init(c->mem, cap)) ||
 	    !(c->resp = esock_shmq_init((uint8_t *)c->mem + q, cap))) {
 		errno = ENOMEM;
@@ -106,7 +110,7 @@ int tsp_chan_send(const struct tsp_chan *c, int usock)
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(sizeof(fds));
 	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
-	return sendmsg(usock, &x.m, MSG_NOSIGNAL) == (ssize_t)sizeof(x.h) ? 0 : -errno;
+	return TSP_SYS(sendmsg)(usock, &x.m, MSG_NOSIGNAL) == (ssize_t)sizeof(x.h) ? 0 : -errno;
 }
 
 int tsp_chan_recv(struct tsp_chan *c, int usock)

@@ -16,6 +16,7 @@
 
 #include "tcpserver/chan.h"
 #include "tcpserver/host.h"
+#include "tcpserver/sys.h"
 
 #define SPINS 2000 /* looks at the queue before sleeping on it (an answer is often microseconds away) */
 
@@ -49,8 +50,8 @@ int tsp_host_open(const char *path, uint32_t flags, struct tsp_host **out, uint3
 	}
 	pthread_mutex_init(&h->lock, NULL);
 	h->ch.memfd = h->ch.bell = -1;
-	if ((h->usock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
-	    connect(h->usock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	if ((h->usock = TSP_SYS(socket)(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+	    (TSP_OWN(h->usock), 0) || TSP_SYS(connect)(h->usock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		rc = errno == ENOENT ? -ECONNREFUSED : -errno;
 		goto fail;
 	}
@@ -74,7 +75,7 @@ int tsp_host_open(const char *path, uint32_t flags, struct tsp_host **out, uint3
 	return 0;
 fail:
 	if (h->usock >= 0)
-		close(h->usock);
+		TSP_CLOSE(h->usock);
 	tsp_chan_close(&h->ch);
 	free(h->in);
 	free(h);
@@ -83,7 +84,7 @@ fail:
 
 static void host_free(struct tsp_host *h)
 {
-	close(h->usock);
+	TSP_CLOSE(h->usock);
 	tsp_chan_close(&h->ch);
 	pthread_mutex_destroy(&h->lock);
 	while (h->ev_n) {
@@ -124,7 +125,7 @@ static void bell_quiet(struct tsp_host *h)
 {
 	uint64_t v;
 
-	(void)!read(h->ch.hbell, &v, sizeof(v));
+	(void)!TSP_SYS(read)(h->ch.hbell, &v, sizeof(v));
 }
 
 int tsp_host_sleep_begin(struct tsp_host *h)
@@ -134,8 +135,11 @@ int tsp_host_sleep_begin(struct tsp_host *h)
 
 void tsp_host_sleep_end(struct tsp_host *h)
 {
+	int e = errno; /* (the caller's wait may have said EINTR) */
+
 	esock_shmq_sleep_end(h->ch.resp);
 	bell_quiet(h);
+	errno = e;
 }
 
 /* Sleeps on the bell until tcpserverd rings or |ms| passed.  -ETIMEDOUT or 0. */
@@ -144,7 +148,7 @@ static int bell_wait(struct tsp_host *h, int ms)
 	struct pollfd p = { .fd = h->ch.hbell, .events = POLLIN };
 	int rc = 0;
 
-	if (!esock_shmq_sleep_begin(h->ch.resp) && poll(&p, 1, ms) == 0)
+	if (!esock_shmq_sleep_begin(h->ch.resp) && TSP_SYS(poll)(&p, 1, ms) == 0)
 		rc = -ETIMEDOUT;
 	esock_shmq_sleep_end(h->ch.resp);
 	if (!rc)
@@ -160,14 +164,14 @@ static int bell_wait(struct tsp_host *h, int ms)
 static void wake_sleepers(struct tsp_host *h)
 {
 	if (h->ev_n && esock_shmq_sleepers(h->ch.resp))
-		(void)!write(h->ch.hbell, &(uint64_t){ 1 }, sizeof(uint64_t));
+		(void)!TSP_SYS(write)(h->ch.hbell, &(uint64_t){ 1 }, sizeof(uint64_t));
 }
 
 /* tcpserverd still there?  (Its end of the Unix socket closes when it goes.) */
 static bool server_gone(struct tsp_host *h)
 {
 	char c;
-	ssize_t n = recv(h->usock, &c, 1, MSG_DONTWAIT | MSG_PEEK);
+	ssize_t n = TSP_SYS(recv)(h->usock, &c, 1, MSG_DONTWAIT | MSG_PEEK);
 
 	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }

@@ -5,8 +5,14 @@
 noinst_LTLIBRARIES += libesock_tsp.la
 libesock_tsp_la_SOURCES = tcpserver/proto/tsp.h tcpserver/proto/tsp.c \
 	tcpserver/shmq.h tcpserver/shmq.c tcpserver/chan.h tcpserver/chan.c \
-	tcpserver/host.h tcpserver/host.c
+	tcpserver/host.h tcpserver/host.c tcpserver/sys.h
 libesock_tsp_la_LIBADD = -lpthread
+# The same host side inside libesock.so (the offload mode): libc's calls
+# through the library's table, the channel's descriptors the library's own.
+noinst_LTLIBRARIES += libesock_tsp_lib.la
+libesock_tsp_lib_la_SOURCES = $(libesock_tsp_la_SOURCES) tcpserver/sys.h
+libesock_tsp_lib_la_CPPFLAGS = $(AM_CPPFLAGS) -DESOCK_TSP_IN_LIBESOCK
+libesock_tsp_lib_la_LIBADD = -lpthread
 
 # The daemon.
 bin_PROGRAMS += tcpserver/tcpserverd
@@ -17,8 +23,8 @@ tcpserver_tcpserverd_LDADD = libesock_tsp.la
 check_PROGRAMS += tests/tcpserver/tsp-host
 tests_tcpserver_tsp_host_SOURCES = tests/tcpserver/tsp_host.c
 tests_tcpserver_tsp_host_LDADD = libesock_tsp.la
-TESTS += tests/tcpserver/tcpserverd-test.sh
-EXTRA_DIST += tests/tcpserver/tcpserverd-test.sh
+TESTS += tests/tcpserver/tcpserverd-test.sh tests/tcpserver/offload-test.sh
+EXTRA_DIST += tests/tcpserver/tcpserverd-test.sh tests/tcpserver/offload-test.sh
 
 TEST_PROGS += tests/unit/check_tsp tests/unit/check_shmq
 tests_unit_check_tsp_LDADD = libesock_tsp.la tests/unit/libtestutil.la $(CHECK_LIBS)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "tcpserver/shmq.h"
+#include "tcpserver/sys.h"
 
 #define MAGIC 0x65736d71u /* "esmq" */
 #define QVERSION 1u
@@ -180,7 +181,7 @@ void esock_shmq_commit(struct esock_shmq *q, uint32_t len)
 	if (atomic_load_explicit(&q->sh->sleeping, memory_order_relaxed)) {
 		atomic_fetch_add(&q->sh->seq, 1);
 		if (q->bell >= 0)
-			(void)!write(q->bell, &(uint64_t){ 1 }, sizeof(uint64_t));
+			(void)!TSP_SYS(write)(q->bell, &(uint64_t){ 1 }, sizeof(uint64_t));
 		else
 			futex(&q->sh->seq, FUTEX_WAKE, 1, NULL);
 	}

@@ -705,7 +705,8 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 
 		if (s->eager_rx) { /* its octets come as DATA: a RECV only gives credit back */
 			if (!(q->u.recv.flags & ESOCK_TSP_MSG_CREDIT)) {
-				rc = -EINVAL;
+				/* (after the last DATA: how the stream ended, 0 for a FIN) */
+				rc = s->rx_end ? -s->rx_err : -EINVAL;
 				break;
 			}
 			s->rx_out -= q->u.recv.max < s->rx_out ? q->u.recv.max : s->rx_out;

@@ -21,6 +21,8 @@ unset ESOCK_LIB
 "$run" --ddp= true 2>/dev/null && fail "--ddp= with nothing accepted"
 ESOCK_LIB=/nonexistent/libesock.so "$run" true 2>/dev/null
 [ $? -eq 127 ] || fail "a missing library does not exit 127"
+"$run" --tcpserver=/nonexistent/tcpserverd.sock true 2>/dev/null
+[ $? -eq 2 ] || fail "--tcpserver without a tcpserverd there does not exit 2"
 
 # A sanitizer build's library refuses to be preloaded into an uninstrumented
 # program (the ASan runtime must come first): nothing more to run then.
@@ -38,6 +40,13 @@ case $env_ports in
 *"ESOCK_DDPMODE=5201,7000-7010 ESOCK_LOG=info LD_PRELOAD=/"*"/.libs/libesock.so "*) ;;
 *) fail "--ddp=PORTS --log: $env_ports" ;;
 esac
+# --tcpserver=PATH:OPTS (PATH must be a socket: this directory's own, made by python).
+tsock=$(mktemp -u /tmp/esock-run-test.XXXXXX)
+python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$tsock" ||
+	fail "cannot make a Unix socket"
+env_ts=$("$run" --tcpserver="$tsock:async,eagerrx" env | grep -E '^ESOCK_TCPSERVER' | sort | tr '\n' ' ')
+rm -f "$tsock"
+[ "$env_ts" = "ESOCK_TCPSERVER=$tsock ESOCK_TCPSERVER_OPT=async,eagerrx " ] || fail "--tcpserver: $env_ts"
 # An existing preload stays, after ours.
 env_pre=$(LD_PRELOAD=libc.so.6 show)
 case $env_pre in *"/.libs/libesock.so libc.so.6 "*) ;; *) fail "LD_PRELOAD kept: $env_pre" ;; esac

@@ -1,0 +1,242 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The offload mode end to end: unmodified programs under
+# esock-run --tcpserver, their TCP sockets carried out by tcpserverd, with
+# every switch off and with all of them on.
+#  - a blocking Python echo server (accept, recv, sendall) and a plain
+#    client moving 4 MB both ways at once: identical;
+#  - nginx (epoll, non-blocking accept4, writev, sendfile) behind two idle
+#    connections, fetched by a plain curl and by an offloaded curl (poll, a
+#    non-blocking connect): every file identical;
+#  - a client that resets mid-response and one that stops reading: nginx
+#    serves the next one;
+#  - nginx killed mid-transfer: tcpserverd closes its sockets (the client
+#    sees the end), keeps no descriptor of it, and serves the next nginx;
+#  - tcpserverd gone: the host's next call fails (no hang).
+set -u
+b=${top_builddir:-.}
+s=$(cd "$(dirname "$0")" && pwd)
+d=$b/tcpserver/tcpserverd run=$b/tools/esock-run/esock-run
+tmp=$(mktemp -d) || exit 99
+pids=
+cleanup() { for p in $pids; do kill "$p" 2>/dev/null; done; rm -rf "$tmp"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; tail -n 20 "$tmp"/*.log "$tmp"/*.err 2>/dev/null; exit 1; }
+for c in python3 nginx curl ss; do
+	command -v $c >/dev/null || { echo "SKIP: $c is not installed (scripts/deps.sh)"; exit 77; }
+done
+if ldd "$b/.libs/libesock.so" 2>/dev/null | grep -q libasan; then
+	echo "SKIP: libesock.so is built with sanitizers; it cannot be preloaded into uninstrumented programs"
+	exit 77
+fi
+wait_file() { for i in $(seq 1 100); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() {
+	for i in $(seq 1 100); do
+		python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1",int(sys.argv[1])),1).close()' "$1" \
+			2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+nfds() { ls "/proc/$1/fd" | wc -l; }
+# The listening socket on PORT is tcpserverd's, not the program's (it is offloaded).
+owned_by_d() {
+	ss -Hltnp "sport = :$1" | grep -q "pid=$dpid," || fail "port $1 is not tcpserverd's: $(ss -Hltnp "sport = :$1")"
+}
+
+start_d() {
+	"$d" -s "$tmp/s" -v 2>>"$tmp/d.log" & dpid=$!; pids="$pids $dpid"
+	for i in $(seq 1 100); do [ -S "$tmp/s" ] && return 0; sleep 0.05; done
+	fail "tcpserverd did not start"
+}
+start_d
+base_fds=$(nfds "$dpid")
+
+# ---- a blocking server ----
+cat >"$tmp/echo.py" <<'EOF'
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 0))
+s.listen(5)
+print(s.getsockname()[1], flush=True)
+c, a = s.accept()
+assert a[0] == "127.0.0.1" and c.getpeername() == a, (a, c.getpeername())
+assert c.getsockname()[1] == s.getsockname()[1]
+assert c.getsockopt(socket.SOL_SOCKET, socket.SO_TYPE) == socket.SOCK_STREAM
+c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+assert c.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+n = 0
+while True:
+    d = c.recv(65536)
+    if not d:
+        break
+    c.sendall(d)
+    n += len(d)
+c.close()
+s.close()
+print("echoed", n, flush=True)
+EOF
+cat >"$tmp/cli.py" <<'EOF'
+import socket, sys, threading
+port, n = int(sys.argv[1]), int(sys.argv[2])
+data = bytes(range(256)) * (n // 256)
+s = socket.create_connection(("127.0.0.1", port))
+def tx():
+    s.sendall(data)
+    s.shutdown(socket.SHUT_WR)
+t = threading.Thread(target=tx)
+t.start()
+got = bytearray()
+while True:
+    d = s.recv(65536)
+    if not d:
+        break
+    got += d
+t.join()
+sys.exit(0 if got == data else 1)
+EOF
+for opt in none all; do
+	rm -f "$tmp/echo.out"
+	"$run" --tcpserver="$tmp/s:$opt" python3 "$tmp/echo.py" >"$tmp/echo.out" 2>"$tmp/echo-$opt.err" & epid=$!
+	pids="$pids $epid"
+	wait_file "$tmp/echo.out" || fail "$opt: the echo server printed no port"
+	owned_by_d "$(head -n 1 "$tmp/echo.out")"
+	timeout 30 python3 "$tmp/cli.py" "$(head -n 1 "$tmp/echo.out")" 4000000 || fail "$opt: echo differs"
+	wait "$epid" || fail "$opt: echo server: $(cat "$tmp/echo-$opt.err")"
+	grep -q "^echoed 4000000$" "$tmp/echo.out" || fail "$opt: echoed $(cat "$tmp/echo.out")"
+done
+
+# ---- nginx ----
+mkdir -p "$tmp/www" "$tmp/cache" || exit 99
+head -c 3145728 /dev/urandom >"$tmp/www/blob"
+head -c 40000000 /dev/urandom >"$tmp/www/big"
+echo "esock offload test" >"$tmp/www/small.txt"
+chmod 755 "$tmp" "$tmp/www"
+chmod 644 "$tmp/www"/*
+
+nginx_conf() {
+	cat >"$tmp/nginx.conf" <<EOF
+daemon off;
+master_process off;
+pid $tmp/nginx.pid;
+error_log $tmp/nginx.err;
+events { worker_connections 64; }
+http {
+	access_log off;
+	client_body_temp_path $tmp/cache;
+	proxy_temp_path $tmp/cache;
+	fastcgi_temp_path $tmp/cache;
+	uwsgi_temp_path $tmp/cache;
+	scgi_temp_path $tmp/cache;
+	sendfile on;
+	server {
+		listen 127.0.0.1:$1;
+		root $tmp/www;
+	}
+}
+EOF
+}
+start_nginx() {
+	port=$(free_port)
+	nginx_conf "$port"
+	"$run" --tcpserver="$tmp/s:$1" nginx -e "$tmp/nginx.err" -p "$tmp" -c "$tmp/nginx.conf" \
+		2>"$tmp/nginx-$1.log" & npid=$!
+	pids="$pids $npid"
+	wait_port "$port" || fail "$1: nginx does not answer"
+	owned_by_d "$port"
+}
+fetch() { # fetch OPT FILE [offloaded]: curl, plain or offloaded, must get FILE whole
+	rm -f "$tmp/got"
+	if [ "${3:-}" = offloaded ]; then
+		timeout 20 "$run" --tcpserver="$tmp/s:$1" curl -sS --noproxy '*' -o "$tmp/got" \
+			"http://127.0.0.1:$port/$2" 2>"$tmp/curl.log" || fail "$1: offloaded curl $2"
+	else
+		timeout 20 curl -sS --noproxy '*' -o "$tmp/got" "http://127.0.0.1:$port/$2" 2>"$tmp/curl.log" ||
+			fail "$1: curl $2"
+	fi
+	cmp -s "$tmp/www/$2" "$tmp/got" || fail "$1: $2 differs (${3:-plain} curl)"
+}
+
+for opt in none all; do
+	start_nginx "$opt"
+	# Two connections that never say anything hold nobody up.
+	idle=
+	for k in 1 2; do
+		python3 -c 'import socket,sys,time; s=socket.create_connection(("127.0.0.1",int(sys.argv[1]))); time.sleep(60)' \
+			"$port" & idle="$idle $!"
+	done
+	pids="$pids $idle"
+	fetch "$opt" small.txt
+	fetch "$opt" blob
+	fetch "$opt" blob offloaded
+	fetch "$opt" small.txt offloaded
+	# A client that resets mid-response, one that stops reading: the next one is served.
+	python3 - "$port" <<'EOF' || fail "$opt: the resetting client"
+import socket, struct, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+s.recv(100000)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+s.close()
+EOF
+	python3 -c 'import socket,sys,time; s=socket.create_connection(("127.0.0.1",int(sys.argv[1]))); s.sendall(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n"); time.sleep(60)' \
+		"$port" & slow=$!
+	pids="$pids $slow"
+	sleep 0.3
+	fetch "$opt" blob
+	fetch "$opt" small.txt
+	# shellcheck disable=SC2086
+	kill $idle $slow 2>/dev/null
+	kill "$npid"
+	wait "$npid" 2>/dev/null
+	grep -q "alert\|emerg" "$tmp/nginx.err" && fail "$opt: nginx says $(grep "alert\|emerg" "$tmp/nginx.err")"
+done
+
+# ---- a host killed mid-transfer ----
+start_nginx all
+timeout 20 curl -sS --noproxy '*' --limit-rate 2M -o "$tmp/got" "http://127.0.0.1:$port/big" 2>/dev/null & cpid=$!
+sleep 0.5
+kill -9 "$npid"
+wait "$npid" 2>/dev/null
+wait "$cpid" && fail "a transfer cut by the host's end looked complete"
+for i in $(seq 1 40); do [ "$(nfds "$dpid")" -le "$base_fds" ] && break; sleep 0.05; done
+[ "$(nfds "$dpid")" -le "$base_fds" ] || fail "tcpserverd keeps $(nfds "$dpid") descriptors (had $base_fds)"
+grep -q "its sockets closed" "$tmp/d.log" || fail "tcpserverd did not say it closed the host's sockets"
+start_nginx all
+fetch all small.txt
+kill "$npid"
+wait "$npid" 2>/dev/null
+
+# ---- tcpserverd gone: the host's next call fails, nothing hangs ----
+cat >"$tmp/gone.py" <<'EOF'
+import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(1)
+print("ready", flush=True)
+time.sleep(1)   # (tcpserverd is stopped meanwhile)
+try:
+    s.accept()
+    print("accepted?!")
+    sys.exit(1)
+except OSError as e:
+    print("error", e.errno, flush=True)
+try:
+    socket.socket()
+    print("socket?!")
+    sys.exit(1)
+except OSError as e:
+    print("error", e.errno, flush=True)
+EOF
+rm -f "$tmp/gone.out"
+"$run" --tcpserver="$tmp/s" timeout 20 python3 "$tmp/gone.py" >"$tmp/gone.out" 2>"$tmp/gone.log" & gpid=$!
+pids="$pids $gpid"
+wait_file "$tmp/gone.out" || fail "the host did not start"
+kill "$dpid"
+wait "$dpid"
+wait "$gpid" || fail "after tcpserverd left: $(cat "$tmp/gone.out")"
+[ "$(grep -c '^error ' "$tmp/gone.out")" = 2 ] || fail "after tcpserverd left: $(cat "$tmp/gone.out")"
+
+echo "offload: blocking echo 4 MB, nginx (plain and offloaded curl, idle, reset and slow clients), killed host, tcpserverd gone; switches off and all on: ok"
