@@ -609,7 +609,8 @@ static ssize_t rx_call(struct esock_sock *s, const struct iovec *iov, int n, siz
 	}
 	off_pump_locked();
 	UNLOCK();
-	if (rc == -EAGAIN)
+	/* Drained (tcpserverd says the same of a short read: its next octets come as READY). */
+	if (rc == -EAGAIN || (rc > 0 && (uint32_t)rc < req.u.recv.max && !peek))
 		forget_ready(s, POLLIN);
 	return rc;
 }

@@ -729,6 +729,13 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 		}
 		h->bytes_in += (uint64_t)n;
 		s->in += (uint64_t)n;
+		/*
+		 * Fewer octets than asked for: the socket is drained, as an EAGAIN
+		 * would say, so the next octets are news (an edge-triggered program
+		 * such as nginx reads no further after a short read).
+		 */
+		if (n > 0 && (uint32_t)n < max && !(fl & MSG_PEEK))
+			s->told &= ~(uint32_t)POLLIN;
 		rc = (int)n;
 		m.data = buf;
 		m.data_len = (uint32_t)n;
