@@ -174,13 +174,24 @@ static int call_simple(struct esock_sock *s, struct esock_tsp_msg *req)
 	return rc;
 }
 
-static void forget_ready(struct esock_sock *s, unsigned ev)
+/*
+ * After a call that found |s| drained of |gone| (EAGAIN, a short read, a
+ * send that did not go whole; channel lock held): the events sent before
+ * its answer apply first, then what the call found, then the events after
+ * it (a READY that came after the answer is news, not to be forgotten).
+ * |full|: a send found no room (epoll: room again is an edge).
+ */
+static void settle_locked(struct esock_sock *s, unsigned gone, bool full)
 {
-	pthread_mutex_lock(&s->lock);
-	s->off->kready &= ~ev;
-	if (ev & POLLOUT)
-		s->out_full++; /* (epoll: room again is an edge) */
-	pthread_mutex_unlock(&s->lock);
+	if (gone || full) {
+		off_pump_kept_locked();
+		pthread_mutex_lock(&s->lock);
+		s->off->kready &= ~gone;
+		if (full)
+			s->out_full++;
+		pthread_mutex_unlock(&s->lock);
+	}
+	off_pump_locked();
 }
 
 int sock_off_watch(struct esock_sock *s, unsigned events)
@@ -371,14 +382,16 @@ static int so_error(struct esock_sock *s, int *err)
 
 int sock_off_connect(struct esock_sock *s, const struct sockaddr *a, socklen_t len)
 {
-	struct esock_tsp_msg req = { .h = { .op = ESOCK_TSP_CONNECT } };
+	struct esock_tsp_msg req = { .h = { .op = ESOCK_TSP_CONNECT } }, resp;
 	int rc = to_tsp(a, len, &req.u.addr), err = 0;
 
 	if (rc < 0)
 		return rc;
-	rc = call_simple(s, &req);
+	LOCK();
+	rc = call_locked(s, &req, &resp);
+	settle_locked(s, rc == -EINPROGRESS ? POLLOUT : 0, false);
+	UNLOCK();
 	if (rc == -EINPROGRESS) {
-		forget_ready(s, POLLOUT);
 		if (s->nonblock)
 			return rc;
 		rc = wait_for(s, POLLOUT, sock_timeo_deadline(s->sndtimeo_ms));
@@ -476,7 +489,7 @@ int sock_off_accept(struct esock_sock *ls, struct sockaddr *a, socklen_t *alen, 
 				got.o->connected = got.o->accepted = true;
 				rc = 0;
 			}
-			off_pump_locked();
+			settle_locked(ls, rc == -EAGAIN ? POLLIN : 0, false);
 		}
 		if (rc == 0) {
 			struct sock_off *c = got.o;
@@ -501,8 +514,6 @@ int sock_off_accept(struct esock_sock *ls, struct sockaddr *a, socklen_t *alen, 
 		UNLOCK();
 		if (rc != -EAGAIN)
 			return rc;
-		if (!eager)
-			forget_ready(ls, POLLIN);
 		if (ls->nonblock)
 			return -EAGAIN;
 		if ((rc = wait_for(ls, POLLIN, sock_timeo_deadline(ls->rcvtimeo_ms))) < 0)
@@ -607,11 +618,10 @@ static ssize_t rx_call(struct esock_sock *s, const struct iovec *iov, int n, siz
 		else
 			iov_copy(iov, n, at, (uint8_t *)(uintptr_t)resp.data, resp.data_len, true); /* (before the pump reuses the buffer) */
 	}
-	off_pump_locked();
-	UNLOCK();
 	/* Drained (tcpserverd says the same of a short read: its next octets come as READY). */
-	if (rc == -EAGAIN || (rc > 0 && (uint32_t)rc < req.u.recv.max && !peek))
-		forget_ready(s, POLLIN);
+	settle_locked(s, rc == -EAGAIN || (rc > 0 && (uint32_t)rc < req.u.recv.max && !peek) ? POLLIN : 0,
+		      false);
+	UNLOCK();
 	return rc;
 }
 
@@ -696,7 +706,8 @@ ssize_t sock_off_send(struct esock_sock *s, const struct iovec *iov, int n, int 
 				o->connected = true;
 				pthread_mutex_unlock(&s->lock);
 			}
-			off_pump_locked();
+			full = rc == -EAGAIN || (rc >= 0 && rc < (int)piece);
+			settle_locked(s, full && !async ? POLLOUT : 0, full);
 			UNLOCK();
 			if (rc > (int)piece)
 				rc = -EPROTO;
@@ -704,18 +715,14 @@ ssize_t sock_off_send(struct esock_sock *s, const struct iovec *iov, int n, int 
 				break;
 			if (rc > 0)
 				done += (size_t)rc;
-			full = rc < (int)piece;
 		} else {
 			full = true;
-		}
-		if (!full)
-			continue;
-		forget_ready(s, async ? 0 : POLLOUT);
-		if (async) {
 			pthread_mutex_lock(&s->lock);
 			s->out_full++;
 			pthread_mutex_unlock(&s->lock);
 		}
+		if (!full)
+			continue;
 		if (nb) {
 			rc = -EAGAIN;
 			break;

@@ -217,6 +217,14 @@ void off_pump_locked(void)
 		apply(&ev);
 }
 
+void off_pump_kept_locked(void)
+{
+	struct esock_tsp_msg ev;
+
+	while (off_proc.h && tsp_host_event_kept(off_proc.h, &ev) == 1)
+		apply(&ev);
+}
+
 void sock_off_pump(void)
 {
 	if (!off_proc.h)

@@ -62,6 +62,8 @@ void off_atfork(void);
 int off_call(struct esock_tsp_msg *req, struct esock_tsp_msg *resp);
 /* With the lock: events applied (their socks' locks taken). */
 void off_pump_locked(void);
+/* The same for the events a call kept while it waited for its answer (those before it). */
+void off_pump_kept_locked(void);
 int off_register(struct sock_off *o);
 void off_unregister(uint32_t handle);
 /* With the sock's lock. */

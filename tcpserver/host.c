@@ -276,6 +276,30 @@ int tsp_host_call(struct tsp_host *h, struct esock_tsp_msg *req, struct esock_ts
 	return rc;
 }
 
+/* The oldest kept event into |ev| (its octets the host's until the next event): 1, or 0 none. */
+static int take_kept(struct tsp_host *h, struct esock_tsp_msg *ev)
+{
+	if (!h->ev_n)
+		return 0;
+	*ev = h->evq[h->ev_head];
+	h->ev_data = (uint8_t *)ev->data; /* (a copy of ours: freed at the next call) */
+	h->ev_head = (h->ev_head + 1) % h->ev_cap;
+	h->ev_n--;
+	return 1;
+}
+
+int tsp_host_event_kept(struct tsp_host *h, struct esock_tsp_msg *ev)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&h->lock);
+	free(h->ev_data); /* (the octets of the event returned before) */
+	h->ev_data = NULL;
+	rc = take_kept(h, ev);
+	pthread_mutex_unlock(&h->lock);
+	return rc;
+}
+
 int tsp_host_event(struct tsp_host *h, struct esock_tsp_msg *ev, int timeout_ms)
 {
 	int64_t waited = 0;
@@ -288,14 +312,8 @@ int tsp_host_event(struct tsp_host *h, struct esock_tsp_msg *ev, int timeout_ms)
 		uint32_t len;
 		const uint8_t *r;
 
-		if (h->ev_n) {
-			*ev = h->evq[h->ev_head];
-			h->ev_data = (uint8_t *)ev->data; /* (a copy of ours: freed at the next call) */
-			h->ev_head = (h->ev_head + 1) % h->ev_cap;
-			h->ev_n--;
-			rc = 1;
+		if ((rc = take_kept(h, ev)))
 			break;
-		}
 		if ((r = esock_shmq_peek(h->ch.resp, &len, &rc))) {
 			memcpy(h->in, r, len);
 			esock_shmq_release(h->ch.resp);

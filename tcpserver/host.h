@@ -40,6 +40,12 @@ int tsp_host_call(struct tsp_host *h, struct esock_tsp_msg *req, struct esock_ts
  * the next call or event.  1, 0 (none in time), or -EPIPE.
  */
 int tsp_host_event(struct tsp_host *h, struct esock_tsp_msg *ev, int timeout_ms);
+/*
+ * Only an event kept while a call waited (it came before that call's
+ * answer), never one from the queue: 1 or 0.  Its octets as for
+ * tsp_host_event.
+ */
+int tsp_host_event_kept(struct tsp_host *h, struct esock_tsp_msg *ev);
 
 /*
  * Sleeping among other files (the offload mode's poll and epoll): the
