@@ -132,11 +132,11 @@ static unsigned bits(struct esock_sock *s)
 			r = o->kready & POLLIN;
 		return r | (o->kready & POLLERR);
 	}
+	if (o->rx_len > o->rx_off)
+		r |= POLLIN;
 	if (o->eager_rx) {
-		if (o->rx_len > o->rx_off || o->rx_end)
-			r |= POLLIN;
 		if (o->rx_end)
-			r |= POLLRDHUP;
+			r |= POLLIN | POLLRDHUP;
 	} else {
 		r |= o->kready & (POLLIN | POLLRDHUP | POLLPRI);
 	}
@@ -204,8 +204,6 @@ int sock_off_watch(struct esock_sock *s, unsigned events)
 	/* What comes in events anyway needs no READY. */
 	if (o->eager_rx)
 		need &= ~(unsigned)(POLLIN | POLLRDHUP);
-	if (o->listening && granted(ESOCK_TSP_F_EAGER_ACCEPT))
-		need &= ~(unsigned)POLLIN;
 	if (o->connected && granted(ESOCK_TSP_F_ASYNC_SEND))
 		need &= ~(unsigned)POLLOUT;
 	if (!(need & ~o->watched))
@@ -458,6 +456,8 @@ int sock_off_accept(struct esock_sock *ls, struct sockaddr *a, socklen_t *alen, 
 		struct esock_tsp_msg req = { .h = { .op = ESOCK_TSP_ACCEPT } }, resp;
 		struct off_acc got = { 0 };
 
+		if (eager && (rc = sock_off_watch(ls, POLLIN)) < 0) /* (starts taking them ahead) */
+			return rc;
 		LOCK();
 		if (eager) {
 			off_pump_locked();
@@ -565,10 +565,12 @@ static ssize_t rx_take(struct esock_sock *s, const struct iovec *iov, int n, siz
 	pthread_mutex_lock(&s->lock);
 	c = o->rx_len - o->rx_off;
 	if (!c) {
-		bool end = o->rx_end;
+		bool end = o->rx_end, eager = o->eager_rx;
 		int err = o->err;
 
 		pthread_mutex_unlock(&s->lock);
+		if (!eager)
+			return -ENODATA; /* (octets taken in before a fork, all read: RECV from now on) */
 		if (!end)
 			return -EAGAIN;
 		if (err)
@@ -583,7 +585,7 @@ static ssize_t rx_take(struct esock_sock *s, const struct iovec *iov, int n, siz
 	iov_copy(iov, n, at, o->rx + o->rx_off, c, true);
 	if (!peek) {
 		o->rx_off += c;
-		o->rx_owed += (uint32_t)c;
+		o->rx_owed += o->eager_rx ? (uint32_t)c : 0;
 		if (o->rx_owed >= RX_CREDIT_BATCH && !o->rx_end) {
 			owed = o->rx_owed;
 			o->rx_owed = 0;
@@ -640,8 +642,13 @@ ssize_t sock_off_recv(struct esock_sock *s, const struct iovec *iov, int n, int 
 	if (!want)
 		return 0;
 	for (;;) {
-		ssize_t r = s->off->eager_rx ? rx_take(s, iov, n, got, want - got, peek)
-					     : rx_call(s, iov, n, got, want - got, peek);
+		struct sock_off *o = s->off;
+		/* Pushed octets (eager receive, or taken in before a fork) first. */
+		ssize_t r = o->eager_rx || o->rx_len > o->rx_off ? rx_take(s, iov, n, got, want - got, peek)
+								 : -ENODATA;
+
+		if (r == -ENODATA)
+			r = rx_call(s, iov, n, got, want - got, peek);
 
 		if (r > 0) {
 			got += (size_t)r;

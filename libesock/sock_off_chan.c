@@ -59,20 +59,102 @@ static void orphan_all(void)
 		memset(off_proc.byh, 0, off_proc.cap * sizeof(*off_proc.byh));
 }
 
+/*
+ * fork: tcpserverd copies the process's sockets (FORK) before the child
+ * exists, so that whatever the parent closes after the fork stays open for
+ * the child; the child takes the copies at once with a channel of its own
+ * (its HELLO names FORK's token), under the same handles, as a forked
+ * process's descriptors name the same sockets.
+ */
+static void fork_prepare(void)
+{
+	struct esock_tsp_msg req = { .h = { .op = ESOCK_TSP_FORK } }, resp;
+	bool any = false;
+	int rc;
+
+	pthread_mutex_lock(&off_proc.lock);
+	off_proc.fork_token = 0;
+	for (uint32_t i = 0; i < off_proc.cap && !any; i++)
+		any = off_proc.byh[i] != NULL;
+	if (!any || !off_proc.h || off_proc.broken)
+		return;
+	if ((rc = off_call(&req, &resp)) > 0) {
+		off_proc.fork_token = (uint32_t)rc;
+		/*
+		 * tcpserverd pushes no more octets ahead on these sockets (two
+		 * processes hold them now): what came before FORK's answer is in
+		 * both, the rest is read with RECV by whichever asks.
+		 */
+		for (uint32_t i = 0; i < off_proc.cap; i++)
+			if (off_proc.byh[i] && off_proc.byh[i]->s)
+				off_proc.byh[i]->eager_rx = false;
+	} else
+		log_error("fork: tcpserverd copies no sockets (%s): the child's fail", strerror(-rc));
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&off_proc.lock);
+}
+
+/*
+ * The child's copies start as the kernel's would (the octets the parent
+ * had taken in stay readable here too); what tcpserverd does ahead for a
+ * host (eager receive and accept, queued sends, READY) starts anew.  Only
+ * this thread exists: no sock lock is taken (they are the parent's copies).
+ */
+static void inherit_reset(void)
+{
+	struct esock_tsp_msg resp;
+
+	for (uint32_t i = 0; i < off_proc.cap; i++) {
+		struct sock_off *o = off_proc.byh[i];
+
+		if (!o)
+			continue;
+		if (!o->s) { /* a connection the parent's eager accept took: the parent's */
+			struct esock_tsp_msg cl = { .h = { .op = ESOCK_TSP_CLOSE, .sock = o->handle } };
+
+			off_proc.byh[i] = NULL;
+			(void)off_call(&cl, &resp);
+			off_free(o);
+			continue;
+		}
+		o->acq_n = o->acq_head = 0;
+		o->eager_rx = false;
+		o->rx_owed = 0;
+		o->tx_out = 0;
+		o->watched = 0;
+	}
+}
+
 static void fork_child(void)
 {
-	/*
-	 * The channel is the parent's: forgotten here without a word to
-	 * tcpserverd.  Inherited offloaded sockets fail from now on
-	 * (docs/tcpserver.md: sharing them across fork is the next step).
-	 */
+	uint32_t token = off_proc.fork_token;
+	int rc;
+
 	pthread_mutex_init(&off_proc.lock, NULL);
-	orphan_all();
-	if (off_proc.h) {
+	for (uint32_t i = 0; i < off_proc.cap; i++) /* (a parent's thread may have held one) */
+		if (off_proc.byh[i] && off_proc.byh[i]->s)
+			pthread_mutex_init(&off_proc.byh[i]->s->lock, NULL);
+	/* Events that came before FORK's answer (octets pushed ahead among them) are the child's too. */
+	off_pump_kept_locked();
+	if (off_proc.h) { /* the parent's channel: forgotten without a word to tcpserverd */
 		tsp_host_forget(off_proc.h);
 		off_proc.h = NULL;
 	}
-	off_proc.forked = true;
+	off_proc.broken = false;
+	off_proc.fork_token = 0;
+	if (token) {
+		if ((rc = tsp_host_open(off_proc.path, off_proc.want, token, &off_proc.h,
+					&off_proc.flags)) == 0) {
+			inherit_reset();
+			return;
+		}
+		off_proc.h = NULL;
+		log_error("fork: the child cannot take its sockets from tcpserverd: %s", strerror(-rc));
+	}
+	orphan_all();
 }
 
 struct tsp_host *off_host(void)
@@ -93,7 +175,7 @@ struct tsp_host *off_host(void)
 		off_proc.h = NULL;
 		off_proc.broken = false;
 	}
-	if ((rc = tsp_host_open(off_proc.path, off_proc.want, &off_proc.h, &off_proc.flags)) < 0) {
+	if ((rc = tsp_host_open(off_proc.path, off_proc.want, 0, &off_proc.h, &off_proc.flags)) < 0) {
 		log_error("tcpserverd at %s: %s", off_proc.path, strerror(-rc));
 		off_proc.h = NULL;
 		return NULL;
@@ -105,7 +187,7 @@ struct tsp_host *off_host(void)
 
 void off_atfork(void)
 {
-	pthread_atfork(NULL, NULL, fork_child);
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 int off_call(struct esock_tsp_msg *req, struct esock_tsp_msg *resp)

@@ -49,7 +49,8 @@ struct off_proc {
 	const char *path;
 	uint32_t want, flags;     /* HELLO's flags asked for, granted */
 	struct tsp_host *h;
-	bool broken, forked;
+	bool broken;
+	uint32_t fork_token;      /* FORK's, for the child being made (0: none) */
 	struct sock_off **byh;    /* sockets by handle */
 	uint32_t cap;
 };

@@ -33,7 +33,8 @@ struct tsp_host {
 	uint8_t *ev_data;   /* the octets of the event tsp_host_event returned last */
 };
 
-int tsp_host_open(const char *path, uint32_t flags, struct tsp_host **out, uint32_t *granted)
+int tsp_host_open(const char *path, uint32_t flags, uint32_t token, struct tsp_host **out,
+		  uint32_t *granted)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct esock_tsp_msg req = { .h = { .type = ESOCK_TSP_REQ, .op = ESOCK_TSP_HELLO } }, resp;
@@ -63,7 +64,8 @@ int tsp_host_open(const char *path, uint32_t flags, struct tsp_host **out, uint3
 		goto fail;
 	}
 	req.u.hello.vmin = req.u.hello.vmax = ESOCK_TSP_VERSION;
-	req.u.hello.flags = flags;
+	req.u.hello.flags = flags | (token ? ESOCK_TSP_F_INHERIT : 0);
+	req.h.sock = token;
 	req.u.hello.pid = (uint32_t)getpid();
 	if ((rc = tsp_host_call(h, &req, &resp)) < 0) {
 		rc = rc == -EPIPE ? -ECONNREFUSED : rc;

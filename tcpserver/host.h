@@ -18,10 +18,13 @@ struct tsp_host;
 /*
  * Connects to tcpserverd at the Unix socket |path|, hands it a channel and
  * says HELLO asking for |flags| (ESOCK_TSP_F_*).  0 or -errno
- * (-ECONNREFUSED: tcpserverd is not there or admits no more hosts).
- * *|granted|: the flags tcpserverd agreed to (may be NULL).
+ * (-ECONNREFUSED: tcpserverd is not there or admits no more hosts; -EPERM:
+ * no fork of that token).  *|granted|: the flags tcpserverd agreed to (may
+ * be NULL).  |token|: a forked child's, from its parent's FORK (the child
+ * takes those sockets, same handles), or 0.
  */
-int tsp_host_open(const char *path, uint32_t flags, struct tsp_host **out, uint32_t *granted);
+int tsp_host_open(const char *path, uint32_t flags, uint32_t token, struct tsp_host **out,
+		  uint32_t *granted);
 /* BYE (tcpserverd closes this host's sockets), then the channel. */
 void tsp_host_close(struct tsp_host *h);
 

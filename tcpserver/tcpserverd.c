@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -61,6 +62,7 @@ struct tsock {
 	uint32_t unreported; /* handed to TCP (or lost to an error), not yet in a CREDIT */
 	int oerr;        /* what TCP said of queued octets: the next SEND's answer */
 	int shut_how;    /* a SHUTDOWN waiting for the queue to drain (-1: none) */
+	bool listener;   /* LISTEN succeeded on it */
 	bool eager;      /* a listener that accepts ahead (eager accept): ACCEPTED events */
 	/* Eager receive: octets pushed in DATA events, not yet given back by the host. */
 	uint64_t calls, in, out; /* per connection: the host's calls on it, octets each way */
@@ -69,6 +71,20 @@ struct tsock {
 	uint32_t rx_out;
 	int rx_err;      /* what ended the stream, for the socket's next call */
 };
+
+/*
+ * A host's sockets copied at its FORK, for its child to take with its
+ * HELLO (ESOCK_TSP_F_INHERIT), under the same handles.  Copies nobody took
+ * go after FORK_US (the child may never come: it exec'd something else).
+ */
+struct forked {
+	uint32_t token;  /* 0: free */
+	int64_t until_us;
+	int n;
+	struct { uint32_t handle; int fd; bool nonblock, listener; } *v;
+};
+#define FORK_US 10000000
+#define MAX_FORKS 64
 
 /* A closed socket whose queued octets still go out (asynchronous send), for a while. */
 struct drain {
@@ -103,6 +119,8 @@ static struct {
 	struct host *hosts;
 	struct drain *drains;
 	int ndrains, capdrains;
+	struct forked forks[MAX_FORKS];
+	int nforks;
 	volatile sig_atomic_t quit, dump;
 	uint64_t refused_hosts, dropped_hosts;
 	uint8_t out[MSG_MAX];
@@ -489,6 +507,115 @@ static bool option_ok(int level, int name)
 
 /* ---- calls ---- */
 
+/*
+ * Eager accept starts on a listener once its host shows it wants its
+ * connections (a WATCH for POLLIN, or an ACCEPT): a pre-fork server's parent
+ * that listens and forks never takes connections its children should.
+ */
+static bool eager_arm(struct host *h, int hi, uint32_t handle, struct tsock *s)
+{
+	if (s->eager || !s->listener || !(h->flags & ESOCK_TSP_F_EAGER_ACCEPT))
+		return true;
+	s->eager = true;
+	h->neager++;
+	return interest(hi, handle, s) && accept_ahead(h, handle, s);
+}
+
+/* ---- fork ---- */
+
+static void fork_free(struct forked *f, bool close_fds)
+{
+	for (int i = 0; close_fds && i < f->n; i++)
+		close(f->v[i].fd);
+	free(f->v);
+	memset(f, 0, sizeof(*f));
+	d.nforks--;
+}
+
+/* FORK: every socket of |h| copied for its child.  The token (> 0), or -errno. */
+static int fork_copy(struct host *h)
+{
+	struct forked *f = NULL;
+	uint32_t tok = 0;
+
+	for (int i = 0; i < MAX_FORKS && !f; i++)
+		if (!d.forks[i].token)
+			f = &d.forks[i];
+	if (!f)
+		return -EAGAIN; /* (that many forks in the last FORK_US, none taken) */
+	if (!(f->v = calloc((size_t)(h->nsocks ? h->nsocks : 1), sizeof(*f->v))))
+		return -ENOMEM;
+	d.nforks++;
+	for (int i = 0; i < d.max_socks && f->n < h->nsocks; i++) {
+		struct tsock *s = &h->socks[i];
+		int fd;
+
+		if (s->fd < 0)
+			continue;
+		if ((fd = fcntl(s->fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+			int rc = -errno;
+
+			fork_free(f, true);
+			return rc;
+		}
+		f->v[f->n].handle = (uint32_t)i + 1;
+		f->v[f->n].fd = fd;
+		f->v[f->n].nonblock = s->nonblock;
+		f->v[f->n++].listener = s->listener;
+	}
+	/* A token nobody can guess (a host takes only what its parent's FORK named). */
+	while (!tok)
+		if (getrandom(&tok, sizeof(tok), 0) != sizeof(tok) || !(tok &= 0x7fffffffu))
+			tok = (uint32_t)now_us() & 0x7fffffffu;
+	f->token = tok;
+	f->until_us = now_us() + FORK_US;
+	return (int)tok;
+}
+
+/* HELLO with ESOCK_TSP_F_INHERIT: the copies of |token| become |h|'s.  0 or -EPERM. */
+static int fork_take(struct host *h, uint32_t token)
+{
+	for (int i = 0; token && i < MAX_FORKS; i++) {
+		struct forked *f = &d.forks[i];
+
+		if (f->token != token)
+			continue;
+		for (int k = 0; k < f->n; k++) {
+			struct tsock *s = &h->socks[f->v[k].handle - 1];
+
+			memset(s, 0, sizeof(*s));
+			s->fd = f->v[k].fd;
+			s->nonblock = f->v[k].nonblock;
+			s->listener = f->v[k].listener;
+			s->shut_how = -1;
+			h->nsocks++;
+		}
+		fork_free(f, false);
+		return 0;
+	}
+	return -EPERM;
+}
+
+/* Copies nobody took in time go; the time until the next does, in ms (-1: none). */
+static int forks_expire(void)
+{
+	int64_t now = now_us(), next = -1;
+
+	for (int i = 0; d.nforks && i < MAX_FORKS; i++) {
+		struct forked *f = &d.forks[i];
+
+		if (!f->token)
+			continue;
+		if (now >= f->until_us) {
+			logv("the sockets of a fork nobody took (%d) closed\n", f->n);
+			fork_free(f, true);
+		} else if (next < 0 || f->until_us - now < next) {
+			next = f->until_us - now;
+		}
+	}
+	return next < 0 ? -1 : (int)(next / 1000) + 1;
+}
+
 /* Parks the call in |rec| on |s| until it is ready for |events|.  False: out of memory. */
 static bool park(struct host *h, struct tsock *s, int hi, uint32_t handle, const uint8_t *rec,
 		 uint32_t len, uint32_t events)
@@ -541,6 +668,7 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 	case ESOCK_TSP_HELLO:
 	case ESOCK_TSP_BYE:
 	case ESOCK_TSP_SOCKET:
+	case ESOCK_TSP_FORK:
 		break;
 	default:
 		if (!(s = sock_of(h, q->h.sock)))
@@ -554,11 +682,14 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 	case ESOCK_TSP_HELLO:
 		if (q->u.hello.vmin > ESOCK_TSP_VERSION || q->u.hello.vmax < ESOCK_TSP_VERSION)
 			return reply(h, &q->h, -EPROTONOSUPPORT) ? 1 : -1;
+		if ((q->u.hello.flags & ESOCK_TSP_F_INHERIT) && fork_take(h, q->h.sock) < 0)
+			return reply(h, &q->h, -EPERM) ? 1 : -1; /* (no such fork: it may try again) */
 		h->hello = true;
 		h->pid = q->u.hello.pid;
 		/* Granted: all but registered buffers (the iWARP transport's: docs/tcpserver.md). */
 		h->flags = q->u.hello.flags & (ESOCK_TSP_F_SETUP_ACCEPT | ESOCK_TSP_F_ASYNC_SEND |
-					       ESOCK_TSP_F_EAGER_ACCEPT | ESOCK_TSP_F_EAGER_RECV);
+					       ESOCK_TSP_F_EAGER_ACCEPT | ESOCK_TSP_F_EAGER_RECV |
+					       ESOCK_TSP_F_INHERIT);
 		m.u.hello_ok.version = ESOCK_TSP_VERSION;
 		m.u.hello_ok.flags = h->flags;
 		m.u.hello_ok.max_socks = (uint32_t)d.max_socks;
@@ -598,20 +729,15 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 		break;
 	case ESOCK_TSP_LISTEN:
 		rc = listen(s->fd, q->u.listen.backlog) < 0 ? -errno : 0;
-		if (rc == 0 && (h->flags & ESOCK_TSP_F_EAGER_ACCEPT)) {
-			/* From now on connections come as ACCEPTED events; ACCEPT is refused. */
-			s->eager = true;
-			h->neager++;
-			m.result = 0;
-			if (!answer(h, &m) || !interest(hi, q->h.sock, s))
-				return -1;
-			return accept_ahead(h, q->h.sock, s) ? 1 : -1;
-		}
+		s->listener |= rc == 0;
 		break;
 	case ESOCK_TSP_ACCEPT:
-		if (s->eager) {
-			rc = -EINVAL; /* (its connections come as ACCEPTED events) */
-			break;
+		if (s->eager || (s->listener && (h->flags & ESOCK_TSP_F_EAGER_ACCEPT))) {
+			/* Its connections come as ACCEPTED events (from now on: eager_arm). */
+			m.result = -EINVAL;
+			if (!answer(h, &m))
+				return -1;
+			return eager_arm(h, hi, q->h.sock, s) ? 1 : -1;
 		}
 		fd = accept4(s->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
@@ -811,6 +937,17 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 		else
 			from_sockaddr(&ss, &m.u.addr);
 		break;
+	case ESOCK_TSP_FORK:
+		/* Two processes hold them now: nothing is pushed ahead to one of them any more. */
+		for (int i = 0; i < d.max_socks; i++)
+			if (h->socks[i].fd >= 0 && h->socks[i].eager_rx) {
+				h->socks[i].eager_rx = false;
+				if (!interest(hi, (uint32_t)i + 1, &h->socks[i]))
+					return -1;
+			}
+		rc = fork_copy(h);
+		logv("host %d (pid %u): fork, %d sockets copied\n", hi, h->pid, rc > 0 ? h->nsocks : 0);
+		break;
 	case ESOCK_TSP_WATCH:
 		/* From now on READY tells each change of these (0: no more); the first comes now. */
 		s->want = q->u.watch.events & (POLLIN | POLLOUT | POLLPRI | POLLRDHUP);
@@ -818,7 +955,7 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 		if (!interest(hi, q->h.sock, s))
 			rc = -ENOMEM;
 		m.result = rc;
-		if (!answer(h, &m))
+		if (!answer(h, &m) || ((s->want & POLLIN) && !eager_arm(h, hi, q->h.sock, s)))
 			return -1;
 		return tell_ready(h, q->h.sock, s) ? 1 : -1;
 	default:
@@ -1135,6 +1272,11 @@ static void loop(void)
 						ready = true;
 				}
 			tmo = ready ? 0 : host_deadlines();
+			if (d.nforks) {
+				int f = forks_expire();
+
+				tmo = f >= 0 && (tmo < 0 || f < tmo) ? f : tmo;
+			}
 			if (blocked && (tmo < 0 || tmo > 1))
 				tmo = 1; /* (eager receive waits for a host to read its queue: look again soon) */
 			if (d.ndrains) { /* (closed sockets' queues: looked at once a second at least) */

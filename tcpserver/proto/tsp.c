@@ -45,6 +45,7 @@ static const struct shape shapes[] = {
 	{ ESOCK_TSP_REQ, ESOCK_TSP_GETSOCKNAME, 0, 0, { { END, 0 } } },
 	{ ESOCK_TSP_REQ, ESOCK_TSP_GETPEERNAME, 0, 0, { { END, 0 } } },
 	{ ESOCK_TSP_REQ, ESOCK_TSP_WATCH, 0, 0, { F(U32, u.watch.events) } },
+	{ ESOCK_TSP_REQ, ESOCK_TSP_FORK, 0, 0, { { END, 0 } } },
 
 	{ ESOCK_TSP_RESP, ESOCK_TSP_HELLO, 1, 0,
 	  { F(U16, u.hello_ok.version), F(U32, u.hello_ok.flags), F(U32, u.hello_ok.max_socks),
@@ -64,6 +65,7 @@ static const struct shape shapes[] = {
 	{ ESOCK_TSP_RESP, ESOCK_TSP_GETSOCKNAME, 1, 0, { F(ADDR, u.addr) } },
 	{ ESOCK_TSP_RESP, ESOCK_TSP_GETPEERNAME, 1, 0, { F(ADDR, u.addr) } },
 	{ ESOCK_TSP_RESP, ESOCK_TSP_WATCH, 1, 0, { { END, 0 } } },
+	{ ESOCK_TSP_RESP, ESOCK_TSP_FORK, 1, 0, { { END, 0 } } },
 
 	{ ESOCK_TSP_EVENT, ESOCK_TSP_READY, 0, 0, { F(U32, u.watch.events) } },
 	{ ESOCK_TSP_EVENT, ESOCK_TSP_DATA, 0, ESOCK_TSP_BODY_MAX, { { END, 0 } } },
@@ -80,7 +82,7 @@ static const char *const names[ESOCK_TSP_OP_MAX + 1] = {
 	[ESOCK_TSP_SETSOCKOPT] = "SETSOCKOPT", [ESOCK_TSP_GETSOCKOPT] = "GETSOCKOPT",
 	[ESOCK_TSP_GETSOCKNAME] = "GETSOCKNAME", [ESOCK_TSP_GETPEERNAME] = "GETPEERNAME",
 	[ESOCK_TSP_WATCH] = "WATCH", [ESOCK_TSP_READY] = "READY", [ESOCK_TSP_DATA] = "DATA",
-	[ESOCK_TSP_ACCEPTED] = "ACCEPTED", [ESOCK_TSP_CREDIT] = "CREDIT",
+	[ESOCK_TSP_ACCEPTED] = "ACCEPTED", [ESOCK_TSP_CREDIT] = "CREDIT", [ESOCK_TSP_FORK] = "FORK",
 };
 
 const char *esock_tsp_op_name(unsigned op)

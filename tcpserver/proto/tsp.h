@@ -64,7 +64,9 @@ enum esock_tsp_op {
 	ESOCK_TSP_DATA,        /* eager receive: octets that came, pushed ahead of a recv */
 	ESOCK_TSP_ACCEPTED,    /* eager accept: a connection taken ahead, with its setup */
 	ESOCK_TSP_CREDIT,      /* asynchronous send: octets tcpserverd has handed to TCP */
-	ESOCK_TSP_OP_MAX = ESOCK_TSP_CREDIT
+	/* Requests again (numbered after the events: the ones before keep their numbers). */
+	ESOCK_TSP_FORK,        /* the host forks: its sockets copied for the child (result: a token) */
+	ESOCK_TSP_OP_MAX = ESOCK_TSP_FORK
 };
 
 /* HELLO's flags: the optimisations a host asks for and tcpserverd grants. */
@@ -74,7 +76,13 @@ enum {
 	ESOCK_TSP_F_EAGER_ACCEPT = 1u << 2,  /* ACCEPTED events ahead of ACCEPT */
 	ESOCK_TSP_F_SETUP_ACCEPT = 1u << 3,  /* ACCEPT's answer carries both addresses */
 	ESOCK_TSP_F_REG_BUFFERS = 1u << 4,   /* data placed in registered host buffers */
-	ESOCK_TSP_F_ALL = (1u << 5) - 1
+	ESOCK_TSP_F_ALL = (1u << 5) - 1,
+	/*
+	 * Not an optimisation: the host is a forked child taking the sockets
+	 * its parent's FORK copied, under the same handles; HELLO's header
+	 * |sock| is FORK's token.  Granted when the token was good.
+	 */
+	ESOCK_TSP_F_INHERIT = 1u << 5,
 };
 
 /* SOCKET's type flags and RECV/SEND flags that travel (others are refused). */

@@ -6,8 +6,11 @@
 #  - a blocking Python echo server (accept, recv, sendall) and a plain
 #    client moving 4 MB both ways at once: identical;
 #  - nginx (epoll, non-blocking accept4, writev, sendfile) behind two idle
-#    connections, fetched by a plain curl and by an offloaded curl (poll, a
-#    non-blocking connect): every file identical;
+#    connections, alone and as a master whose two workers inherit its
+#    listener by fork, fetched by a plain curl and by an offloaded curl (poll,
+#    a non-blocking connect), and by ab with keep-alive: every file identical;
+#  - a forking server whose parent closes each connection right after the
+#    fork: each child echoes its client whole;
 #  - a client that resets mid-response and one that stops reading: nginx
 #    serves the next one;
 #  - nginx killed mid-transfer: tcpserverd closes its sockets (the client
@@ -22,7 +25,7 @@ pids=
 cleanup() { for p in $pids; do kill "$p" 2>/dev/null; done; rm -rf "$tmp"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; tail -n 20 "$tmp"/*.log "$tmp"/*.err 2>/dev/null; exit 1; }
-for c in python3 nginx curl ss; do
+for c in python3 nginx curl ss ab; do
 	command -v $c >/dev/null || { echo "SKIP: $c is not installed (scripts/deps.sh)"; exit 77; }
 done
 if ldd "$b/.libs/libesock.so" 2>/dev/null | grep -q libasan; then
@@ -54,8 +57,20 @@ start_d
 base_fds=$(nfds "$dpid")
 
 # ---- a blocking server ----
+# One connection echoed to its end: the octets it moved.
+cat >"$tmp/echolib.py" <<'EOF'
+def echo(c):
+    n = 0
+    while True:
+        d = c.recv(65536)
+        if not d:
+            return n
+        c.sendall(d)
+        n += len(d)
+EOF
 cat >"$tmp/echo.py" <<'EOF'
 import socket, sys
+from echolib import echo
 s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", 0))
@@ -67,13 +82,7 @@ assert c.getsockname()[1] == s.getsockname()[1]
 assert c.getsockopt(socket.SOL_SOCKET, socket.SO_TYPE) == socket.SOCK_STREAM
 c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 assert c.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
-n = 0
-while True:
-    d = c.recv(65536)
-    if not d:
-        break
-    c.sendall(d)
-    n += len(d)
+n = echo(c)
 c.close()
 s.close()
 print("echoed", n, flush=True)
@@ -116,10 +125,11 @@ echo "esock offload test" >"$tmp/www/small.txt"
 chmod 755 "$tmp" "$tmp/www"
 chmod 644 "$tmp/www"/*
 
-nginx_conf() {
+nginx_conf() { # PORT MASTER(on|off)
 	cat >"$tmp/nginx.conf" <<EOF
 daemon off;
-master_process off;
+master_process $2;
+worker_processes 2;
 pid $tmp/nginx.pid;
 error_log $tmp/nginx.err;
 events { worker_connections 64; }
@@ -138,9 +148,9 @@ http {
 }
 EOF
 }
-start_nginx() {
+start_nginx() { # OPTS [MASTER]: with a master, its two workers inherit the listener by fork
 	port=$(free_port)
-	nginx_conf "$port"
+	nginx_conf "$port" "${2:-off}"
 	"$run" --tcpserver="$tmp/s:$1" nginx -e "$tmp/nginx.err" -p "$tmp" -c "$tmp/nginx.conf" \
 		2>"$tmp/nginx-$1.log" & npid=$!
 	pids="$pids $npid"
@@ -159,8 +169,9 @@ fetch() { # fetch OPT FILE [offloaded]: curl, plain or offloaded, must get FILE 
 	cmp -s "$tmp/www/$2" "$tmp/got" || fail "$1: $2 differs (${3:-plain} curl)"
 }
 
-for opt in none all; do
-	start_nginx "$opt"
+for run_ in none:off all:off none:on all:on; do
+	opt=${run_%:*}
+	start_nginx "$opt" "${run_#*:}"
 	# Two connections that never say anything hold nobody up.
 	idle=
 	for k in 1 2; do
@@ -187,11 +198,52 @@ EOF
 	sleep 0.3
 	fetch "$opt" blob
 	fetch "$opt" small.txt
+	# Keep-alive: the next request on a connection is news to an edge-triggered server.
+	timeout 60 ab -q -k -c 8 -n 4000 "http://127.0.0.1:$port/small.txt" >"$tmp/ab.log" 2>&1 ||
+		fail "$run_: ab -k"
+	grep -q "^Complete requests: *4000$" "$tmp/ab.log" && grep -q "^Failed requests: *0$" "$tmp/ab.log" ||
+		fail "$run_: ab -k: $(grep -E 'Complete|Failed' "$tmp/ab.log")"
 	# shellcheck disable=SC2086
 	kill $idle $slow 2>/dev/null
 	kill "$npid"
 	wait "$npid" 2>/dev/null
-	grep -q "alert\|emerg" "$tmp/nginx.err" && fail "$opt: nginx says $(grep "alert\|emerg" "$tmp/nginx.err")"
+	grep -q "alert\|emerg" "$tmp/nginx.err" && fail "$run_: nginx says $(grep "alert\|emerg" "$tmp/nginx.err")"
+done
+grep -q "fork, [1-9][0-9]* sockets copied" "$tmp/d.log" || fail "nginx's master forked no sockets to its workers"
+
+# ---- a forking server: the parent accepts, forks and closes at once; the child serves ----
+cat >"$tmp/forker.py" <<'EOF'
+import os, socket, sys
+from echolib import echo
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 0))
+s.listen(8)
+print(s.getsockname()[1], flush=True)
+kids = []
+for i in range(3):
+    c, a = s.accept()
+    pid = os.fork()
+    if pid == 0:
+        s.close()
+        n = echo(c)
+        c.close()
+        os._exit(0 if n == 262144 else 1)
+    c.close()          # (the child's copy must stay open)
+    kids.append(pid)
+bad = sum(os.waitpid(p, 0)[1] != 0 for p in kids)
+print("served", 3 - bad, flush=True)
+EOF
+for opt in none all; do
+	rm -f "$tmp/forker.out"
+	"$run" --tcpserver="$tmp/s:$opt" python3 "$tmp/forker.py" >"$tmp/forker.out" 2>"$tmp/forker-$opt.err" & fpid=$!
+	pids="$pids $fpid"
+	wait_file "$tmp/forker.out" || fail "$opt: the forking server printed no port"
+	for i in 1 2 3; do
+		timeout 30 python3 "$tmp/cli.py" "$(head -n 1 "$tmp/forker.out")" 262144 || fail "$opt: forked echo $i differs"
+	done
+	wait "$fpid" || fail "$opt: forking server: $(cat "$tmp/forker-$opt.err")"
+	grep -q "^served 3$" "$tmp/forker.out" || fail "$opt: forking server: $(cat "$tmp/forker.out")"
 done
 
 # ---- a host killed mid-transfer ----
@@ -239,4 +291,4 @@ wait "$dpid"
 wait "$gpid" || fail "after tcpserverd left: $(cat "$tmp/gone.out")"
 [ "$(grep -c '^error ' "$tmp/gone.out")" = 2 ] || fail "after tcpserverd left: $(cat "$tmp/gone.out")"
 
-echo "offload: blocking echo 4 MB, nginx (plain and offloaded curl, idle, reset and slow clients), killed host, tcpserverd gone; switches off and all on: ok"
+echo "offload: blocking echo 4 MB, nginx alone and master+2 workers (plain and offloaded curl, ab -k, idle, reset and slow clients), forking server, killed host, tcpserverd gone; switches off and all on: ok"

@@ -121,7 +121,7 @@ static int echo(const char *path)
 
 	uint32_t granted = 0;
 
-	if ((rc = tsp_host_open(path, ESOCK_TSP_F_SETUP_ACCEPT, &h, &granted)) < 0)
+	if ((rc = tsp_host_open(path, ESOCK_TSP_F_SETUP_ACCEPT, 0, &h, &granted)) < 0)
 		die("open", rc);
 	if (granted != ESOCK_TSP_F_SETUP_ACCEPT) /* (only what was asked for) */
 		die("HELLO's flags", EPROTO);
@@ -255,7 +255,7 @@ static int watch(const char *path)
 	int rc, ls, cs = 0, events = 0;
 	static uint8_t buf[ESOCK_TSP_BODY_MAX];
 
-	if ((rc = tsp_host_open(path, 0, &h, NULL)) < 0)
+	if ((rc = tsp_host_open(path, 0, 0, &h, NULL)) < 0)
 		die("open", rc);
 	ls = listen_here(h, ESOCK_TSP_NONBLOCK);
 	q = req(ESOCK_TSP_ACCEPT, (uint32_t)ls); /* non-blocking: nobody yet */
@@ -332,7 +332,7 @@ static int async_send(const char *path, long octets)
 	int rc, ls, cs;
 	static uint8_t buf[65536];
 
-	if ((rc = tsp_host_open(path, ESOCK_TSP_F_ASYNC_SEND, &h, &granted)) < 0)
+	if ((rc = tsp_host_open(path, ESOCK_TSP_F_ASYNC_SEND, 0, &h, &granted)) < 0)
 		die("open", rc);
 	if (!(granted & ESOCK_TSP_F_ASYNC_SEND))
 		die("asynchronous send not granted", EPROTO);
@@ -406,7 +406,7 @@ static int eager(const char *path, int n)
 	uint32_t granted = 0;
 	int rc, ls, served = 0;
 
-	if ((rc = tsp_host_open(path, ESOCK_TSP_F_EAGER_ACCEPT, &h, &granted)) < 0)
+	if ((rc = tsp_host_open(path, ESOCK_TSP_F_EAGER_ACCEPT, 0, &h, &granted)) < 0)
 		die("open", rc);
 	if (!(granted & ESOCK_TSP_F_EAGER_ACCEPT))
 		die("eager accept not granted", EPROTO);
@@ -442,7 +442,7 @@ static int eager_rx(const char *path, long octets)
 	uint64_t got = 0, events = 0;
 	int rc, ls, cs;
 
-	if ((rc = tsp_host_open(path, ESOCK_TSP_F_EAGER_RECV, &h, &granted)) < 0)
+	if ((rc = tsp_host_open(path, ESOCK_TSP_F_EAGER_RECV, 0, &h, &granted)) < 0)
 		die("open", rc);
 	if (!(granted & ESOCK_TSP_F_EAGER_RECV))
 		die("eager receive not granted", EPROTO);
@@ -522,7 +522,7 @@ static int chaos(const char *path, int n)
 
 	for (size_t i = 0; i < sizeof(junk); i++)
 		junk[i] = (uint8_t)(i * 31);
-	if ((rc = tsp_host_open(path, ESOCK_TSP_F_ALL, &h, NULL)) < 0)
+	if ((rc = tsp_host_open(path, ESOCK_TSP_F_ALL, 0, &h, NULL)) < 0)
 		die("open", rc);
 	for (int i = 0; i < n; i++) {
 		unsigned op = ESOCK_TSP_SOCKET + (unsigned)rand_r(&seed) % (ESOCK_TSP_WATCH - ESOCK_TSP_SOCKET + 1);
@@ -610,7 +610,7 @@ static int calls(const char *path, int n)
 	double *via = calloc((size_t)n, sizeof(double)), *direct = calloc((size_t)n, sizeof(double));
 	int rc, ts, fd = socket(AF_INET, SOCK_STREAM, 0);
 
-	if (!via || !direct || fd < 0 || (rc = tsp_host_open(path, 0, &h, NULL)) < 0)
+	if (!via || !direct || fd < 0 || (rc = tsp_host_open(path, 0, 0, &h, NULL)) < 0)
 		die("open", -ENOMEM);
 	q = req(ESOCK_TSP_SOCKET, 0);
 	q.u.socket.family = 4;
@@ -644,7 +644,7 @@ int main(int argc, char **argv)
 	if (argc == 3 && (!strcmp(argv[1], "loop") || !strcmp(argv[1], "parked"))) {
 		struct tsp_host *h;
 		struct esock_tsp_msg q, r;
-		int rc = tsp_host_open(argv[2], 0, &h, NULL), ls;
+		int rc = tsp_host_open(argv[2], 0, 0, &h, NULL), ls;
 
 		if (rc < 0)
 			die("open", rc);
@@ -700,7 +700,7 @@ int main(int argc, char **argv)
 		return garbage(argv[2]);
 	if (argc == 4 && !strcmp(argv[1], "hold")) {
 		struct tsp_host *h;
-		int rc = tsp_host_open(argv[2], 0, &h, NULL);
+		int rc = tsp_host_open(argv[2], 0, 0, &h, NULL);
 
 		if (rc < 0)
 			die("open", rc);
@@ -712,7 +712,7 @@ int main(int argc, char **argv)
 	}
 	if (argc == 3 && !strcmp(argv[1], "refused")) {
 		struct tsp_host *h;
-		int rc = tsp_host_open(argv[2], 0, &h, NULL);
+		int rc = tsp_host_open(argv[2], 0, 0, &h, NULL);
 
 		if (rc == 0) {
 			tsp_host_close(h);
