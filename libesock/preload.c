@@ -848,7 +848,7 @@ API int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
 	if (!atomic_load_explicit(&sock_count, memory_order_relaxed))
 		return REAL(poll)(fds, n, timeout);
-	return sock_poll(fds, n, timeout);
+	return sock_poll(fds, n, timeout, NULL);
 }
 
 static int ts_ms(const struct timespec *ts)
@@ -863,20 +863,9 @@ static int ts_ms(const struct timespec *ts)
 
 API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
 {
-	sigset_t old;
-	int rc, e;
-
 	if (!atomic_load_explicit(&sock_count, memory_order_relaxed))
 		return REAL(ppoll)(fds, n, ts, mask);
-	/* Not atomic with the wait as the kernel's is; documented. */
-	if (mask)
-		pthread_sigmask(SIG_SETMASK, mask, &old);
-	rc = sock_poll(fds, n, ts_ms(ts));
-	e = errno;
-	if (mask)
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-	errno = e;
-	return rc;
+	return sock_poll(fds, n, ts_ms(ts), mask); /* (the mask holds in its sleeps, as the kernel's) */
 }
 
 /*
@@ -896,7 +885,8 @@ static inline void set_clr(fd_set *set, int fd)
 }
 
 /* select through sock_poll, when a DDPMODE descriptor is in the sets. */
-static int select_ddp(int nfds, fd_set *r, fd_set *w, fd_set *x, int timeout_ms)
+static int select_ddp(int nfds, fd_set *r, fd_set *w, fd_set *x, int timeout_ms,
+		      const sigset_t *mask)
 {
 	struct pollfd small[64], *p = small;
 	int n = 0, rc;
@@ -910,7 +900,7 @@ static int select_ddp(int nfds, fd_set *r, fd_set *w, fd_set *x, int timeout_ms)
 		if (ev)
 			p[n++] = (struct pollfd){ .fd = fd, .events = ev };
 	}
-	rc = sock_poll(p, (nfds_t)n, timeout_ms);
+	rc = sock_poll(p, (nfds_t)n, timeout_ms, mask);
 	if (rc >= 0) {
 		rc = 0;
 		for (int i = 0; i < n; i++) {
@@ -952,25 +942,15 @@ API int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv)
 	if (!sets_have_ddp(nfds, r, w, x))
 		return REAL(select)(nfds, r, w, x, tv);
 	ms = tv ? (int)(tv->tv_sec * 1000 + (tv->tv_usec + 999) / 1000) : -1;
-	return select_ddp(nfds, r, w, x, ms);
+	return select_ddp(nfds, r, w, x, ms, NULL);
 }
 
 API int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *ts,
 		const sigset_t *mask)
 {
-	sigset_t old;
-	int rc, e;
-
 	if (!sets_have_ddp(nfds, r, w, x))
 		return REAL(pselect)(nfds, r, w, x, ts, mask);
-	if (mask)
-		pthread_sigmask(SIG_SETMASK, mask, &old);
-	rc = select_ddp(nfds, r, w, x, ts_ms(ts));
-	e = errno;
-	if (mask)
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-	errno = e;
-	return rc;
+	return select_ddp(nfds, r, w, x, ts_ms(ts), mask); /* (the mask holds in its sleeps) */
 }
 
 API int epoll_create1(int flags)

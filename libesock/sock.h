@@ -352,7 +352,8 @@ int64_t sock_timeo_deadline(int ms);
 void sock_room_wanted(struct esock_sock *s, bool on);
 
 /* sock_ready.c */
-int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms);
+/* poll's emulation; |mask|: the signal mask during its sleeps (ppoll's), or NULL (the thread's). */
+int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask);
 
 /* sock_epoll.c */
 extern atomic_int sock_epoll_regs;           /* DDPMODE entries in epoll sets */

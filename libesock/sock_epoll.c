@@ -800,14 +800,39 @@ int sock_epoll_pass(int epfd, struct epoll_event *out, int max, int timeout_ms,
 	}
 }
 
+static int emulate(struct epset *st, int epfd, struct epoll_event *out, int max, int timeout_ms,
+		   const sigset_t *mask);
+
 int sock_epoll_wait(int epfd, struct epoll_event *out, int max, int timeout_ms,
 		    const sigset_t *mask)
 {
 	struct epset *st = set_of(epfd, false);
-	int64_t end = timeout_ms > 0 ? ep_now_ms() + timeout_ms : 0;
+	sigset_t all, old;
+	int rc, e;
 
 	if (!st || !st->n || max <= 0)
 		return sock_epoll_pass(epfd, out, max, timeout_ms, mask);
+	/*
+	 * Signals wait while the emulation works in user space and come only
+	 * in the kernel's sleep (epoll_pwait with the caller's mask, where they
+	 * end it with EINTR): a signal whose handler ran between two of its
+	 * sleeps would find it asleep again, its flag unseen (nginx did not
+	 * end on a SIGTERM that came with its last connection's end).
+	 */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = emulate(st, epfd, out, max, timeout_ms, mask ? mask : &old);
+	e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = e;
+	return rc;
+}
+
+static int emulate(struct epset *st, int epfd, struct epoll_event *out, int max, int timeout_ms,
+		   const sigset_t *mask)
+{
+	int64_t end = timeout_ms > 0 ? ep_now_ms() + timeout_ms : 0;
+
 	for (;;) {
 		bool pending = false, marks = false, hot = false, off_rang = false, off_sleep;
 		int got, left = timeout_ms, kn;
@@ -827,8 +852,7 @@ int sock_epoll_wait(int epfd, struct epoll_event *out, int max, int timeout_ms,
 			ep_uncork_all(); /* what we wait for may need a corked RTR out first (ep.h) */
 		if ((off_sleep = st->noff && left) && sock_off_sleep_begin())
 			left = 0; /* (the channel has events already) */
-		kn = mask ? REAL(epoll_pwait)(epfd, out + got, max - got, left, mask)
-			  : REAL(epoll_wait)(epfd, out + got, max - got, left);
+		kn = REAL(epoll_pwait)(epfd, out + got, max - got, left, mask);
 		if (off_sleep)
 			sock_off_sleep_end();
 		if (kn < 0)

@@ -592,11 +592,13 @@ static ssize_t rx_take(struct esock_sock *s, const struct iovec *iov, int n, siz
 		}
 	}
 	pthread_mutex_unlock(&s->lock);
-	if (owed) {
+	if (owed) { /* (posted: nothing to wait for) */
 		req.u.recv.max = owed;
 		req.u.recv.flags = ESOCK_TSP_MSG_CREDIT;
+		req.h.sock = o->handle;
 		LOCK();
-		(void)call_locked(s, &req, &resp);
+		if (o->orphan || off_post(&req) < 0)
+			(void)call_locked(s, &req, &resp);
 		off_pump_locked();
 		UNLOCK();
 	}
@@ -682,6 +684,16 @@ ssize_t sock_off_send(struct esock_sock *s, const struct iovec *iov, int n, int 
 		return -EOPNOTSUPP;
 	if (o->listening)
 		return -ENOTCONN;
+	if (o->err) { /* (a posted send failed: said now) */
+		pthread_mutex_lock(&s->lock);
+		rc = -o->err;
+		o->err = 0;
+		pthread_mutex_unlock(&s->lock);
+		if (rc == -EPIPE && !(flags & MSG_NOSIGNAL))
+			pthread_kill(pthread_self(), SIGPIPE);
+		if (rc)
+			return rc;
+	}
 	while (done < total) {
 		struct esock_tsp_msg req = { .h = { .op = ESOCK_TSP_SEND } }, resp;
 		size_t piece = total - done < ESOCK_TSP_BODY_MAX ? total - done : ESOCK_TSP_BODY_MAX;
@@ -706,7 +718,15 @@ ssize_t sock_off_send(struct esock_sock *s, const struct iovec *iov, int n, int 
 				iov_copy(iov, n, done, gather, piece, false);
 				req.data = gather;
 			}
-			rc = call_locked(s, &req, &resp);
+			/*
+			 * Asynchronous send: posted, taken once queued (the credit
+			 * says it fits); a failure comes back later, for the next call.
+			 */
+			req.h.sock = o->handle;
+			if (async && !o->orphan && off_post(&req) == 0)
+				rc = (int)piece;
+			else
+				rc = call_locked(s, &req, &resp);
 			if (rc > 0 && async) {
 				pthread_mutex_lock(&s->lock);
 				o->tx_out += (uint32_t)rc;
@@ -946,7 +966,9 @@ void sock_off_release(struct esock_sock *s)
 	LOCK();
 	if (!o->orphan) {
 		off_unregister(o->handle);
-		(void)call_locked(s, &req, &resp);
+		req.h.sock = o->handle; /* (posted: a close has nothing to say) */
+		if (off_post(&req) < 0)
+			(void)call_locked(s, &req, &resp);
 		/* Connections taken ahead that nobody accepted go too. */
 		for (unsigned i = 0; i < o->acq_n; i++) {
 			struct sock_off *c = o->acq[(o->acq_head + i) % o->acq_cap].o;

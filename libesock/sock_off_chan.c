@@ -206,6 +206,20 @@ int off_call(struct esock_tsp_msg *req, struct esock_tsp_msg *resp)
 	return rc;
 }
 
+int off_post(struct esock_tsp_msg *req)
+{
+	int rc;
+
+	if (!off_proc.h)
+		return -EPIPE;
+	req->h.type = ESOCK_TSP_REQ;
+	if ((rc = tsp_host_post(off_proc.h, req)) == -EPIPE && !off_proc.broken) {
+		log_error("tcpserverd went away: offloaded sockets fail from now on");
+		off_proc.broken = true;
+	}
+	return rc;
+}
+
 int off_register(struct sock_off *o)
 {
 	uint32_t handle = o->handle;
@@ -254,6 +268,13 @@ static void apply(const struct esock_tsp_msg *ev)
 	}
 	if ((s = o->s))
 		pthread_mutex_lock(&s->lock);
+	if (ev->h.type == ESOCK_TSP_RESP) { /* a posted call's answer: a failure is the socket's */
+		if (ev->result < 0 && ev->h.op == ESOCK_TSP_SEND && !o->err)
+			o->err = -ev->result;
+		if (s)
+			pthread_mutex_unlock(&s->lock);
+		return;
+	}
 	switch (ev->h.op) {
 	case ESOCK_TSP_READY:
 		if ((ev->u.watch.events & ~o->kready) & (POLLIN | POLLRDHUP | POLLERR | POLLHUP))

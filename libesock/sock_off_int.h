@@ -61,6 +61,12 @@ struct tsp_host *off_host(void);
 void off_atfork(void);
 /* With the lock: a call (type set here); its result, -EPIPE when tcpserverd is gone. */
 int off_call(struct esock_tsp_msg *req, struct esock_tsp_msg *resp);
+/*
+ * With the lock: the same without waiting for the answer (it comes among
+ * the events; a failure applies to its socket).  0, or -errno: then make
+ * it a call.
+ */
+int off_post(struct esock_tsp_msg *req);
 /* With the lock: events applied (their socks' locks taken). */
 void off_pump_locked(void);
 /* The same for the events a call kept while it waited for its answer (those before it). */

@@ -42,7 +42,28 @@ static unsigned ready_now(struct esock_sock *s, unsigned events, bool looked)
 	return sock_ready(s, events);
 }
 
-int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
+static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask);
+
+/*
+ * Signals wait while the emulation works in user space and come only in
+ * the kernel's sleep (ppoll with the caller's mask: EINTR), never between
+ * two sleeps where their handler's flag would go unseen.
+ */
+int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
+{
+	sigset_t all, old;
+	int rc, e;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = emulate(fds, n, timeout_ms, mask ? mask : &old);
+	e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = e;
+	return rc;
+}
+
+static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 {
 	struct esock_sock *small_s[SMALL], **ss = small_s;
 	struct pollfd small_k[2 * SMALL], *k = small_k, small_c[2 * SMALL], *c = small_c;
@@ -165,7 +186,9 @@ int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 
 		if (off_sleep && sock_off_sleep_begin())
 			wait = 0; /* (events came meanwhile) */
-		rc = REAL(poll)(c, nc, wait);
+		struct timespec ts = { wait / 1000, (long)(wait % 1000) * 1000000L };
+
+		rc = REAL(ppoll)(c, nc, wait < 0 ? NULL : &ts, mask);
 		if (off_sleep)
 			sock_off_sleep_end();
 		if (rc < 0)

@@ -12,13 +12,24 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tcpserver/chan.h"
 #include "tcpserver/host.h"
 #include "tcpserver/sys.h"
 
-#define SPINS 2000 /* looks at the queue before sleeping on it (an answer is often microseconds away) */
+/*
+ * How long a call looks at the queue before it sleeps on the bell: learnt
+ * from the answers (twice the last that came while looking, between these
+ * bounds; halved after a sleep).  With tcpserverd on a core of its own an
+ * answer is a microsecond or two away and the spin finds it; where it
+ * shares a CPU, looking longer only burns the host's CPU.
+ */
+#define SPIN_MIN_NS 1000
+#define SPIN_MAX_NS 50000
+/* Calls posted without waiting whose answers are still to come, at most. */
+#define POSTED_MAX 4096
 
 struct tsp_host {
 	int usock;
@@ -31,7 +42,46 @@ struct tsp_host {
 	struct esock_tsp_msg *evq;
 	unsigned ev_head, ev_n, ev_cap;
 	uint8_t *ev_data;   /* the octets of the event tsp_host_event returned last */
+	uint32_t spin_ns;   /* how long a call looks before it sleeps (SPIN_*) */
+	/* Ids of posted calls (tsp_host_post) whose answers are still to come, oldest first. */
+	uint32_t posted[POSTED_MAX];
+	unsigned post_head, post_n;
 };
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/* The answer |id| is one a post left behind: it is taken off the list (kept as an event). */
+static bool take_posted(struct tsp_host *h, uint32_t id)
+{
+	for (unsigned i = 0; i < h->post_n; i++) {
+		unsigned at = (h->post_head + i) % POSTED_MAX;
+
+		if (h->posted[at] != id)
+			continue;
+		/* (in order as a rule: the oldest; else the gap closes up) */
+		for (unsigned k = i; k > 0; k--)
+			h->posted[(h->post_head + k) % POSTED_MAX] = h->posted[(h->post_head + k - 1) % POSTED_MAX];
+		h->post_head = (h->post_head + 1) % POSTED_MAX;
+		h->post_n--;
+		return true;
+	}
+	return false;
+}
 
 int tsp_host_open(const char *path, uint32_t flags, uint32_t token, struct tsp_host **out,
 		  uint32_t *granted)
@@ -51,6 +101,7 @@ int tsp_host_open(const char *path, uint32_t flags, uint32_t token, struct tsp_h
 	}
 	pthread_mutex_init(&h->lock, NULL);
 	h->ch.memfd = h->ch.bell = -1;
+	h->spin_ns = SPIN_MAX_NS;
 	if ((h->usock = TSP_SYS(socket)(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
 	    (TSP_OWN(h->usock), 0) || TSP_SYS(connect)(h->usock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		rc = errno == ENOENT ? -ECONNREFUSED : -errno;
@@ -212,7 +263,10 @@ static bool keep_event(struct tsp_host *h, const struct esock_tsp_msg *ev)
 
 static int wait_response(struct tsp_host *h, uint32_t id, struct esock_tsp_msg *resp)
 {
-	for (int spins = 0;;) {
+	uint64_t t0 = now_ns();
+	bool slept = false;
+
+	for (unsigned spins = 0;;) {
 		uint32_t len;
 		int rc;
 		const uint8_t *r = esock_shmq_peek(h->ch.resp, &len, &rc);
@@ -223,57 +277,83 @@ static int wait_response(struct tsp_host *h, uint32_t id, struct esock_tsp_msg *
 			esock_shmq_release(h->ch.resp);
 			if (esock_tsp_decode(h->in, len, resp) != (int)len)
 				return -EPIPE;
-			if (resp->h.type == ESOCK_TSP_EVENT) {
+			if (resp->h.type == ESOCK_TSP_EVENT ||
+			    (resp->h.type == ESOCK_TSP_RESP && resp->h.id != id && take_posted(h, resp->h.id))) {
 				if (!keep_event(h, resp))
 					return -EPIPE; /* (out of memory: an event lost would be worse) */
 				continue;
 			}
 			if (resp->h.type != ESOCK_TSP_RESP || resp->h.id != id)
 				return -EPIPE;
+			if (slept) {
+				h->spin_ns = h->spin_ns / 2 > SPIN_MIN_NS ? h->spin_ns / 2 : SPIN_MIN_NS;
+			} else {
+				uint64_t dt = 2 * (now_ns() - t0);
+
+				h->spin_ns = dt > SPIN_MAX_NS ? SPIN_MAX_NS : dt > h->spin_ns ? (uint32_t)dt : h->spin_ns;
+			}
 			return 0;
 		}
 		if (rc != -EAGAIN)
 			return -EPIPE;
-		if (++spins < SPINS) {
-			sched_yield();
+		if ((++spins & 63) || now_ns() - t0 < h->spin_ns) {
+			cpu_relax();
 			continue;
 		}
+		slept = true;
 		if (bell_wait(h, 200) == -ETIMEDOUT && server_gone(h))
 			return -EPIPE;
 	}
 }
 
-int tsp_host_call(struct tsp_host *h, struct esock_tsp_msg *req, struct esock_tsp_msg *resp)
+/* |req| into the queue under a new id (lock held).  0, or -errno (-EPIPE: the channel broke). */
+static int put_request(struct tsp_host *h, struct esock_tsp_msg *req)
 {
 	uint8_t *rec;
 	int n, rc;
 
-	pthread_mutex_lock(&h->lock);
-	if (h->broken) {
-		pthread_mutex_unlock(&h->lock);
+	if (h->broken)
 		return -EPIPE;
-	}
 	req->h.id = ++h->next_id;
-	n = esock_tsp_encode(req, h->in, ESOCK_TSP_HDR_LEN + 64 + ESOCK_TSP_BODY_MAX);
-	if (n < 0) {
-		pthread_mutex_unlock(&h->lock);
+	if ((n = esock_tsp_encoded_len(req)) < 0)
 		return n;
-	}
 	while (!(rec = esock_shmq_reserve(h->ch.req, (uint32_t)n, &rc))) {
 		if (rc != -EAGAIN || server_gone(h)) {
 			h->broken = true;
-			pthread_mutex_unlock(&h->lock);
 			return -EPIPE;
 		}
 		sched_yield(); /* full: tcpserverd is behind */
 	}
-	memcpy(rec, h->in, (size_t)n);
+	(void)esock_tsp_encode(req, rec, (size_t)n); /* (in place: the data copied once) */
 	esock_shmq_commit(h->ch.req, (uint32_t)n);
-	if ((rc = wait_response(h, req->h.id, resp)) < 0)
-		h->broken = true; /* (the channel: tcpserverd gone, or a message that makes no sense) */
-	else
-		rc = resp->result;
+	return 0;
+}
+
+int tsp_host_call(struct tsp_host *h, struct esock_tsp_msg *req, struct esock_tsp_msg *resp)
+{
+	int rc;
+
+	pthread_mutex_lock(&h->lock);
+	if ((rc = put_request(h, req)) == 0) {
+		if ((rc = wait_response(h, req->h.id, resp)) < 0)
+			h->broken = true; /* (the channel: tcpserverd gone, or a message that makes no sense) */
+		else
+			rc = resp->result;
+	}
 	wake_sleepers(h);
+	pthread_mutex_unlock(&h->lock);
+	return rc;
+}
+
+int tsp_host_post(struct tsp_host *h, struct esock_tsp_msg *req)
+{
+	int rc;
+
+	pthread_mutex_lock(&h->lock);
+	if (h->post_n == POSTED_MAX)
+		rc = -EAGAIN;
+	else if ((rc = put_request(h, req)) == 0)
+		h->posted[(h->post_head + h->post_n++) % POSTED_MAX] = req->h.id;
 	pthread_mutex_unlock(&h->lock);
 	return rc;
 }
@@ -319,8 +399,10 @@ int tsp_host_event(struct tsp_host *h, struct esock_tsp_msg *ev, int timeout_ms)
 		if ((r = esock_shmq_peek(h->ch.resp, &len, &rc))) {
 			memcpy(h->in, r, len);
 			esock_shmq_release(h->ch.resp);
-			/* (no call waits: whatever comes is an event) */
-			if (esock_tsp_decode(h->in, len, ev) != (int)len || ev->h.type != ESOCK_TSP_EVENT) {
+			/* (no call waits: whatever comes is an event, or the answer to a post) */
+			if (esock_tsp_decode(h->in, len, ev) != (int)len ||
+			    (ev->h.type != ESOCK_TSP_EVENT &&
+			     !(ev->h.type == ESOCK_TSP_RESP && take_posted(h, ev->h.id)))) {
 				h->broken = true;
 				break;
 			}

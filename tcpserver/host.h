@@ -37,7 +37,14 @@ void tsp_host_close(struct tsp_host *h);
 int tsp_host_call(struct tsp_host *h, struct esock_tsp_msg *req, struct esock_tsp_msg *resp);
 
 /*
- * The next event (READY, DATA, ACCEPTED, CREDIT) into |ev|, waiting up to
+ * Sends |req| without waiting for its answer: the answer comes later among
+ * the events (tsp_host_event, type ESOCK_TSP_RESP, the same id).  0,
+ * -EAGAIN (too many answers outstanding: make it a call), -EPIPE.
+ */
+int tsp_host_post(struct tsp_host *h, struct esock_tsp_msg *req);
+
+/*
+ * The next event (READY, DATA, ACCEPTED, CREDIT, or a posted call's answer) into |ev|, waiting up to
  * |timeout_ms| (-1: no limit); events that came while a call waited for its
  * answer were kept, in order.  A DATA event's octets are the host's until
  * the next call or event.  1, 0 (none in time), or -EPIPE.

@@ -67,6 +67,12 @@ EXTRA_DIST += tools/connscale-test.sh
 # the source tree (it uses tests/apps/common.sh), not installed.
 EXTRA_DIST += tools/appbench.sh
 
+# tools/tcpserver-eval.sh: the TCP Server's evaluation (nginx, regular TCP against
+# tcpserverd with its optimisations one by one; docs/tcpserver.md); its test
+# runs it for a few cells and checks what it wrote.
+EXTRA_DIST += tools/tcpserver-eval.sh tools/tcpserver-eval-plot.py tools/tcpserver-eval-test.sh
+TESTS += tools/tcpserver-eval-test.sh
+
 # esock-stat: the DDPMODE sockets of running processes (shared-memory counters).
 bin_PROGRAMS += tools/esock-stat
 tools_esock_stat_SOURCES = tools/esock-stat.c libesock/sock_stat.h

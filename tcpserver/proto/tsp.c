@@ -232,11 +232,10 @@ int esock_tsp_decode(const uint8_t *in, size_t n, struct esock_tsp_msg *m)
 	return (int)(end - in);
 }
 
-int esock_tsp_encode(const struct esock_tsp_msg *m, uint8_t *out, size_t cap)
+/* The body's length of |m| (its shape in *|sp|), or -EINVAL: a message that cannot be. */
+static long body_len(const struct esock_tsp_msg *m, const struct shape **sp)
 {
 	const struct shape *s = shape_of(m->h.type, m->h.op);
-	size_t body;
-	uint8_t *p;
 	bool failed;
 
 	if (!s || m->data_len > s->data_max || (m->data_len && !m->data))
@@ -247,7 +246,30 @@ int esock_tsp_encode(const struct esock_tsp_msg *m, uint8_t *out, size_t cap)
 	if (!failed && m->h.type == ESOCK_TSP_RESP && m->h.op == ESOCK_TSP_RECV &&
 	    (uint32_t)m->result != m->data_len)
 		return -EINVAL;
-	body = failed ? 4 : fixed_len(s) + m->data_len;
+	*sp = s;
+	return failed ? 4 : (long)(fixed_len(s) + m->data_len);
+}
+
+int esock_tsp_encoded_len(const struct esock_tsp_msg *m)
+{
+	const struct shape *s;
+	long body = body_len(m, &s);
+
+	return body < 0 ? (int)body : (int)(ESOCK_TSP_HDR_LEN + body);
+}
+
+int esock_tsp_encode(const struct esock_tsp_msg *m, uint8_t *out, size_t cap)
+{
+	const struct shape *s;
+	long lb = body_len(m, &s);
+	size_t body;
+	uint8_t *p;
+	bool failed;
+
+	if (lb < 0)
+		return (int)lb;
+	body = (size_t)lb;
+	failed = s->result && m->result < 0;
 	if (cap < ESOCK_TSP_HDR_LEN + body)
 		return -ENOBUFS;
 	out[0] = ESOCK_TSP_VERSION;

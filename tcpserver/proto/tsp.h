@@ -175,6 +175,8 @@ int esock_tsp_decode(const uint8_t *in, size_t n, struct esock_tsp_msg *m);
  * op) that does not exist, data too long for one message).
  */
 int esock_tsp_encode(const struct esock_tsp_msg *m, uint8_t *out, size_t cap);
+/* The length esock_tsp_encode will give |m| (to encode it in place), or -EINVAL. */
+int esock_tsp_encoded_len(const struct esock_tsp_msg *m);
 
 /* The op's name ("SEND"), or "?". */
 const char *esock_tsp_op_name(unsigned op);

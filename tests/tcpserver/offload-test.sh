@@ -157,6 +157,13 @@ start_nginx() { # OPTS [MASTER]: with a master, its two workers inherit the list
 	wait_port "$port" || fail "$1: nginx does not answer"
 	owned_by_d "$port"
 }
+# SIGTERM ends nginx within 10 s (a signal must reach it through the library's waits).
+stop_nginx() {
+	kill "$npid"
+	for i in $(seq 1 200); do kill -0 "$npid" 2>/dev/null || break; sleep 0.05; done
+	kill -0 "$npid" 2>/dev/null && { kill -9 "$npid"; fail "nginx did not end on SIGTERM"; }
+	wait "$npid" 2>/dev/null
+}
 fetch() { # fetch OPT FILE [offloaded]: curl, plain or offloaded, must get FILE whole
 	rm -f "$tmp/got"
 	if [ "${3:-}" = offloaded ]; then
@@ -205,8 +212,7 @@ EOF
 		fail "$run_: ab -k: $(grep -E 'Complete|Failed' "$tmp/ab.log")"
 	# shellcheck disable=SC2086
 	kill $idle $slow 2>/dev/null
-	kill "$npid"
-	wait "$npid" 2>/dev/null
+	stop_nginx
 	grep -q "alert\|emerg" "$tmp/nginx.err" && fail "$run_: nginx says $(grep "alert\|emerg" "$tmp/nginx.err")"
 done
 grep -q "fork, [1-9][0-9]* sockets copied" "$tmp/d.log" || fail "nginx's master forked no sockets to its workers"
@@ -258,8 +264,7 @@ for i in $(seq 1 40); do [ "$(nfds "$dpid")" -le "$base_fds" ] && break; sleep 0
 grep -q "its sockets closed" "$tmp/d.log" || fail "tcpserverd did not say it closed the host's sockets"
 start_nginx all
 fetch all small.txt
-kill "$npid"
-wait "$npid" 2>/dev/null
+stop_nginx
 
 # ---- tcpserverd gone: the host's next call fails, nothing hangs ----
 cat >"$tmp/gone.py" <<'EOF'

@@ -78,6 +78,7 @@ START_TEST(every_message_round_trips)
 	sample(&m, all[_i].type, all[_i].op);
 	n = esock_tsp_encode(&m, buf, sizeof(buf));
 	ck_assert_int_gt(n, ESOCK_TSP_HDR_LEN - 1);
+	ck_assert_int_eq(esock_tsp_encoded_len(&m), n); /* (what an encode in place reserves) */
 	k = esock_tsp_decode(buf, (size_t)n, &d);
 	ck_assert_int_eq(k, n);
 	ck_assert_uint_eq(d.h.version, ESOCK_TSP_VERSION);
@@ -227,6 +228,7 @@ START_TEST(bad_encode)
 	struct esock_tsp_msg m = { .h = { .type = ESOCK_TSP_REQ, .op = ESOCK_TSP_READY } };
 
 	ck_assert_int_eq(esock_tsp_encode(&m, buf, sizeof(buf)), -EINVAL);
+	ck_assert_int_eq(esock_tsp_encoded_len(&m), -EINVAL);
 	m.h.op = ESOCK_TSP_SEND;
 	m.data = big;
 	m.data_len = sizeof(big);

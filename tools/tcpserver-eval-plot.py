@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Medians, ratios and the plot of tools/tcpserver-eval.sh.
+
+    tcpserver-eval-plot.py EVAL.CSV OUTDIR "MACHINE LINE"
+
+Writes OUTDIR/summary.txt (a Markdown table per file and protocol: medians
+of requests/s, host and tcpserverd CPU time per request, CPU busy, and the
+ratios to regular TCP) and OUTDIR/tcpserver-eval.svg (requests/s and host
+CPU per request against concurrent clients, a line per mode)."""
+import csv
+import statistics
+import sys
+from collections import defaultdict
+
+MODES = ["tcp", "sync", "async", "eagerrx", "eageracc", "setup"]
+NAMES = {"tcp": "regular TCP", "sync": "synchronous", "async": "+ async send",
+         "eagerrx": "+ eager receive", "eageracc": "+ eager accept", "setup": "+ setup with accept"}
+COLORS = {"tcp": "black", "sync": "#1f77b4", "async": "#ff7f0e", "eagerrx": "#2ca02c",
+          "eageracc": "#d62728", "setup": "#9467bd"}
+FIELDS = ["rps", "host_us_per_req", "tsd_us_per_req", "host_cpu_busy", "server_cpu_busy"]
+
+
+def load(path):
+    cells = defaultdict(lambda: defaultdict(list))
+    with open(path) as f:
+        for row in csv.DictReader(f):
+            key = (row["file"], row["proto"], int(row["conc"]), row["mode"])
+            for k in FIELDS:
+                cells[key][k].append(float(row[k]))
+    return {k: {f: statistics.median(v[f]) for f in FIELDS} | {"n": len(v["rps"])}
+            for k, v in cells.items()}
+
+
+def summary(med, machine):
+    lines = [f"# {machine}", ""]
+    for file in ("4k", "16k"):
+        for proto in ("http10", "keepalive"):
+            lines.append(f"## {file}, {'HTTP/1.0' if proto == 'http10' else 'keep-alive'}")
+            lines.append("")
+            lines.append("| clients | mode | req/s | vs TCP | host us/req | vs TCP | tcpserverd us/req "
+                         "| host CPU busy | other CPU busy | runs |")
+            lines.append("|---|---|---|---|---|---|---|---|---|---|")
+            for conc in (1, 8, 32):
+                base = med.get((file, proto, conc, "tcp"))
+                for m in MODES:
+                    c = med.get((file, proto, conc, m))
+                    if not c:
+                        continue
+                    rr = f"{c['rps'] / base['rps']:.2f}" if base and base["rps"] else "-"
+                    hr = (f"{c['host_us_per_req'] / base['host_us_per_req']:.2f}"
+                          if base and base["host_us_per_req"] else "-")
+                    lines.append(f"| {conc} | {NAMES[m]} | {c['rps']:.0f} | {rr} | "
+                                 f"{c['host_us_per_req']:.1f} | {hr} | {c['tsd_us_per_req']:.1f} | "
+                                 f"{c['host_cpu_busy']:.2f} | {c['server_cpu_busy']:.2f} | {c['n']} |")
+            lines.append("")
+    return "\n".join(lines)
+
+
+def svg(med, machine):
+    W, H, L, B, T = 300, 200, 55, 30, 25
+    panels = [(f, p) for f in ("4k", "16k") for p in ("http10", "keepalive")]
+    width, height = 2 * (W + 20) + 20, len(panels) * (H + 45) + 80
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           'font-family="sans-serif" font-size="11">']
+    xs = [1, 8, 32]
+    for row, (file, proto) in enumerate(panels):
+        for col, (field, label) in enumerate((("rps", "requests/s"),
+                                             ("host_us_per_req", "host CPU us per request"))):
+            ox, oy = 20 + col * (W + 20), 20 + row * (H + 45)
+            vals = [med[(file, proto, c, m)][field] for c in xs for m in MODES
+                    if (file, proto, c, m) in med]
+            ymax = max(vals) * 1.1 if vals else 1
+            title = f"{label}, {file}, {'HTTP/1.0' if proto == 'http10' else 'keep-alive'}"
+            out.append(f'<text x="{ox + L}" y="{oy + 12}">{title}</text>')
+            out.append(f'<line x1="{ox + L}" y1="{oy + H}" x2="{ox + W}" y2="{oy + H}" stroke="black"/>')
+            out.append(f'<line x1="{ox + L}" y1="{oy + T}" x2="{ox + L}" y2="{oy + H}" stroke="black"/>')
+            out.append(f'<text x="{ox}" y="{oy + T + 4}">{ymax:.0f}</text>')
+            out.append(f'<text x="{ox + L - 10}" y="{oy + H + 4}">0</text>')
+            for i, c in enumerate(xs):
+                x = ox + L + (W - L - 10) * i / (len(xs) - 1)
+                out.append(f'<text x="{x - 4:.0f}" y="{oy + H + 14}">{c}</text>')
+            out.append(f'<text x="{ox + W - 60}" y="{oy + H + 26}">clients</text>')
+            for m in MODES:
+                pts = []
+                for i, c in enumerate(xs):
+                    if (file, proto, c, m) in med:
+                        x = ox + L + (W - L - 10) * i / (len(xs) - 1)
+                        y = oy + H - (H - T) * med[(file, proto, c, m)][field] / ymax
+                        pts.append(f"{x:.1f},{y:.1f}")
+                if pts:
+                    out.append(f'<polyline fill="none" stroke="{COLORS[m]}" stroke-width="2" '
+                               f'points="{" ".join(pts)}"/>')
+    ly = height - 45
+    for i, m in enumerate(MODES):
+        out.append(f'<text x="{20 + i * 105}" y="{ly}" fill="{COLORS[m]}">{NAMES[m]}</text>')
+    out.append(f'<text x="20" y="{height - 20}">{machine}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def main():
+    path, outdir, machine = sys.argv[1], sys.argv[2], sys.argv[3]
+    med = load(path)
+    text = summary(med, machine)
+    with open(f"{outdir}/summary.txt", "w") as f:
+        f.write(text + "\n")
+    with open(f"{outdir}/tcpserver-eval.svg", "w") as f:
+        f.write(svg(med, machine))
+    print(text)
+    print(f"tcpserver-eval: eval.csv, summary.txt and tcpserver-eval.svg in {outdir}")
+
+
+if __name__ == "__main__":
+    main()
