@@ -36,6 +36,8 @@ def summary(med, machine):
     lines = [f"# {machine}", ""]
     for file in ("4k", "16k"):
         for proto in ("http10", "keepalive"):
+            if not any(k[0] == file and k[1] == proto for k in med):
+                continue
             lines.append(f"## {file}, {'HTTP/1.0' if proto == 'http10' else 'keep-alive'}")
             lines.append("")
             lines.append("| clients | mode | req/s | vs TCP | host us/req | vs TCP | tcpserverd us/req "
@@ -59,7 +61,8 @@ def summary(med, machine):
 
 def svg(med, machine):
     W, H, L, B, T = 300, 200, 55, 30, 25
-    panels = [(f, p) for f in ("4k", "16k") for p in ("http10", "keepalive")]
+    panels = [(f, p) for f in ("4k", "16k") for p in ("http10", "keepalive")
+              if any(k[0] == f and k[1] == p for k in med)]
     width, height = 2 * (W + 20) + 20, len(panels) * (H + 45) + 80
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            'font-family="sans-serif" font-size="11">']

@@ -17,9 +17,12 @@
 #   top_builddir=build sh tools/tcpserver-eval.sh [RUNS [OUTDIR [SECONDS]]]
 #   (defaults: 3 tcpserver-eval-out 2; SECONDS: whole seconds, as ab takes them)
 #
-# Placement on a two-CPU machine (EVAL_CPUS=host,server overrides "0,1"):
-# nginx on the host CPU; tcpserverd (-c) and ab on the other, so the load
-# generator competes with tcpserverd, never with nginx; with regular TCP the
+# Placement on a two-CPU machine (EVAL_CPUS=host,server[,client] overrides
+# "0,1,1"): nginx on the host CPU, tcpserverd (-c) on the server CPU, ab on
+# the client CPU.  By default ab shares tcpserverd's CPU, so the load
+# generator competes with tcpserverd, never with nginx; EVAL_CPUS=0,1,0 gives
+# tcpserverd a CPU of its own (the published SMP setting) and makes ab compete
+# with nginx instead (under the quota, nginx gets its share).  With regular TCP the
 # kernel's TCP work for nginx's sockets runs on nginx's CPU (in its system
 # calls and their softirqs), offloaded it runs on tcpserverd's.
 # EVAL_QUOTA=P (default 50): nginx gets P % of its CPU (a cgroup's CPU
@@ -33,8 +36,9 @@ out=${2:-tcpserver-eval-out}
 secs=${3:-2}
 b=$(cd "${top_builddir:-.}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
-cpus=${EVAL_CPUS:-0,1}
-hcpu=${cpus%,*} scpu=${cpus#*,}
+cpus=${EVAL_CPUS:-0,1,1}
+hcpu=$(echo "$cpus" | cut -d, -f1) scpu=$(echo "$cpus" | cut -d, -f2) ccpu=$(echo "$cpus" | cut -d, -f3)
+ccpu=${ccpu:-$scpu}
 quota=${EVAL_QUOTA:-50}
 # EVAL_QUICK=1: 4 KiB at 8 clients only (the test that keeps this script working).
 files="4k 16k" concs="1 8 32"
@@ -51,7 +55,7 @@ cleanup() { for p in $pids; do kill "$p" 2>/dev/null; done; rm -rf "$tmp"; }
 trap cleanup EXIT INT TERM
 
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1 | tr -s ' ')
-machine="$cpu, $(nproc) CPUs, kernel $(uname -r), $(date -u +%Y-%m-%d); nginx on CPU $hcpu, tcpserverd and ab on CPU $scpu"
+machine="$cpu, $(nproc) CPUs, kernel $(uname -r), $(date -u +%Y-%m-%d); nginx on CPU $hcpu, tcpserverd on CPU $scpu, ab on CPU $ccpu"
 echo "tcpserver-eval: $machine; $runs runs of ${secs}s cells" | tee "$out/machine.txt"
 
 mkdir -p "$tmp/www" "$tmp/cache"
@@ -148,7 +152,7 @@ for r in $(seq 1 "$runs"); do
 					h0=$(ticks "$npid") s0=$(ticks "$dpid")
 					set -- $(cpustat "$hcpu") $(cpustat "$scpu")
 					hb0=$1 ht0=$2 sb0=$3 st0=$4
-					taskset -c "$scpu" ab -q $ka -c "$conc" -t "$secs" -n 1000000 \
+					taskset -c "$ccpu" ab -q $ka -c "$conc" -t "$secs" -n 1000000 \
 						"http://127.0.0.1:$port/$file" >"$tmp/ab.out" 2>&1
 					h1=$(ticks "$npid") s1=$(ticks "$dpid")
 					set -- $(cpustat "$hcpu") $(cpustat "$scpu")
