@@ -47,6 +47,10 @@ for c in nginx ab python3 taskset; do
 	command -v $c >/dev/null || { echo "tcpserver-eval: $c is not installed (scripts/deps.sh)"; exit 77; }
 done
 [ -x "$b/tcpserver/tcpserverd" ] && [ -f "$b/.libs/libesock.so" ] || { echo "tcpserver-eval: build first"; exit 77; }
+if ldd "$b/.libs/libesock.so" 2>/dev/null | grep -q libasan; then
+	echo "tcpserver-eval: libesock.so is built with sanitizers; it cannot be preloaded into nginx"
+	exit 77
+fi
 mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
 tmp=$(mktemp -d) || exit 1
