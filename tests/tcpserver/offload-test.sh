@@ -266,9 +266,9 @@ start_nginx all
 fetch all small.txt
 stop_nginx
 
-# ---- tcpserverd gone: the host's next call fails, nothing hangs ----
+# ---- tcpserverd gone: the host's next call fails, nothing hangs; restarted, new sockets work ----
 cat >"$tmp/gone.py" <<'EOF'
-import socket, sys, time
+import os, socket, sys, time
 s = socket.socket()
 s.bind(("127.0.0.1", 0))
 s.listen(1)
@@ -286,14 +286,32 @@ try:
     sys.exit(1)
 except OSError as e:
     print("error", e.errno, flush=True)
+while not os.path.exists(sys.argv[1]):   # (a new tcpserverd at the same path)
+    time.sleep(0.05)
+t = socket.socket()
+t.bind(("127.0.0.1", 0))
+t.listen(1)
+print("again", t.getsockname()[1], flush=True)
+c = socket.create_connection(t.getsockname())
+a, _ = t.accept()
+c.sendall(b"x")
+print("moved", a.recv(1).decode(), flush=True)
 EOF
 rm -f "$tmp/gone.out"
-"$run" --tcpserver="$tmp/s" timeout 20 python3 "$tmp/gone.py" >"$tmp/gone.out" 2>"$tmp/gone.log" & gpid=$!
+"$run" --tcpserver="$tmp/s" timeout 20 python3 "$tmp/gone.py" "$tmp/restarted" >"$tmp/gone.out" 2>"$tmp/gone.log" & gpid=$!
 pids="$pids $gpid"
 wait_file "$tmp/gone.out" || fail "the host did not start"
 kill "$dpid"
 wait "$dpid"
-wait "$gpid" || fail "after tcpserverd left: $(cat "$tmp/gone.out")"
+for i in $(seq 1 100); do [ "$(grep -c '^error ' "$tmp/gone.out")" = 2 ] && break; sleep 0.05; done
 [ "$(grep -c '^error ' "$tmp/gone.out")" = 2 ] || fail "after tcpserverd left: $(cat "$tmp/gone.out")"
+hellos=$(grep -c "said hello" "$tmp/d.log")
+start_d
+touch "$tmp/restarted"
+wait "$gpid" || fail "after tcpserverd came back: $(cat "$tmp/gone.out" "$tmp/gone.log")"
+grep -q "^moved x$" "$tmp/gone.out" || fail "after tcpserverd came back: $(cat "$tmp/gone.out")"
+# (the new sockets were the new tcpserverd's: it heard one more hello, from this host)
+[ "$(grep -c "said hello" "$tmp/d.log")" -gt "$hellos" ] ||
+	fail "the restarted tcpserverd heard no host"
 
-echo "offload: blocking echo 4 MB, nginx alone and master+2 workers (plain and offloaded curl, ab -k, idle, reset and slow clients), forking server, killed host, tcpserverd gone; switches off and all on: ok"
+echo "offload: blocking echo 4 MB, nginx alone and master+2 workers (plain and offloaded curl, ab -k, idle, reset and slow clients), forking server, killed host, tcpserverd gone and back; switches off and all on: ok"
