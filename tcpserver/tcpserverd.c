@@ -106,6 +106,8 @@ struct host {
 	bool asleep;          /* said it sleeps on its request queue (esock_shmq_sleep_begin) */
 	struct tsock *socks;  /* by handle - 1 */
 	int nsocks;           /* handles in use */
+	int low_free;         /* no free handle below this index (new_handle looks from it) */
+	bool held_back;       /* eager accept stopped at the socket limit: a CLOSE lets it on */
 	int neager;           /* its listeners that accept ahead */
 	bool rx_blocked;      /* eager receive waits for room in its queue (looked at each round) */
 	/* counters */
@@ -179,8 +181,9 @@ static struct tsock *sock_of(struct host *h, uint32_t handle)
 
 static int new_handle(struct host *h, int fd, bool nonblock)
 {
-	for (int i = 0; i < d.max_socks; i++)
+	for (int i = h->low_free; i < d.max_socks; i++)
 		if (h->socks[i].fd < 0) {
+			h->low_free = i + 1;
 			memset(&h->socks[i], 0, sizeof(h->socks[i]));
 			h->socks[i].fd = fd;
 			h->socks[i].nonblock = nonblock;
@@ -404,8 +407,10 @@ static bool accept_ahead(struct host *h, uint32_t handle, struct tsock *s)
 		socklen_t sl = sizeof(ss);
 		int fd, nh;
 
-		if (h->nsocks >= d.max_socks)
+		if (h->nsocks >= d.max_socks) {
+			h->held_back = true;
 			return true; /* (no room: they wait in the backlog) */
+		}
 		if ((fd = accept4(s->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC)) < 0)
 			return true;
 		if ((nh = new_handle(h, fd, false)) < 0) {
@@ -445,6 +450,8 @@ static void sock_close(struct host *h, uint32_t handle, bool keep_queued)
 	s->obuf = NULL;
 	s->fd = -1;
 	h->nsocks--;
+	if ((int)handle - 1 < h->low_free)
+		h->low_free = (int)handle - 1;
 }
 
 static int to_sockaddr(const struct esock_tsp_addr *a, struct sockaddr_storage *ss, socklen_t *len)
@@ -873,6 +880,9 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 		if (!answer(h, &m))
 			return -1;
 		/* A handle is free again: eager listeners held back by the limit take more. */
+		if (!h->held_back)
+			return 1;
+		h->held_back = false;
 		for (int i = 0; h->neager && i < d.max_socks; i++)
 			if (h->socks[i].fd >= 0 && h->socks[i].eager &&
 			    !accept_ahead(h, (uint32_t)i + 1, &h->socks[i]))
