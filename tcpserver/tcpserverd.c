@@ -979,8 +979,12 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 	if (!answer(h, &m))
 		return -1;
 	/* A connection made: eager receive starts (after the answer that names it). */
+	/*
+	 * A connection taken: the listener's readiness told again when that was
+	 * its last (a level-triggered watcher must not see it ready for nothing).
+	 */
 	if (rc > 0 && q->h.op == ESOCK_TSP_ACCEPT)
-		return rx_start(h, hi, (uint32_t)rc, &h->socks[rc - 1]) ? 1 : -1;
+		return tell_ready(h, q->h.sock, s) && rx_start(h, hi, (uint32_t)rc, &h->socks[rc - 1]) ? 1 : -1;
 	if (rc == 0 && q->h.op == ESOCK_TSP_CONNECT)
 		return rx_start(h, hi, q->h.sock, s) ? 1 : -1;
 	return 1;
@@ -988,14 +992,19 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 
 /* ---- hosts ---- */
 
-static void host_drop(int hi, const char *why)
+/*
+ * |graceful|: the host ended (exit, or killed): what it had sent is still
+ * sent, as the kernel sends what a process wrote before it ended.  Else (it
+ * broke the protocol) what it queued goes with it.
+ */
+static void host_drop_ex(int hi, const char *why, bool graceful)
 {
 	struct host *h = &d.hosts[hi];
 
 	if (!h->used)
 		return;
 	for (int i = 0; h->socks && i < d.max_socks; i++)
-		sock_close(h, (uint32_t)i + 1, false); /* (a host gone: what it queued goes with it) */
+		sock_close(h, (uint32_t)i + 1, graceful);
 	logv("host %d (pid %u): %s; its sockets closed\n", hi, h->pid, why);
 	epoll_ctl(d.epfd, EPOLL_CTL_DEL, h->usock, NULL);
 	if (h->ch.bell >= 0)
@@ -1005,6 +1014,13 @@ static void host_drop(int hi, const char *why)
 	free(h->socks);
 	memset(h, 0, sizeof(*h));
 }
+
+static void host_drop(int hi, const char *why)
+{
+	host_drop_ex(hi, why, false);
+}
+
+static int host_serve(int hi);
 
 static void host_new(void)
 {
@@ -1043,7 +1059,9 @@ static void host_sock(int hi)
 	if (!h->used)
 		return;
 	if (h->ready) {
-		host_drop(hi, "its socket ended"); /* (nothing else ever comes there) */
+		/* (nothing else ever comes there) What it queued before it ended is carried out first. */
+		host_serve(hi);
+		host_drop_ex(hi, "its socket ended", true);
 		return;
 	}
 	if (tsp_chan_recv(&h->ch, h->usock) < 0 ||

@@ -74,3 +74,8 @@ tests_integration_check_sock_exec_LDADD = $(SOCK_TEST_LDADD) -ldl
 TEST_PROGS += tests/integration/check_sock_calls
 tests_integration_check_sock_calls_SOURCES = tests/integration/check_sock_calls.c $(SOCK_UTIL)
 tests_integration_check_sock_calls_LDADD = $(SOCK_TEST_LDADD)
+# The offload mode through the library's own calls (sanitizers and valgrind see it); needs tcpserverd.
+TEST_PROGS += tests/integration/check_sock_off
+tests_integration_check_sock_off_SOURCES = tests/integration/check_sock_off.c
+tests_integration_check_sock_off_LDADD = $(SOCK_TEST_LDADD)
+EXTRA_tests_integration_check_sock_off_DEPENDENCIES = tcpserver/tcpserverd$(EXEEXT)

@@ -259,7 +259,7 @@ sleep 0.5
 kill -9 "$npid"
 wait "$npid" 2>/dev/null
 wait "$cpid" && fail "a transfer cut by the host's end looked complete"
-for i in $(seq 1 40); do [ "$(nfds "$dpid")" -le "$base_fds" ] && break; sleep 0.05; done
+for i in $(seq 1 240); do [ "$(nfds "$dpid")" -le "$base_fds" ] && break; sleep 0.05; done
 [ "$(nfds "$dpid")" -le "$base_fds" ] || fail "tcpserverd keeps $(nfds "$dpid") descriptors (had $base_fds)"
 grep -q "its sockets closed" "$tmp/d.log" || fail "tcpserverd did not say it closed the host's sockets"
 start_nginx all
