@@ -723,8 +723,8 @@ ssize_t sock_off_send(struct esock_sock *s, const struct iovec *iov, int n, int 
 			 * says it fits); a failure comes back later, for the next call.
 			 */
 			req.h.sock = o->handle;
-			if (async && !o->orphan && off_post(&req) == 0)
-				rc = (int)piece;
+			if (async && o->connected && !o->orphan && off_post(&req) == 0)
+				rc = (int)piece; /* (until it is known connected, a call: ENOTCONN and the like at once) */
 			else
 				rc = call_locked(s, &req, &resp);
 			if (rc > 0 && async) {
