@@ -197,6 +197,7 @@ int off_call(struct esock_tsp_msg *req, struct esock_tsp_msg *resp)
 	if (!off_proc.h)
 		return -EPIPE;
 	req->h.type = ESOCK_TSP_REQ;
+	resp->h.type = 0; /* (no answer at all, or tcpserverd's own -EPIPE for the socket) */
 	rc = tsp_host_call(off_proc.h, req, resp);
 	if (rc == -EPIPE && resp->h.type != ESOCK_TSP_RESP) {
 		if (!off_proc.broken)
