@@ -635,7 +635,7 @@ API int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 	struct esock_sock *s;
 	long rc;
 
-	if (esock_fdtab_get(fd) && (s = sock_get(fd))) {
+	if ((s = sock_get(fd))) { /* (a table look-up and NULL for anything not ours) */
 		if (s->off) { /* (every option of an offloaded socket is tcpserverd's, or ours) */
 			rc = sock_off_setopt(s, level, name, val, len);
 			sock_put(s);
