@@ -320,6 +320,7 @@ struct esock_qp {
 	struct ep_txwork *txw;      /* while transmitting (ep_txwork_get), else NULL */
 	uint32_t tx_pos;            /* MPA stream position of the next FPDU (markers) */
 	bool tx_pack;               /* ep_batch.pack for this peer */
+	bool tx_more;               /* the last write held its tail back (MSG_MORE): push it */
 	struct esock_mpa_rx rx;
 	struct esock_ddp_place place;
 	struct ep_tx_cur txc;

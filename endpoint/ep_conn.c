@@ -209,11 +209,12 @@ static void set_info(struct esock_qp *qp, const struct esock_mpa_params *mp,
 	qp->info_valid = true;
 }
 
-/* What the caller asked of the peer's FIN and of Sends without a receive. */
+/* What the caller asked of the peer's FIN, of Sends without a receive and of segments. */
 static void take_param(struct esock_qp *qp, const struct esock_conn_param *param)
 {
 	qp->rx_wait = param && param->wait_for_recv;
 	qp->half_close = param && param->half_close;
+	qp->tx_pack = param && param->pack;
 }
 
 /*
@@ -232,7 +233,7 @@ static void peer_known(struct esock_qp *qp, int fd, const struct esock_conn_req 
 	}
 	qp->addrs_known = qp->info.local.ss_family && qp->info.remote.ss_family;
 	if (param && param->peer_agrees && !param->peer_agrees(param->peer_agrees_arg, &qp->info))
-		qp->rx_wait = qp->half_close = false;
+		qp->rx_wait = qp->half_close = qp->tx_pack = false;
 }
 
 /*

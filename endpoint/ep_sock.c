@@ -76,11 +76,6 @@ const struct esock_conn_info *ep_qp_info(const struct esock_qp *qp)
 	return &qp->info;
 }
 
-void ep_qp_set_pack(struct esock_qp *qp, bool pack)
-{
-	qp->tx_pack = pack;
-}
-
 void ep_qp_set_rtr_cork(struct esock_qp *qp, bool cork)
 {
 	qp->rtr_cork = cork;

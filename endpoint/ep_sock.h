@@ -77,11 +77,10 @@ void ep_qp_set_want_room(struct esock_qp *qp, bool on);
 /* The negotiated connection (local and remote addresses, MPA parameters). */
 const struct esock_conn_info *ep_qp_info(const struct esock_qp *qp);
 /*
- * A socket's settings, before the QP starts: |pack| FPDUs of a batch into
- * full segments (an esock peer), |cork| the initiator's RTR until the first
- * message or wait; and whether a close aborts (SO_LINGER {1, 0}).
+ * A socket's settings, before the QP starts: |cork| the initiator's RTR
+ * until the first message or wait; and whether a close aborts (SO_LINGER
+ * {1, 0}).  (Packing FPDUs is esock_conn_param.pack.)
  */
-void ep_qp_set_pack(struct esock_qp *qp, bool pack);
 void ep_qp_set_rtr_cork(struct esock_qp *qp, bool cork);
 void ep_qp_set_linger(struct esock_qp *qp, bool abort);
 /* An initiator that has the Reply and waits before its first FPDU (a peer profile's delay). */

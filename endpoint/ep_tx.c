@@ -13,6 +13,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -22,21 +24,44 @@
 #include "libc/real.h"
 #include "util/log.h"
 
+/* Is there work queued behind the message being written (its WR or Response still counted)? */
+static bool queued_behind(const struct esock_qp *qp)
+{
+	bool sq = qp->txc.kind == EP_TX_SQ;
+	bool resp = qp->txc.kind == EP_TX_READ_RESP;
+
+	return qp->irq_n > (resp ? 1u : 0u) || ep_ring_ready(&qp->sqr, qp->sq_tx + (sq ? 1u : 0u));
+}
+
 /* Writes what is left of the batch.  True once it is all out. */
 static bool write_batch(struct esock_qp *qp)
 {
 	/* A lone RTR waits for the first message (or a wait for input: ep_qp_uncork). */
 	bool cork = qp->txc.kind == EP_TX_RTR && qp->rtr_cork && !qp->prof->first_fpdu_delay_ms &&
 		    !ep_ring_ready(&qp->sqr, qp->sq_tx) && !atomic_load(&ep_restricted);
+	/*
+	 * Towards a peer that takes FPDUs packed, a message with more work
+	 * queued behind it goes with MSG_MORE: TCP then fills whole segments
+	 * with small messages as it does for its own writes under Nagle,
+	 * instead of one segment (and one wake-up of the receiver) each.  The
+	 * next write without it pushes everything; if none follows,
+	 * ep_tx_progress pushes (push_held).
+	 */
+	bool more = qp->txw->batch.pack && qp->txw->batch.ends_msg && !cork && queued_behind(qp) &&
+		    !atomic_load(&ep_restricted);
 	int rc;
 
-	qp->txw->batch.more = cork;
+	qp->txw->batch.more = cork || more;
 	if (!cork && qp->txc.kind != EP_TX_RTR)
 		atomic_store(&qp->rtr_corked, false); /* (a write without MSG_MORE pushes all) */
 	size_t left = qp->txw->batch.left;
 
 	rc = ep_batch_write(&qp->txw->batch, qp->fd);
 	ep_sockbuf_moved(qp, left - qp->txw->batch.left);
+	if (rc > 0)
+		qp->tx_more = more;
+	else if (more)
+		qp->tx_more = true; /* part of it may be held: pushed once the rest is out */
 	if (cork && rc > 0) { /* noted once written: a push must come after the write */
 		atomic_store(&qp->rtr_corked, true);
 		ep_cork_note(qp);
@@ -354,6 +379,19 @@ static bool hold_expired(struct esock_qp *qp)
 	return true;
 }
 
+/*
+ * A message went with MSG_MORE but nothing followed it (the next one waits
+ * for ORD room or a fence): setting TCP_NODELAY pushes what TCP holds.
+ */
+static void push_held(struct esock_qp *qp)
+{
+	int one = 1;
+
+	qp->tx_more = false;
+	if (qp->fd >= 0)
+		REAL(setsockopt)(qp->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
 void ep_tx_progress(struct esock_qp *qp)
 {
 	if (qp->tx_hold && hold_expired(qp))
@@ -390,6 +428,8 @@ void ep_tx_progress(struct esock_qp *qp)
 			return;
 		}
 	}
+	if (qp->tx_more)
+		push_held(qp);
 	if (qp->txw) { /* all written: an idle QP holds no transmit memory */
 		qp->tx_pos = ep_txwork_put(qp->txw);
 		qp->txw = NULL;

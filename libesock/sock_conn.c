@@ -77,7 +77,6 @@ static bool peer_agrees(void *arg, const struct esock_conn_info *info)
 	struct esock_sock *s = arg;
 
 	heard(s, info->private_data, info->private_data_len);
-	ep_qp_set_pack(s->qp, s->peer_esock);
 	if (!s->peer_esock)
 		sock_pool_post_all(s); /* RDMA rules: its Sends must find receives posted */
 	return s->peer_esock;
@@ -98,6 +97,7 @@ static void conn_param(struct esock_sock *s, struct esock_conn_param *p, uint8_t
 	p->timeout_ms = s->o.timeout_ms;
 	p->peer = s->o.peer[0] ? s->o.peer : NULL;
 	p->wait_for_recv = s->o.rdepth > 0;
+	p->pack = true; /* (withdrawn by peer_agrees for a plain RDMA peer) */
 	p->half_close = true;
 	p->peer_agrees = peer_agrees;
 	p->peer_agrees_arg = s;

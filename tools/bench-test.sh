@@ -23,6 +23,11 @@ echo "$out" | awk -F, 'NR > 1 {
 	if (($1 == "bw") != ($10 == "MB/s")) { print "unit: " $0; bad = 1 }
 } END { if (n != 108) { print "rows: " n; bad = 1 } exit bad }' || fail "bad CSV rows"
 
+# One message per segment (--pack off, as towards an RNIC) still moves every message.
+timeout 60 "$bench" --bw --csv --sizes 4K --seconds 0.01 --pack off | awk -F, 'NR > 1 { n++; if (!($8 > 0)) bad = 1 }
+	END { exit (n != 3 || bad) }' || fail "esock-bench --pack off"
+"$bench" --bw --pack maybe >/dev/null 2>&1 && fail "--pack maybe accepted"
+
 # Both CPU placements (the second needs two CPUs).
 place=same
 [ "$(nproc)" -ge 2 ] && place=both

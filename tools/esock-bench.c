@@ -30,6 +30,9 @@ static const char usage_text[] =
 	"  --addr A          the endpoint's connections to and from IPv4 address A (default\n"
 	"                    127.0.0.1; ESOCK_BACKEND=verbs on siw needs the netdev's)\n"
 	"  --crc on|off|both, --markers on|off|both   (default CRC on, markers off)\n"
+	"  --pack on|off     FPDUs of back-to-back messages share TCP segments, both ends\n"
+	"                    having announced esock in the MPA exchange (default on; off:\n"
+	"                    one message per segment, as towards an RNIC)\n"
 	"  --cpus none|same|split|both   same: both processes on CPU 0; split: client 0, server 1\n"
 	"  --csv             CSV: test,op,size,crc,markers,placement,iters,esock_value,tcp_value,unit,ratio\n"
 	"ESOCK_ENGINE_CPU and ESOCK_POLL are read by the library (engine thread CPU, busy polling).\n";
@@ -95,6 +98,7 @@ static void defaults(struct bench_opts *o)
 	o->window = 32;
 	o->crc[0] = 1, o->ncrc = 1;
 	o->markers[0] = 0, o->nmarkers = 1;
+	o->pack = 1;
 	o->cpus[0] = CPUS_NONE, o->ncpus = 1;
 }
 
@@ -112,6 +116,7 @@ static int option(struct bench_opts *o, int c, const char *arg)
 	case 'o': return parse_ops(arg, &o->ops);
 	case 'C': return parse_onoff(arg, o->crc, &o->ncrc);
 	case 'M': return parse_onoff(arg, o->markers, &o->nmarkers);
+	case 'k': return strcmp(arg, "on") == 0 ? (o->pack = 1, 0) : strcmp(arg, "off") == 0 ? (o->pack = 0, 0) : -1;
 	case 'P': return parse_cpus(arg, o);
 	case 'A': return inet_pton(AF_INET, arg, &bench_ep_addr) == 1 ? 0 : -1;
 	case 'S':
@@ -134,7 +139,7 @@ int main(int argc, char **argv)
 		{ "bw-sizes", required_argument, NULL, 'B' }, { "iters", required_argument, NULL, 'i' },
 		{ "window", required_argument, NULL, 'w' }, { "crc", required_argument, NULL, 'C' },
 		{ "markers", required_argument, NULL, 'M' }, { "cpus", required_argument, NULL, 'P' },
-		{ "addr", required_argument, NULL, 'A' },
+		{ "addr", required_argument, NULL, 'A' }, { "pack", required_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 }
 	};
 	struct bench_opts o;

@@ -220,10 +220,20 @@ struct esock_conn_param {
 	 */
 	bool half_close;
 	/*
+	 * FPDUs of back-to-back messages may share TCP segments: a message with
+	 * more work queued behind it (a list of WRs, Read Responses) goes with
+	 * MSG_MORE and TCP fills whole segments, as with its own small writes.
+	 * Otherwise each message starts a segment (RFC 5044 §4.5 alignment,
+	 * which RNICs place best).  Only towards peers that agreed to it
+	 * (peer_agrees; without that hook the caller vouches for its peer).
+	 * Every receiver of esock and Linux siw takes FPDUs anywhere.
+	 */
+	bool pack;
+	/*
 	 * Called once the peer's MPA frame is known (info->private_data) and
 	 * before the QP receives anything, from inside esock_qp_connect,
-	 * esock_qp_connect_fd or esock_accept: false withdraws wait_for_recv and
-	 * half_close for this connection.  An initiator learns only from the
+	 * esock_qp_connect_fd or esock_accept: false withdraws wait_for_recv,
+	 * half_close and pack for this connection.  An initiator learns only from the
 	 * Reply whether its peer agrees; deciding later would race with the
 	 * peer's first FPDUs (and FIN), which may be processed at once.
 	 */

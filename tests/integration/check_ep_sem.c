@@ -885,6 +885,110 @@ START_TEST(wait_for_recv)
 }
 END_TEST
 
+/*
+ * pack: a list of 64 small Sends shares TCP segments (each but the last
+ * goes with MSG_MORE) and every message arrives, in order and intact, with
+ * nothing posted after the list; without it, each message starts a segment
+ * of its own (RFC 5044 alignment).  _i = 0: pack off, 1: on.
+ */
+START_TEST(pack_list_shares_segments)
+{
+	enum { N = 64, SZ = 512 };
+	struct esock_conn_param cp = { .pack = _i != 0 };
+	static uint8_t src[N * SZ], dst[N * SZ];
+	struct esock_send_wr wr[N];
+	struct esock_sge sge[N];
+	struct ep_pair p;
+	struct esock_mr *ms, *md;
+	struct esock_wc wc;
+	long before, sent;
+
+	for (int i = 0; i < N * SZ; i++)
+		src[i] = (uint8_t)(i * 7 + i / SZ);
+	ck_assert_int_eq(ep_pair_open(&p, &cp, &cp), 0);
+	ms = ep_reg(&p.a, src, sizeof(src), 0);
+	md = ep_reg(&p.b, dst, sizeof(dst), ESOCK_ACCESS_LOCAL_WRITE);
+	for (int i = 0; i < N; i++)
+		ep_post_recv1(&p.b, (uint64_t)i, dst + i * SZ, SZ, esock_mr_stag(md));
+	for (int i = 0; i < N; i++) {
+		sge[i] = (struct esock_sge){ (uint64_t)(uintptr_t)(src + i * SZ), SZ, esock_mr_stag(ms) };
+		wr[i] = (struct esock_send_wr){ .wr_id = (uint64_t)i, .sg_list = &sge[i], .num_sge = 1,
+						.opcode = ESOCK_WR_SEND,
+						.next = i + 1 < N ? &wr[i + 1] : NULL };
+	}
+	before = tcp_segs_out(p.a.qp->fd);
+	ck_assert_int_ge(before, 0);
+	ck_assert_int_eq(esock_post_send(p.a.qp, wr, NULL), 0);
+	for (int i = 0; i < N; i++) {
+		ck_assert_int_eq(ep_wait1(p.b.rcq, &wc), 1);
+		ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+		ck_assert_uint_eq(wc.wr_id, (uint64_t)i);
+		ck_assert_uint_eq(wc.byte_len, SZ);
+	}
+	ck_assert_int_eq(memcmp(dst, src, sizeof(src)), 0);
+	sent = tcp_segs_out(p.a.qp->fd) - before;
+	if (_i)
+		ck_assert_int_lt(sent, N / 4); /* 32 KiB: one segment, a few if ACKs came between */
+	else
+		ck_assert_int_ge(sent, N);
+	esock_mr_dereg(ms);
+	esock_mr_dereg(md);
+	ep_pair_close(&p);
+}
+END_TEST
+
+/*
+ * pack: a Read Request written with MSG_MORE because a fenced Send is queued
+ * behind it, which may not start until the Read is done: what TCP holds must
+ * be pushed before the post returns (Linux would keep it ~200 ms, until its
+ * probe timer; no ACK comes for a connection with nothing in flight).
+ */
+START_TEST(pack_held_tail_pushed)
+{
+	struct esock_conn_param cp = { .pack = true };
+	static uint8_t rsrc[4096], rdst[4096], msg[64], in[64];
+	struct esock_sge s_read = { 0 }, s_send = { 0 };
+	struct esock_send_wr send, read;
+	struct ep_pair p;
+	struct esock_mr *mr_src, *mr_dst, *mr_msg, *mr_in;
+	struct esock_wc wc;
+
+	memset(rsrc, 0x5a, sizeof(rsrc));
+	memset(msg, 0xa5, sizeof(msg));
+	ck_assert_int_eq(ep_pair_open(&p, &cp, &cp), 0);
+	mr_src = ep_reg(&p.b, rsrc, sizeof(rsrc), ESOCK_ACCESS_REMOTE_READ);
+	mr_in = ep_reg(&p.b, in, sizeof(in), ESOCK_ACCESS_LOCAL_WRITE);
+	mr_dst = ep_reg(&p.a, rdst, sizeof(rdst), ESOCK_ACCESS_LOCAL_WRITE);
+	mr_msg = ep_reg(&p.a, msg, sizeof(msg), 0);
+	ep_post_recv1(&p.b, 9, in, sizeof(in), esock_mr_stag(mr_in));
+	s_read = (struct esock_sge){ (uint64_t)(uintptr_t)rdst, sizeof(rdst), esock_mr_stag(mr_dst) };
+	s_send = (struct esock_sge){ (uint64_t)(uintptr_t)msg, sizeof(msg), esock_mr_stag(mr_msg) };
+	send = (struct esock_send_wr){ .wr_id = 2, .sg_list = &s_send, .num_sge = 1,
+				       .opcode = ESOCK_WR_SEND,
+				       .send_flags = ESOCK_SEND_SIGNALED | ESOCK_SEND_FENCE };
+	read = (struct esock_send_wr){ .wr_id = 1, .sg_list = &s_read, .num_sge = 1,
+				       .opcode = ESOCK_WR_RDMA_READ, .send_flags = ESOCK_SEND_SIGNALED,
+				       .remote_addr = (uint64_t)(uintptr_t)rsrc,
+				       .rkey = esock_mr_stag(mr_src), .next = &send };
+	ck_assert_int_eq(esock_post_send(p.a.qp, &read, NULL), 0);
+	ck_assert_int_eq(tcp_unsent(p.a.qp->fd), 0); /* (the poster wrote it: nothing else runs) */
+	ck_assert_int_eq(ep_wait1(p.a.scq, &wc), 1);
+	ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+	ck_assert_uint_eq(wc.wr_id, 1);
+	ck_assert_int_eq(memcmp(rdst, rsrc, sizeof(rsrc)), 0);
+	ck_assert_int_eq(ep_wait1(p.a.scq, &wc), 1);
+	ck_assert_uint_eq(wc.wr_id, 2);
+	ck_assert_int_eq(ep_wait1(p.b.rcq, &wc), 1);
+	ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+	ck_assert_int_eq(memcmp(in, msg, sizeof(msg)), 0);
+	esock_mr_dereg(mr_src);
+	esock_mr_dereg(mr_in);
+	esock_mr_dereg(mr_dst);
+	esock_mr_dereg(mr_msg);
+	ep_pair_close(&p);
+}
+END_TEST
+
 START_TEST(not_connected)
 {
 	struct ep_side s;
@@ -1025,6 +1129,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, adopted_fds);
 	tcase_add_test(tc, half_close_before_start);
 	tcase_add_loop_test(tc, wait_for_recv, 0, 2);
+	tcase_add_loop_test(tc, pack_list_shares_segments, 0, 2);
+	tcase_add_test(tc, pack_held_tail_pushed);
 	tcase_add_test(tc, wishes_survive_quiesce);
 	tcase_add_test(tc, quiet_sends);
 	suite_add_tcase(s, tc);

@@ -50,4 +50,9 @@ void ep_post_recv1(struct ep_side *s, uint64_t id, void *buf, uint32_t len, uint
 int ep_post_send1(struct ep_side *s, uint64_t id, enum esock_wr_opcode op, void *buf,
 		  uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey);
 
+/* Segments the TCP socket |fd| has sent so far (TCP_INFO), -1 if the kernel does not say. */
+long tcp_segs_out(int fd);
+/* Octets queued on |fd| that TCP has not sent yet (SIOCOUTQNSD), -1 on error. */
+long tcp_unsent(int fd);
+
 #endif

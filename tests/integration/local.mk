@@ -1,7 +1,8 @@
 # tests/integration/: the endpoint over loopback TCP (Check), both ends in one
 # process or in two.
 noinst_LTLIBRARIES += tests/integration/libeppair.la
-tests_integration_libeppair_la_SOURCES = tests/integration/ep_pair.c tests/integration/ep_pair.h
+tests_integration_libeppair_la_SOURCES = tests/integration/ep_pair.c tests/integration/ep_pair.h \
+	tests/integration/tcp_segs.c
 
 # The endpoint's tests link the pair helpers and the endpoint library.
 EP_TEST_LDADD = tests/integration/libeppair.la libesock_ep.la tests/unit/libtestutil.la $(CHECK_LIBS)

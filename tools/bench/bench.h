@@ -36,6 +36,7 @@ struct bench_opts {
 	int window;                   /* outstanding WRs (bandwidth) */
 	int crc[2], ncrc;             /* 1 on, 0 off */
 	int markers[2], nmarkers;
+	int pack;                     /* 1: FPDUs share segments between two esock ends */
 	enum bench_cpus cpus[3];
 	int ncpus;
 };
@@ -45,7 +46,7 @@ struct bench_job {
 	int32_t kind;                 /* enum bench_kind */
 	int32_t op;                   /* enum bench_op */
 	int32_t tcp;                  /* 1: the raw TCP baseline, 0: esock */
-	int32_t crc, markers, window;
+	int32_t crc, markers, window, pack;
 	uint64_t size, count;         /* message size, messages (warm-up included) */
 	uint64_t peer_addr;           /* the client's registered memory */
 	uint32_t peer_stag;
@@ -106,6 +107,8 @@ void bs_accept(struct bside *s, struct esock_listener *l, const struct bench_job
 void bs_post_recv(struct bside *s, uint64_t id, uint8_t *buf, size_t len);
 void bs_post(struct bside *s, enum esock_wr_opcode op, uint8_t *buf, size_t len, uint64_t raddr,
 	     uint32_t rkey);
+void bs_post_list(struct bside *s, enum esock_wr_opcode op, uint8_t *buf, size_t len, uint64_t raddr,
+		  uint32_t rkey, int n);
 void bs_wait(struct bside *s);
 void bs_reap(struct bside *s, uint64_t max_out);
 

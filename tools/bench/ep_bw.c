@@ -56,16 +56,17 @@ static bool may_post(const struct bside *s, const struct bench_job *j, uint64_t 
 	return j->op != OP_SEND || posted < acked + RECV_CREDITS;
 }
 
-static void post_one(struct bside *s, const struct bench_job *j, const struct bench_hello *h)
+/* Posts |n| messages as one list. */
+static void post_some(struct bside *s, const struct bench_job *j, const struct bench_hello *h, int n)
 {
 	uint8_t *rbuf = s->m->base, *sbuf = s->m->base + s->m->half;
 
 	if (j->op == OP_SEND)
-		bs_post(s, ESOCK_WR_SEND, sbuf, j->size, 0, 0);
+		bs_post_list(s, ESOCK_WR_SEND, sbuf, j->size, 0, 0, n);
 	else if (j->op == OP_WRITE)
-		bs_post(s, ESOCK_WR_RDMA_WRITE, sbuf, j->size, h->addr, h->stag);
+		bs_post_list(s, ESOCK_WR_RDMA_WRITE, sbuf, j->size, h->addr, h->stag, n);
 	else
-		bs_post(s, ESOCK_WR_RDMA_READ, rbuf, j->size, h->addr + s->m->half, h->stag);
+		bs_post_list(s, ESOCK_WR_RDMA_READ, rbuf, j->size, h->addr + s->m->half, h->stag, n);
 }
 
 /* The client's receives (credits, or the answer to the final Send) are posted before connecting. */
@@ -75,10 +76,13 @@ double ep_bw_client(struct bside *s, const struct bench_job *j, const struct ben
 	double t0 = bench_now();
 
 	while (s->sq_done - base < j->count) {
-		while (may_post(s, j, posted, acked)) {
-			post_one(s, j, h);
-			posted++;
-		}
+		int n = 0;
+
+		while (may_post(s, j, posted + (uint64_t)n, acked) && s->sq_out + (uint64_t)n < (uint64_t)j->window)
+			n++;
+		if (n)
+			post_some(s, j, h, n);
+		posted += (uint64_t)n;
 		bs_wait(s);
 		if (j->op == OP_SEND)
 			take_credits(s, &acked);

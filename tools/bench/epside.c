@@ -75,9 +75,28 @@ static in_addr_t ep_addr(void)
 	return bench_ep_addr.s_addr ? bench_ep_addr.s_addr : htonl(INADDR_LOOPBACK);
 }
 
+/*
+ * Both ends announce themselves in their private data; packing is agreed
+ * only when the peer's frame carries the same words.
+ */
+static const char announce[] = "esock-bench pack";
+
+static bool peer_packs(void *arg, const struct esock_conn_info *info)
+{
+	(void)arg;
+	return info->private_data_len == sizeof(announce) &&
+	       memcmp(info->private_data, announce, sizeof(announce)) == 0;
+}
+
 void bs_param(const struct bench_job *j, struct esock_conn_param *p)
 {
 	memset(p, 0, sizeof(*p));
+	if (j->pack) {
+		p->private_data = announce;
+		p->private_data_len = sizeof(announce);
+		p->pack = true;
+		p->peer_agrees = peer_packs;
+	}
 	p->crc = j->crc ? 1 : -1;
 	p->markers = j->markers != 0;
 	/* Reads in flight up to the window (the default ORD of 8 would cap it). */
@@ -135,6 +154,31 @@ void bs_post(struct bside *s, enum esock_wr_opcode op, uint8_t *buf, size_t len,
 
 	check(esock_post_send(s->qp, &wr, NULL), "esock_post_send");
 	s->sq_out++;
+}
+
+/*
+ * Posts |n| such WRs as one list (as RDMA benchmarks post their window's free
+ * slots): the endpoint queues them all before it writes, so it knows more
+ * follows each one (towards an esock peer they then share segments).
+ */
+void bs_post_list(struct bside *s, enum esock_wr_opcode op, uint8_t *buf, size_t len, uint64_t raddr,
+		  uint32_t rkey, int n)
+{
+	struct esock_sge sge = { (uint64_t)(uintptr_t)buf, (uint32_t)len, s->m->stag };
+	struct esock_send_wr wr[32];
+
+	while (n > 0) {
+		int k = n < 32 ? n : 32;
+
+		for (int i = 0; i < k; i++)
+			wr[i] = (struct esock_send_wr){ .sg_list = &sge, .num_sge = 1, .opcode = op,
+							.send_flags = ESOCK_SEND_SIGNALED,
+							.remote_addr = raddr, .rkey = rkey,
+							.next = i + 1 < k ? &wr[i + 1] : NULL };
+		check(esock_post_send(s->qp, wr, NULL), "esock_post_send");
+		s->sq_out += (uint64_t)k;
+		n -= k;
+	}
 }
 
 static int take(struct bside *s, const struct esock_wc *wc, int n)

@@ -134,7 +134,7 @@ static void bw_cell(struct client *c, struct bench_job j)
 static void run_cells(struct client *c, int crc, int markers)
 {
 	const struct bench_opts *o = c->o;
-	struct bench_job j = { .crc = crc, .markers = markers, .window = o->window };
+	struct bench_job j = { .crc = crc, .markers = markers, .window = o->window, .pack = o->pack };
 
 	for (int op = 0; op < OP_COUNT && o->lat; op++)
 		for (int i = 0; i < o->nlat && (o->ops & (1u << op)); i++) {
