@@ -198,6 +198,11 @@ struct ep_batch {
 	 */
 	bool pack;
 	bool more;                   /* MSG_MORE: TCP holds it for what comes next (rtr_cork) */
+	/*
+	 * Whole messages in the batch before the current one (pack only): send
+	 * WRs [sq_from, sq_from + sq_built) complete once the batch is written.
+	 */
+	uint32_t sq_from, sq_built;
 	uint8_t scratch[16384];
 	uint8_t small[256];          /* a small batch flattened for one write */
 };

@@ -107,6 +107,15 @@ void ep_tx_terminate(struct esock_qp *qp, const struct esock_term *t, const uint
 	atomic_fetch_or(&qp->want, EP_WANT_TX);
 }
 
+/* A send WR whose last FPDU is out: done, unless a Read (done when its Response is in). */
+static void sqe_written(struct ep_sqe *e)
+{
+	if (!ep_wr_op(e->opcode)->read) {
+		e->done = true;
+		e->status = ESOCK_WC_SUCCESS;
+	}
+}
+
 /* The message whose last FPDU just went out. */
 static void msg_done(struct esock_qp *qp)
 {
@@ -116,10 +125,7 @@ static void msg_done(struct esock_qp *qp)
 		struct ep_sqe *e = c->sqe;
 
 		e->sent = true;
-		if (!ep_wr_op(e->opcode)->read) { /* (a Read is done when its Response is in) */
-			e->done = true;
-			e->status = ESOCK_WC_SUCCESS;
-		}
+		sqe_written(e);
 		qp->sq_tx++;
 		ep_qp_complete_sq(qp);
 	} else if (c->kind == EP_TX_READ_RESP) {
@@ -343,20 +349,74 @@ static int build_fpdu(struct esock_qp *qp)
 	return batch_fpdu(qp, iov, n, (size_t)hl + len);
 }
 
-/* Plans FPDUs of the current message into the batch.  Returns 0 or a negative code. */
+/*
+ * Towards a packing peer, the next message joins the batch of the one just
+ * built when it is queued already and room is left: a list of small WRs (or
+ * queued Read Responses) leaves with one sendmsg instead of one each.
+ */
+static bool join_next(const struct esock_qp *qp)
+{
+	const struct ep_batch *b = &qp->txw->batch;
+
+	return b->pack && (qp->txc.kind == EP_TX_SQ || qp->txc.kind == EP_TX_READ_RESP) &&
+	       !qp->term_pending && !qp->rtr_pending && ep_batch_room(b) && queued_behind(qp);
+}
+
+/* The message just built is in the batch: its cursors move on, its completion waits for the write. */
+static void msg_built(struct esock_qp *qp)
+{
+	struct ep_tx_cur *c = &qp->txc;
+	struct ep_batch *b = &qp->txw->batch;
+
+	if (c->kind == EP_TX_SQ) {
+		c->sqe->sent = true;
+		if (!b->sq_built++)
+			b->sq_from = qp->sq_tx;
+		qp->sq_tx++;
+	} else { /* a Read Response: its octets are in the batch's plan, the IRQ slot may go */
+		qp->irq_head++;
+		qp->irq_n--;
+	}
+	c->kind = EP_TX_NONE;
+	c->last_fpdu_built = false;
+}
+
+/* The batch is written: the whole messages in it complete. */
+static void batch_written(struct esock_qp *qp)
+{
+	struct ep_batch *b = &qp->txw->batch;
+
+	if (!b->sq_built)
+		return;
+	if (atomic_load(&qp->state) != ESOCK_QPS_ERROR) { /* (else flushed already) */
+		for (uint32_t i = 0; i < b->sq_built; i++)
+			sqe_written(EP_SQE(qp, b->sq_from + i));
+		ep_qp_complete_sq(qp);
+	}
+	b->sq_built = 0;
+}
+
+/* Plans FPDUs of the current message (and of those joining it) into the batch. */
 static int fill_batch(struct esock_qp *qp)
 {
-	do {
-		int rc = build_fpdu(qp);
+	for (;;) {
+		do {
+			int rc = build_fpdu(qp);
 
-		if (rc < 0)
-			return rc;
-		if (qp->txc.last_fpdu_built) {
-			qp->txw->batch.ends_msg = true;
-			break;
-		}
-	} while (ep_batch_room(&qp->txw->batch));
-	return 0;
+			if (rc < 0)
+				return rc;
+			if (qp->txc.last_fpdu_built) {
+				qp->txw->batch.ends_msg = true;
+				break;
+			}
+		} while (ep_batch_room(&qp->txw->batch));
+		if (!qp->txw->batch.ends_msg || !join_next(qp))
+			return 0;
+		msg_built(qp);
+		qp->txw->batch.ends_msg = false;
+		if (!pick_next(qp))
+			return 0;
+	}
 }
 
 /*
@@ -401,6 +461,8 @@ void ep_tx_progress(struct esock_qp *qp)
 
 		if (w && w->batch.left && !write_batch(qp))
 			return;
+		if (w)
+			batch_written(qp);
 		if (w && w->batch.ends_msg) {
 			w->batch.ends_msg = false;
 			if (qp->txc.kind != EP_TX_NONE) /* else abandoned for a Terminate */

@@ -52,6 +52,7 @@ void ep_batch_reset(struct ep_batch *b)
 	b->cnt = b->next = 0;
 	b->left = b->used = 0;
 	b->ends_msg = false;
+	b->sq_built = 0;
 }
 
 bool ep_batch_room(const struct ep_batch *b)

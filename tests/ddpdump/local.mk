@@ -9,6 +9,9 @@ EXTRA_DIST += tests/data
 # Live capture on lo (root): ddpdump -i while live_peer talks MPA over 127.0.0.1.
 check_PROGRAMS += tests/ddpdump/live_peer
 tests_ddpdump_live_peer_LDADD = libesock_core.la
+# pack_peer: the endpoint on both ends, a WR list packed or one message per segment.
+check_PROGRAMS += tests/ddpdump/pack_peer
+tests_ddpdump_pack_peer_LDADD = libesock_ep.la
 TESTS += tests/ddpdump/live.sh
 EXTRA_DIST += tests/ddpdump/live.sh
 # The interop harness, file by file: a directory entry would be copied from the
