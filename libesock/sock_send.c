@@ -56,11 +56,21 @@ static int post_send(struct esock_sock *s, uint64_t wr_id, struct esock_sge *sge
 	return rc;
 }
 
+/* Finds octet |off| of |iov|: piece *vi, offset *vo. */
+static void seek(const struct iovec *iov, int iovcnt, size_t off, int *vi, size_t *vo)
+{
+	for (*vi = 0; *vi < iovcnt && off >= iov[*vi].iov_len; (*vi)++)
+		off -= iov[*vi].iov_len;
+	*vo = off;
+}
+
+#define DIRECT_LIST 16 /* Sends posted as one list: towards an esock peer one sendmsg (ep_tx.c) */
+
 /*
- * Blocking send from the caller's memory: each chunk one Send, then wait
- * until the endpoint has handed all of it to TCP (the caller may reuse the
- * buffer when write returns, as with TCP).  Signals cannot cut the wait
- * short: the queue still points into the caller's memory.
+ * Blocking send from the caller's memory: each chunk one Send, posted in
+ * lists, then wait until the endpoint has handed all of it to TCP (the
+ * caller may reuse the buffer when write returns, as with TCP).  Signals
+ * cannot cut the wait short: the queue still points into the caller's memory.
  */
 static ssize_t send_direct(struct esock_sock *s, const struct iovec *iov, int iovcnt,
 			   size_t total, size_t chunk)
@@ -68,30 +78,45 @@ static ssize_t send_direct(struct esock_sock *s, const struct iovec *iov, int io
 	int vi = 0;
 	size_t vo = 0, posted = 0;
 	uint64_t last = s->direct_seq;
+	uint32_t lkey = esock_mr_stag(s->all_mr);
 	int rc = 0;
 
 	while (posted < total) {
-		struct esock_sge sge[SOCK_MAX_SGE];
-		size_t len = total - posted < chunk ? total - posted : chunk;
-		int save_vi = vi;
-		size_t save_vo = vo, glen = 0;
-		int n = gather(iov, iovcnt, &vi, &vo, len, sge, SOCK_MAX_SGE, esock_mr_stag(s->all_mr));
+		struct esock_sge sge[DIRECT_LIST][SOCK_MAX_SGE];
+		struct esock_send_wr wr[DIRECT_LIST], *bad = NULL;
+		size_t glen[DIRECT_LIST], listed = 0;
+		int k = 0, ok;
 
-		for (int i = 0; i < n; i++)
-			glen += sge[i].length;
-		if ((rc = post_send(s, SOCK_WR_DIRECT | (++s->direct_seq & 0xffffffffu), sge, n)) < 0) {
-			s->direct_seq--;
-			vi = save_vi;
-			vo = save_vo;
+		for (; k < DIRECT_LIST && posted + listed < total; k++) {
+			size_t len = total - posted - listed < chunk ? total - posted - listed : chunk;
+			int n = gather(iov, iovcnt, &vi, &vo, len, sge[k], SOCK_MAX_SGE, lkey);
+
+			glen[k] = 0;
+			for (int i = 0; i < n; i++)
+				glen[k] += sge[k][i].length;
+			listed += glen[k];
+			wr[k] = (struct esock_send_wr){
+				.wr_id = SOCK_WR_DIRECT | ((s->direct_seq + (uint64_t)k + 1) & 0xffffffffu),
+				.sg_list = sge[k], .num_sge = n, .opcode = ESOCK_WR_SEND,
+				.send_flags = ESOCK_SEND_SIGNALED | EP_SEND_QUIET };
+			if (k)
+				wr[k - 1].next = &wr[k];
+		}
+		rc = esock_post_send(s->qp, wr, &bad);
+		ok = rc == 0 ? k : (int)(bad - wr); /* the ones before |bad| are queued */
+		for (int i = 0; i < ok; i++)
+			posted += glen[i];
+		s->inflight += (uint32_t)ok;
+		s->direct_seq += (uint64_t)ok;
+		last = s->direct_seq;
+		if (rc < 0) {
+			seek(iov, iovcnt, posted, &vi, &vo);
 			if (rc != -ENOMEM)
 				break;
 			if ((rc = sock_wait_some(s, -1)) == -EBADF) /* send queue full: let some complete */
 				return rc;
 			rc = 0;
-			continue;
 		}
-		last = s->direct_seq;
-		posted += glen;
 	}
 	/*
 	 * Sends flushed by an error complete too: wait for every one of them.
@@ -107,14 +132,6 @@ static ssize_t send_direct(struct esock_sock *s, const struct iovec *iov, int io
 		return -EPIPE;
 	s->stats->tx_bytes += posted;
 	return (ssize_t)posted;
-}
-
-/* Finds octet |off| of |iov|: piece *vi, offset *vo. */
-static void seek(const struct iovec *iov, int iovcnt, size_t off, int *vi, size_t *vo)
-{
-	for (*vi = 0; *vi < iovcnt && off >= iov[*vi].iov_len; (*vi)++)
-		off -= iov[*vi].iov_len;
-	*vo = off;
 }
 
 /* Non-blocking (or many-piece) send: copies into send slots. */

@@ -175,6 +175,66 @@ START_TEST(stream_sizes)
 }
 END_TEST
 
+/* A reader that starts late and reads in small pieces: a blocking writer fills its send queue. */
+struct late_reader {
+	int lfd;
+	size_t len;
+	char *buf;
+	pthread_t th;
+};
+
+static void *late_reader_main(void *arg)
+{
+	struct late_reader *r = arg;
+	int c = accept(r->lfd, NULL, NULL);
+	size_t got = 0;
+
+	usleep(200000);
+	while (c >= 0 && got < r->len) {
+		ssize_t n = read(c, r->buf + got, r->len - got < 50000 ? r->len - got : 50000);
+
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	if (c >= 0)
+		close(c);
+	r->len = got;
+	return NULL;
+}
+
+/*
+ * One blocking write of 24 MiB (384 Sends from the caller's memory, posted
+ * in lists of 16 into a send queue of 32) to a reader that starts late: the
+ * queue fills in the middle of a list, the write waits and goes on where the
+ * list stopped, and returns only once all of it is out; every octet arrives
+ * in order.
+ */
+START_TEST(big_write_fills_queue)
+{
+	size_t len = 24u << 20;
+	struct late_reader r = { .len = len };
+	struct sockaddr_in sa;
+	uint64_t rng = tu_rng_seed("big_write_fills_queue");
+	char *out = malloc(len);
+	int fd;
+
+	r.buf = malloc(len);
+	tu_rng_fill(&rng, out, len);
+	r.lfd = listener(true, &sa);
+	ck_assert_int_eq(pthread_create(&r.th, NULL, late_reader_main, &r), 0);
+	fd = ddp_connect(&sa);
+	ck_assert_int_eq(write(fd, out, len), (ssize_t)len);
+	pthread_join(r.th, NULL);
+	ck_assert_uint_eq(r.len, len);
+	tu_assert_mem(r.buf, out, len);
+	close(fd);
+	close(r.lfd);
+	free(out);
+	free(r.buf);
+}
+END_TEST
+
 START_TEST(options_and_api)
 {
 	const struct esock_api *api = NULL;
@@ -1360,6 +1420,7 @@ static Suite *suite(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, stream_sizes);
+	tcase_add_test(tc, big_write_fills_queue);
 	tcase_add_test(tc, options_and_api);
 	tcase_add_test(tc, nonblocking);
 	tcase_add_test(tc, waitall_and_select);
