@@ -43,19 +43,6 @@ static int gather(const struct iovec *iov, int iovcnt, int *vi, size_t *vo, size
 	return n;
 }
 
-static int post_send(struct esock_sock *s, uint64_t wr_id, struct esock_sge *sge, int n)
-{
-	struct esock_send_wr wr = {
-		.wr_id = wr_id, .sg_list = sge, .num_sge = n, .opcode = ESOCK_WR_SEND,
-		.send_flags = ESOCK_SEND_SIGNALED | EP_SEND_QUIET, /* (see sock_room_wanted) */
-	};
-	int rc = esock_post_send(s->qp, &wr, NULL);
-
-	if (rc == 0)
-		s->inflight++;
-	return rc;
-}
-
 /* Finds octet |off| of |iov|: piece *vi, offset *vo. */
 static void seek(const struct iovec *iov, int iovcnt, size_t off, int *vi, size_t *vo)
 {
@@ -134,67 +121,97 @@ static ssize_t send_direct(struct esock_sock *s, const struct iovec *iov, int io
 	return (ssize_t)posted;
 }
 
-/* Non-blocking (or many-piece) send: copies into send slots. */
+/* Copies |len| octets of |iov| from (*vi, *vo) on to |dst|. */
+static void copy_in(uint8_t *dst, const struct iovec *iov, int *vi, size_t *vo, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		size_t take = iov[*vi].iov_len - *vo;
+
+		if (take > len - done)
+			take = len - done;
+		memcpy(dst + done, (const uint8_t *)iov[*vi].iov_base + *vo, take);
+		done += take;
+		*vo += take;
+		if (*vo == iov[*vi].iov_len) {
+			(*vi)++;
+			*vo = 0;
+		}
+	}
+}
+
+/*
+ * Non-blocking (or timed) send: copies into send slots, whose Sends are
+ * posted in lists (towards an esock peer, one sendmsg each).
+ */
 static ssize_t send_slots(struct esock_sock *s, const struct iovec *iov, int iovcnt, size_t total,
 			  size_t chunk, bool block, int64_t end)
 {
-	int vi = 0, rc;
+	uint32_t lkey = esock_mr_stag(s->all_mr); /* (the whole address space, local access) */
+	int vi = 0, rc = 0;
 	size_t vo = 0, sent = 0;
 
 	if (chunk > SOCK_SLOT_SIZE)
 		chunk = SOCK_SLOT_SIZE;
 	while (sent < total) {
-		size_t len = total - sent < chunk ? total - sent : chunk, done = 0;
-		struct esock_sge sge;
-		uint32_t slot;
-		uint8_t *dst;
+		struct esock_sge sge[SOCK_SLOTS_MAX];
+		struct esock_send_wr wr[SOCK_SLOTS_MAX], *bad = NULL;
+		uint32_t slot[SOCK_SLOTS_MAX];
+		size_t listed = 0;
+		int k = 0, ok;
 
 		sock_drain(s);
 		if (s->err || s->tx_failed)
 			break;
-		if (s->nslots == SOCK_SLOTS_MAX) {
+		for (rc = 0; s->nslots < SOCK_SLOTS_MAX && sent + listed < total; k++) {
+			size_t len = total - sent - listed < chunk ? total - sent - listed : chunk;
+			uint8_t *dst;
+
+			if ((rc = sock_slot_get(&slot[k])) < 0)
+				break;
+			s->slots[s->nslots++] = slot[k];
+			dst = sock_slot_addr(slot[k]);
+			copy_in(dst, iov, &vi, &vo, len);
+			sge[k] = (struct esock_sge){ (uintptr_t)dst, (uint32_t)len, lkey };
+			wr[k] = (struct esock_send_wr){ .wr_id = SOCK_WR_SLOT | slot[k], .sg_list = &sge[k],
+							.num_sge = 1, .opcode = ESOCK_WR_SEND,
+							.send_flags = ESOCK_SEND_SIGNALED | EP_SEND_QUIET };
+			if (k)
+				wr[k - 1].next = &wr[k];
+			listed += len;
+		}
+		if (k == 0) {
+			if (rc < 0) { /* no slot memory */
+				if (sent)
+					break;
+				return rc;
+			}
+			/* This socket's slots are all in flight: its send buffer is full. */
 			if (!block || (end >= 0 && ep_now_ms() >= end)) /* (SO_SNDTIMEO) */
 				break;
 			if (sock_wait_some(s, end) == -EBADF)
 				return -EBADF;
 			continue;
 		}
-		if ((rc = sock_slot_get(&slot)) < 0) {
-			if (sent)
-				break;
-			return rc;
-		}
-		s->slots[s->nslots++] = slot;
-		dst = sock_slot_addr(slot);
-		while (done < len) {
-			size_t take = iov[vi].iov_len - vo;
-
-			if (take > len - done)
-				take = len - done;
-			memcpy(dst + done, (const uint8_t *)iov[vi].iov_base + vo, take);
-			done += take;
-			vo += take;
-			if (vo == iov[vi].iov_len) {
-				vi++;
-				vo = 0;
-			}
-		}
-		sge.addr = (uintptr_t)dst;
-		sge.length = (uint32_t)len;
-		sge.lkey = esock_mr_stag(s->all_mr); /* (the whole address space, local access) */
-		if ((rc = post_send(s, SOCK_WR_SLOT | slot, &sge, 1)) < 0) {
-			sock_slot_done(s, slot);
+		rc = esock_post_send(s->qp, wr, &bad);
+		ok = rc == 0 ? k : (int)(bad - wr); /* the ones before |bad| are queued */
+		for (int i = 0; i < ok; i++)
+			sent += sge[i].length;
+		s->inflight += (uint32_t)ok;
+		s->stats->tx_msgs += (uint64_t)ok;
+		for (int i = ok; i < k; i++)
+			sock_slot_done(s, slot[i]);
+		if (rc < 0) {
+			seek(iov, iovcnt, sent, &vi, &vo);
 			if (rc == -ENOMEM && block && (end < 0 || ep_now_ms() < end)) {
-				/* send queue full: retry this chunk */
+				/* send queue full: wait, then the rest */
 				if (sock_wait_some(s, end) == -EBADF)
 					return -EBADF;
-				seek(iov, iovcnt, sent, &vi, &vo);
 				continue;
 			}
 			break;
 		}
-		sent += len;
-		s->stats->tx_msgs++;
 	}
 	s->stats->tx_bytes += sent;
 	if (sent)
