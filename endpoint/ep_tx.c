@@ -40,10 +40,10 @@ static bool write_batch(struct esock_qp *qp)
 	bool cork = qp->txc.kind == EP_TX_RTR && qp->rtr_cork && !qp->prof->first_fpdu_delay_ms &&
 		    !ep_ring_ready(&qp->sqr, qp->sq_tx) && !atomic_load(&ep_restricted);
 	/*
-	 * Towards a peer that takes FPDUs packed, a message with more work
-	 * queued behind it goes with MSG_MORE: TCP then fills whole segments
-	 * with small messages as it does for its own writes under Nagle,
-	 * instead of one segment (and one wake-up of the receiver) each.  The
+	 * Towards a peer that takes FPDUs packed, a batch with more work queued
+	 * behind it goes with MSG_MORE: TCP then fills whole segments with small
+	 * messages, as it merges its own small writes, instead of one segment
+	 * (and one wake-up of the receiver) each.  The
 	 * next write without it pushes everything; if none follows,
 	 * ep_tx_progress pushes (push_held).
 	 */

@@ -220,13 +220,14 @@ struct esock_conn_param {
 	 */
 	bool half_close;
 	/*
-	 * FPDUs of back-to-back messages may share TCP segments: a message with
-	 * more work queued behind it (a list of WRs, Read Responses) goes with
-	 * MSG_MORE and TCP fills whole segments, as with its own small writes.
-	 * Otherwise each message starts a segment (RFC 5044 §4.5 alignment,
-	 * which RNICs place best).  Only towards peers that agreed to it
-	 * (peer_agrees; without that hook the caller vouches for its peer).
-	 * Every receiver of esock and Linux siw takes FPDUs anywhere.
+	 * FPDUs of back-to-back messages may share TCP segments: messages
+	 * queued together (a list of WRs, Read Responses) leave with one
+	 * sendmsg, with MSG_MORE while more work waits behind them, and TCP
+	 * fills whole segments, as with its own small writes.  Otherwise each
+	 * message starts a segment (RFC 5044 §4.5 alignment, which RNICs place
+	 * best).  Only towards peers that agreed to it (peer_agrees; without
+	 * that hook the caller vouches for its peer).  Every receiver of esock
+	 * and Linux siw takes FPDUs anywhere.
 	 */
 	bool pack;
 	/*
