@@ -442,15 +442,23 @@ API ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
 	return ddp_send(s, m->msg_iov, (int)m->msg_iovlen, flags);
 }
 
-/* sendfile to a DDPMODE socket: read the file in pieces, send each. */
+/*
+ * sendfile to a DDPMODE socket: straight into the send slots; offloaded or
+ * in message mode, read in pieces and sent as writes.
+ */
 static ssize_t ddp_sendfile(struct esock_sock *s, int in, off_t *off, size_t count)
 {
 	static const size_t piece = 65536;
-	char *buf = malloc(piece);
+	char *buf;
 	size_t done = 0;
 	ssize_t rc = 0;
 
-	if (!buf) {
+	if (!s->off && !s->o.msgmode) {
+		rc = sock_sendfile(s, in, off, count);
+		sock_put(s);
+		return ret(rc);
+	}
+	if (!(buf = malloc(piece))) {
 		sock_put(s);
 		return ret(-ENOMEM);
 	}

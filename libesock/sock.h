@@ -323,6 +323,11 @@ ssize_t sock_send(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 /* |all|: every octet goes, waiting if need be (data already taken from elsewhere: splice). */
 ssize_t sock_send_ex(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags,
 		     bool all);
+/*
+ * sendfile: the file's octets read straight into send slots (stream mode,
+ * not offloaded); *off, or the file's position without it, moves by what went.
+ */
+ssize_t sock_sendfile(struct esock_sock *s, int in, off_t *off, size_t count);
 void sock_drain(struct esock_sock *s);       /* takes completions (lock held) */
 unsigned sock_ready(struct esock_sock *s, unsigned events); /* poll bits now true */
 int sock_shutdown(struct esock_sock *s, int how);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Writing a DDPMODE socket: writes become RDMA Sends, from the caller's
- * memory for a blocking write, else through the process's send slots.
+ * memory for a blocking write, else through the process's send slots;
+ * sendfile reads the file straight into the slots.
  */
 #include "config.h"
 
@@ -9,6 +10,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "endpoint/ep_sock.h"
 #include "libc/real.h"
@@ -94,6 +96,7 @@ static ssize_t send_direct(struct esock_sock *s, const struct iovec *iov, int io
 		for (int i = 0; i < ok; i++)
 			posted += glen[i];
 		s->inflight += (uint32_t)ok;
+		s->stats->tx_msgs += (uint64_t)ok;
 		s->direct_seq += (uint64_t)ok;
 		last = s->direct_seq;
 		if (rc < 0) {
@@ -121,40 +124,83 @@ static ssize_t send_direct(struct esock_sock *s, const struct iovec *iov, int io
 	return (ssize_t)posted;
 }
 
-/* Copies |len| octets of |iov| from (*vi, *vo) on to |dst|. */
-static void copy_in(uint8_t *dst, const struct iovec *iov, int *vi, size_t *vo, size_t len)
+/*
+ * Where the octets of a send through the slots come from: the caller's
+ * iovec (copied), or a file (read straight into the slots: sendfile).
+ */
+struct src {
+	/* Up to |len| octets from octet |at| on into |dst|: octets, 0 at the end, or -errno. */
+	ssize_t (*fill)(struct src *src, uint8_t *dst, size_t len, size_t at);
+	/* |n| octets read beyond what was sent go back (a file without offset: its position). */
+	void (*unread)(struct src *src, size_t n);
+	const struct iovec *iov;
+	int iovcnt, vi;
+	size_t vo, pos;
+	int fd;
+	const off_t *off;
+};
+
+static ssize_t iov_fill(struct src *src, uint8_t *dst, size_t len, size_t at)
 {
 	size_t done = 0;
 
+	if (at != src->pos) /* (after a list was not taken whole) */
+		seek(src->iov, src->iovcnt, at, &src->vi, &src->vo);
 	while (done < len) {
-		size_t take = iov[*vi].iov_len - *vo;
+		size_t take = src->iov[src->vi].iov_len - src->vo;
 
 		if (take > len - done)
 			take = len - done;
-		memcpy(dst + done, (const uint8_t *)iov[*vi].iov_base + *vo, take);
+		memcpy(dst + done, (const uint8_t *)src->iov[src->vi].iov_base + src->vo, take);
 		done += take;
-		*vo += take;
-		if (*vo == iov[*vi].iov_len) {
-			(*vi)++;
-			*vo = 0;
+		src->vo += take;
+		if (src->vo == src->iov[src->vi].iov_len) {
+			src->vi++;
+			src->vo = 0;
 		}
 	}
+	src->pos = at + len;
+	return (ssize_t)len;
+}
+
+static ssize_t file_fill(struct src *src, uint8_t *dst, size_t len, size_t at)
+{
+	ssize_t n;
+
+	do
+		n = src->off ? pread(src->fd, dst, len, *src->off + (off_t)at) : REAL(read)(src->fd, dst, len);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : n;
+}
+
+static void file_unread(struct src *src, size_t n)
+{
+	if (!src->off && n)
+		lseek(src->fd, -(off_t)n, SEEK_CUR);
+}
+
+static void no_unread(struct src *src, size_t n)
+{
+	(void)src;
+	(void)n;
 }
 
 /*
- * Non-blocking (or timed) send: copies into send slots, whose Sends are
- * posted in lists (towards an esock peer, one sendmsg each).
+ * Send through the send slots (non-blocking or timed writes, sendfile): the
+ * octets are put into slots, whose Sends are posted in lists (towards an
+ * esock peer, one sendmsg each).  Octets sent, or -errno when none were.
  */
-static ssize_t send_slots(struct esock_sock *s, const struct iovec *iov, int iovcnt, size_t total,
-			  size_t chunk, bool block, int64_t end)
+static ssize_t send_slots(struct esock_sock *s, struct src *src, size_t total, size_t chunk,
+			  bool block, int64_t end)
 {
 	uint32_t lkey = esock_mr_stag(s->all_mr); /* (the whole address space, local access) */
-	int vi = 0, rc = 0;
-	size_t vo = 0, sent = 0;
+	size_t sent = 0;
+	bool at_end = false;
+	int rc = 0;
 
 	if (chunk > SOCK_SLOT_SIZE)
 		chunk = SOCK_SLOT_SIZE;
-	while (sent < total) {
+	while (sent < total && !at_end) {
 		struct esock_sge sge[SOCK_SLOTS_MAX];
 		struct esock_send_wr wr[SOCK_SLOTS_MAX], *bad = NULL;
 		uint32_t slot[SOCK_SLOTS_MAX];
@@ -164,29 +210,38 @@ static ssize_t send_slots(struct esock_sock *s, const struct iovec *iov, int iov
 		sock_drain(s);
 		if (s->err || s->tx_failed)
 			break;
-		for (rc = 0; s->nslots < SOCK_SLOTS_MAX && sent + listed < total; k++) {
+		for (rc = 0; s->nslots < SOCK_SLOTS_MAX && sent + listed < total && !at_end; k++) {
 			size_t len = total - sent - listed < chunk ? total - sent - listed : chunk;
 			uint8_t *dst;
+			ssize_t n;
 
 			if ((rc = sock_slot_get(&slot[k])) < 0)
 				break;
-			s->slots[s->nslots++] = slot[k];
 			dst = sock_slot_addr(slot[k]);
-			copy_in(dst, iov, &vi, &vo, len);
-			sge[k] = (struct esock_sge){ (uintptr_t)dst, (uint32_t)len, lkey };
+			if ((n = src->fill(src, dst, len, sent + listed)) <= 0) {
+				sock_slot_put(slot[k]);
+				rc = (int)n;
+				at_end = true;
+				break;
+			}
+			at_end = (size_t)n < len; /* (a file ended) */
+			s->slots[s->nslots++] = slot[k];
+			sge[k] = (struct esock_sge){ (uintptr_t)dst, (uint32_t)n, lkey };
 			wr[k] = (struct esock_send_wr){ .wr_id = SOCK_WR_SLOT | slot[k], .sg_list = &sge[k],
 							.num_sge = 1, .opcode = ESOCK_WR_SEND,
 							.send_flags = ESOCK_SEND_SIGNALED | EP_SEND_QUIET };
 			if (k)
 				wr[k - 1].next = &wr[k];
-			listed += len;
+			listed += (size_t)n;
 		}
 		if (k == 0) {
-			if (rc < 0) { /* no slot memory */
+			if (rc < 0) { /* no slot memory, or the file cannot be read */
 				if (sent)
 					break;
 				return rc;
 			}
+			if (at_end)
+				break;
 			/* This socket's slots are all in flight: its send buffer is full. */
 			if (!block || (end >= 0 && ep_now_ms() >= end)) /* (SO_SNDTIMEO) */
 				break;
@@ -200,10 +255,17 @@ static ssize_t send_slots(struct esock_sock *s, const struct iovec *iov, int iov
 			sent += sge[i].length;
 		s->inflight += (uint32_t)ok;
 		s->stats->tx_msgs += (uint64_t)ok;
-		for (int i = ok; i < k; i++)
-			sock_slot_done(s, slot[i]);
+		if (ok < k) {
+			size_t back = 0;
+
+			for (int i = ok; i < k; i++) {
+				back += sge[i].length;
+				sock_slot_done(s, slot[i]);
+			}
+			src->unread(src, back);
+			at_end = false; /* (what was read is read again) */
+		}
 		if (rc < 0) {
-			seek(iov, iovcnt, sent, &vi, &vo);
 			if (rc == -ENOMEM && block && (end < 0 || ep_now_ms() < end)) {
 				/* send queue full: wait, then the rest */
 				if (sock_wait_some(s, end) == -EBADF)
@@ -218,7 +280,7 @@ static ssize_t send_slots(struct esock_sock *s, const struct iovec *iov, int iov
 		return (ssize_t)sent;
 	if (s->err || s->tx_failed)
 		return -EPIPE;
-	return -EAGAIN;
+	return at_end ? 0 : -EAGAIN; /* (a file at its end: nothing to send) */
 }
 
 /*
@@ -244,6 +306,39 @@ ssize_t sock_send(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 	return sock_send_ex(s, iov, iovcnt, flags, false);
 }
 
+/*
+ * What every send checks first, the lock taken: 0 to go on, SOCK_FELL_BACK
+ * (the lock dropped: plain TCP now), or -errno (lock still held).
+ */
+static int send_begin(struct esock_sock *s)
+{
+	int rc;
+
+	pthread_mutex_lock(&s->lock);
+	if ((rc = sock_usable(s)) != 0)
+		return rc;
+	sock_drain(s);
+	/* After the peer's FIN we may still send (half-close), unless the QP ended. */
+	if (s->shut_wr || s->err || s->tx_failed || esock_qp_state(s->qp) != ESOCK_QPS_RTS)
+		return -EPIPE;
+	return 0;
+}
+
+/* Notes a send's outcome (room wanted when it did not all go), drops the lock. */
+static ssize_t send_end(struct esock_sock *s, ssize_t rc, size_t total, int flags)
+{
+	if (rc == -EAGAIN || (rc >= 0 && (size_t)rc < total)) {
+		s->out_full++; /* the next room is a new EPOLLOUT edge */
+		sock_room_wanted(s, true);
+	} else if (rc >= 0) {
+		sock_room_wanted(s, false);
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (rc == -EPIPE && !(flags & MSG_NOSIGNAL))
+		raise(SIGPIPE);
+	return rc;
+}
+
 ssize_t sock_send_ex(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags,
 		     bool all)
 {
@@ -257,45 +352,48 @@ ssize_t sock_send_ex(struct esock_sock *s, const struct iovec *iov, int iovcnt, 
 		return -EOPNOTSUPP; /* no urgent data over RDMA Sends */
 	for (int i = 0; i < iovcnt; i++)
 		total += iov[i].iov_len;
-	pthread_mutex_lock(&s->lock);
-	if ((rc = sock_usable(s)) < 0)
-		goto out;
-	if (rc == SOCK_FELL_BACK)
+	if ((rc = send_begin(s)) == SOCK_FELL_BACK)
 		return sock_plain_io(s, iov, iovcnt, flags, true, NULL);
-	sock_drain(s);
-	/* After the peer's FIN we may still send (half-close), unless the QP ended. */
-	if (s->shut_wr || s->err || s->tx_failed || esock_qp_state(s->qp) != ESOCK_QPS_RTS) {
-		rc = -EPIPE;
-		goto out;
-	}
-	if (total == 0)
-		goto out;
+	if (rc < 0 || total == 0)
+		return send_end(s, rc, total, flags);
 	chunk = s->peer_msg_max ? s->peer_msg_max : 65536;
-	if (s->o.msgmode && total > chunk) {
-		rc = -EMSGSIZE;
-		goto out;
-	}
+	if (s->o.msgmode && total > chunk)
+		return send_end(s, -EMSGSIZE, total, flags);
 	block = all || (!s->nonblock && !(flags & MSG_DONTWAIT));
 	/*
 	 * A blocking write sends from the caller's memory and returns once all
 	 * of it is handed to TCP; with SO_SNDTIMEO it may return early, so it
 	 * copies into the send slots instead (its memory is free at once).
 	 */
-	if (block && !s->o.msgmode && s->sndtimeo_ms <= 0)
+	if (block && !s->o.msgmode && s->sndtimeo_ms <= 0) {
 		rc = send_direct(s, iov, iovcnt, total, chunk);
-	else
-		rc = send_slots(s, iov, iovcnt, total, chunk, block, block ? sock_timeo_deadline(s->sndtimeo_ms) : -1);
-	if (block && !s->o.msgmode && rc > 0)
-		s->stats->tx_msgs += (total + chunk - 1) / chunk;
-	if (rc == -EAGAIN || (rc >= 0 && (size_t)rc < total)) {
-		s->out_full++; /* the next room is a new EPOLLOUT edge */
-		sock_room_wanted(s, true);
-	} else if (rc >= 0) {
-		sock_room_wanted(s, false);
+	} else {
+		struct src src = { .fill = iov_fill, .unread = no_unread, .iov = iov, .iovcnt = iovcnt };
+
+		rc = send_slots(s, &src, total, chunk, block, block ? sock_timeo_deadline(s->sndtimeo_ms) : -1);
 	}
-out:
-	pthread_mutex_unlock(&s->lock);
-	if (rc == -EPIPE && !(flags & MSG_NOSIGNAL))
-		raise(SIGPIPE);
-	return rc;
+	return send_end(s, rc, total, flags);
+}
+
+ssize_t sock_sendfile(struct esock_sock *s, int in, off_t *off, size_t count)
+{
+	struct src src = { .fill = file_fill, .unread = file_unread, .fd = in, .off = off };
+	size_t chunk;
+	ssize_t rc;
+
+	if ((rc = send_begin(s)) == SOCK_FELL_BACK) {
+		int fd = s->fd;
+
+		pthread_mutex_unlock(&s->lock);
+		rc = REAL(sendfile)(fd, in, off, count);
+		return rc < 0 ? -errno : rc;
+	}
+	if (rc < 0 || count == 0)
+		return send_end(s, rc, count, 0);
+	chunk = s->peer_msg_max ? s->peer_msg_max : 65536;
+	rc = send_slots(s, &src, count, chunk, !s->nonblock,
+			!s->nonblock ? sock_timeo_deadline(s->sndtimeo_ms) : -1);
+	if (rc > 0 && off)
+		*off += rc;
+	return send_end(s, rc, count, 0);
 }

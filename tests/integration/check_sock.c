@@ -203,6 +203,19 @@ static void *late_reader_main(void *arg)
 	return NULL;
 }
 
+/* A non-blocking write's result: true when it found no room (EAGAIN, then room came). */
+static bool waited_room(int fd, ssize_t n, int *eagain)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLOUT };
+
+	if (n >= 0)
+		return false;
+	ck_assert_int_eq(errno, EAGAIN);
+	(*eagain)++;
+	ck_assert_int_eq(poll(&pf, 1, 5000), 1);
+	return true;
+}
+
 /*
  * _i = 0: one blocking write of 24 MiB (384 Sends from the caller's memory,
  * posted in lists of 16 into a send queue of 32) to a reader that starts
@@ -235,15 +248,9 @@ START_TEST(big_write_fills_queue)
 		ck_assert_int_eq(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
 		while (done < len) {
 			ssize_t n = write(fd, out + done, len - done < (1u << 20) ? len - done : 1u << 20);
-			struct pollfd pf = { .fd = fd, .events = POLLOUT };
 
-			if (n < 0) {
-				ck_assert_int_eq(errno, EAGAIN);
-				eagain++;
-				ck_assert_int_eq(poll(&pf, 1, 5000), 1);
-				continue;
-			}
-			done += (size_t)n;
+			if (!waited_room(fd, n, &eagain))
+				done += (size_t)n;
 		}
 		ck_assert_int_gt(eagain, 0);
 	}
@@ -253,6 +260,92 @@ START_TEST(big_write_fills_queue)
 	close(fd);
 	close(r.lfd);
 	free(out);
+	free(r.buf);
+}
+END_TEST
+
+/* A temporary file of |len| octets of |data|; its descriptor (already unlinked). */
+static int temp_file(const char *data, size_t len)
+{
+	char tmpl[] = "/tmp/esock-sendfile-XXXXXX";
+	int fd = mkstemp(tmpl);
+
+	ck_assert_int_ge(fd, 0);
+	unlink(tmpl);
+	for (size_t done = 0; done < len;) {
+		ssize_t n = write(fd, data + done, len - done);
+
+		ck_assert_int_gt(n, 0);
+		done += (size_t)n;
+	}
+	return fd;
+}
+
+/*
+ * sendfile on a DDPMODE socket reads the file straight into send slots: from
+ * an offset (which moves, the file position not), from the file position
+ * (which moves), past the end (short), and _i = 1 non-blocking to a reader
+ * that starts late (short counts, EAGAIN, the file position exactly at what
+ * went).  Every octet arrives in order.
+ */
+START_TEST(sendfile_into_slots)
+{
+	size_t len = 24u << 20;
+	uint64_t rng = tu_rng_seed("sendfile_into_slots");
+	char *data = malloc(len);
+	struct late_reader r = { .len = len };
+	struct sockaddr_in sa;
+	off_t off;
+	int fd, tf;
+
+	tu_rng_fill(&rng, data, len);
+	tf = temp_file(data, len);
+	r.buf = malloc(len);
+	r.lfd = listener(true, &sa);
+	ck_assert_int_eq(pthread_create(&r.th, NULL, late_reader_main, &r), 0);
+	fd = ddp_connect(&sa);
+	if (_i == 0) {
+		size_t first = (3u << 20) + 123;
+
+		/* From an offset: 0 .. first; the file position stays at 0. */
+		ck_assert_int_eq(lseek(tf, 0, SEEK_SET), 0);
+		off = 0;
+		ck_assert_int_eq(sendfile(fd, tf, &off, first), (ssize_t)first);
+		ck_assert_int_eq(off, (off_t)first);
+		ck_assert_int_eq(lseek(tf, 0, SEEK_CUR), 0);
+		/* From the file position: the next 1 MiB + 7; the position moves. */
+		ck_assert_int_eq(lseek(tf, (off_t)first, SEEK_SET), (off_t)first);
+		ck_assert_int_eq(sendfile(fd, tf, NULL, (1u << 20) + 7), (ssize_t)(1u << 20) + 7);
+		ck_assert_int_eq(lseek(tf, 0, SEEK_CUR), (off_t)(first + (1u << 20) + 7));
+		/* Past the end: what is left. */
+		off = (off_t)(first + (1u << 20) + 7);
+		ck_assert_int_eq(sendfile(fd, tf, &off, len), (ssize_t)(len - first - (1u << 20) - 7));
+		ck_assert_int_eq(off, (off_t)len);
+		ck_assert_int_eq(sendfile(fd, tf, &off, 100), 0); /* (at the end: nothing) */
+	} else {
+		size_t done = 0;
+		int eagain = 0;
+
+		ck_assert_int_eq(lseek(tf, 0, SEEK_SET), 0);
+		ck_assert_int_eq(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
+		while (done < len) {
+			ssize_t n = sendfile(fd, tf, NULL, len - done);
+
+			if (waited_room(fd, n, &eagain))
+				continue;
+			ck_assert_int_gt(n, 0);
+			done += (size_t)n;
+			ck_assert_int_eq(lseek(tf, 0, SEEK_CUR), (off_t)done);
+		}
+		ck_assert_int_gt(eagain, 0);
+	}
+	pthread_join(r.th, NULL);
+	ck_assert_uint_eq(r.len, len);
+	tu_assert_mem(r.buf, data, len);
+	close(fd);
+	close(tf);
+	close(r.lfd);
+	free(data);
 	free(r.buf);
 }
 END_TEST
@@ -1443,6 +1536,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, stream_sizes);
 	tcase_add_loop_test(tc, big_write_fills_queue, 0, 2);
+	tcase_add_loop_test(tc, sendfile_into_slots, 0, 2);
 	tcase_add_test(tc, options_and_api);
 	tcase_add_test(tc, nonblocking);
 	tcase_add_test(tc, waitall_and_select);
