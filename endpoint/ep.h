@@ -184,6 +184,7 @@ struct ep_tx_cur {
 #define EP_BATCH_FPDU_SCRATCH 768    /* copied octets of one FPDU at most (markers included) */
 #define EP_FRAME_MAX 256             /* ULPDUs framed whole by copying (ep_tx.c batch_fpdu) */
 #define EP_BATCH_BYTES (1u << 20)
+#define EP_BATCH_MSGS 32             /* whole messages joined in one batch at most */
 
 struct ep_batch {
 	struct iovec iov[EP_BATCH_IOV];
@@ -198,11 +199,15 @@ struct ep_batch {
 	 */
 	bool pack;
 	bool more;                   /* MSG_MORE: TCP holds it for what comes next (rtr_cork) */
+	bool eor;                    /* MSG_EOR: the next message starts a segment (ep_tx.c) */
+	size_t done;                 /* octets written since the batch was empty */
 	/*
 	 * Whole messages in the batch before the current one (pack only): send
-	 * WRs [sq_from, sq_from + sq_built) complete once the batch is written.
+	 * WR sq_from + i completes once the batch's octets up to sq_end[i] are
+	 * written (each as soon as it is out, not when the whole batch is).
 	 */
 	uint32_t sq_from, sq_built;
+	size_t sq_end[EP_BATCH_MSGS];
 	uint8_t scratch[16384];
 	uint8_t small[256];          /* a small batch flattened for one write */
 };

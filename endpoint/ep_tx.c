@@ -24,13 +24,49 @@
 #include "libc/real.h"
 #include "util/log.h"
 
-/* Is there work queued behind the message being written (its WR or Response still counted)? */
-static bool queued_behind(const struct esock_qp *qp)
+/*
+ * Packing is for messages that fit one FPDU: they share segments and join
+ * one sendmsg.  A larger one fills segments by itself and stays aligned to
+ * them (MSG_EOR at its end, nothing joined to it): FPDUs that straddle
+ * segments cost a receiver on another CPU a wake-up for each piece (iperf3's
+ * 128 KiB writes across two CPUs: 20 Gbit/s with 64 KiB Sends joined, 27
+ * aligned).  Both ends on one CPU would rather join those too (64 KiB
+ * endpoint Sends 1.16x TCP joined, 0.84x not), but which CPU the peer runs
+ * on cannot be told reliably from here (SO_INCOMING_CPU sees ACKs made on
+ * our own CPU).
+ */
+static bool joinable(const struct esock_qp *qp, uint64_t len)
+{
+	return len + ESOCK_RDMAP_HDR_MAX <= qp->mulpdu;
+}
+
+/* The payload a send WR puts on the wire (a Read Request carries none). */
+static uint64_t wire_len(const struct ep_sqe *e)
+{
+	return ep_wr_op(e->opcode)->read ? 0 : e->len;
+}
+
+/* The payload of the message being written (0: an RTR or a Terminate). */
+static uint64_t cur_len(const struct esock_qp *qp)
+{
+	if (qp->txc.kind == EP_TX_SQ)
+		return wire_len(qp->txc.sqe);
+	return qp->txc.kind == EP_TX_READ_RESP ? qp->txc.resp_sge.length : 0;
+}
+
+/*
+ * Is a joinable message queued behind the one being written (its WR or
+ * Response still counted)?  A Read Response goes first (pick_next).
+ */
+static bool joinable_behind(const struct esock_qp *qp)
 {
 	bool sq = qp->txc.kind == EP_TX_SQ;
-	bool resp = qp->txc.kind == EP_TX_READ_RESP;
+	uint32_t resp = qp->txc.kind == EP_TX_READ_RESP ? 1u : 0u;
+	uint32_t pos = qp->sq_tx + (sq ? 1u : 0u);
 
-	return qp->irq_n > (resp ? 1u : 0u) || ep_ring_ready(&qp->sqr, qp->sq_tx + (sq ? 1u : 0u));
+	if (qp->irq_n > resp)
+		return joinable(qp, qp->irq[(qp->irq_head + resp) % qp->irq_cap].len);
+	return ep_ring_ready(&qp->sqr, pos) && joinable(qp, wire_len(EP_SQE(qp, pos)));
 }
 
 /* Writes what is left of the batch.  True once it is all out. */
@@ -40,18 +76,21 @@ static bool write_batch(struct esock_qp *qp)
 	bool cork = qp->txc.kind == EP_TX_RTR && qp->rtr_cork && !qp->prof->first_fpdu_delay_ms &&
 		    !ep_ring_ready(&qp->sqr, qp->sq_tx) && !atomic_load(&ep_restricted);
 	/*
-	 * Towards a peer that takes FPDUs packed, a batch with more work queued
-	 * behind it goes with MSG_MORE: TCP then fills whole segments with small
-	 * messages, as it merges its own small writes, instead of one segment
-	 * (and one wake-up of the receiver) each.  The
+	 * Towards a peer that takes FPDUs packed, a batch of joinable messages
+	 * with another queued behind it goes with MSG_MORE: TCP then fills whole
+	 * segments with them, as it merges its own small writes, instead of one
+	 * segment (and one wake-up of the receiver) each.  The
 	 * next write without it pushes everything; if none follows,
 	 * ep_tx_progress pushes (push_held).
 	 */
-	bool more = qp->txw->batch.pack && qp->txw->batch.ends_msg && !cork && queued_behind(qp) &&
+	struct ep_batch *b = &qp->txw->batch;
+	bool join = joinable(qp, cur_len(qp));
+	bool more = b->pack && b->ends_msg && join && !cork && joinable_behind(qp) &&
 		    !atomic_load(&ep_restricted);
 	int rc;
 
-	qp->txw->batch.more = cork || more;
+	b->more = cork || more;
+	b->eor = b->ends_msg && (!b->pack || !join);
 	if (!cork && qp->txc.kind != EP_TX_RTR)
 		atomic_store(&qp->rtr_corked, false); /* (a write without MSG_MORE pushes all) */
 	size_t left = qp->txw->batch.left;
@@ -351,15 +390,17 @@ static int build_fpdu(struct esock_qp *qp)
 
 /*
  * Towards a packing peer, the next message joins the batch of the one just
- * built when it is queued already and room is left: a list of small WRs (or
- * queued Read Responses) leaves with one sendmsg instead of one each.
+ * built when it is queued already, both are joinable and room is left: a
+ * list of small WRs (or queued Read Responses) leaves with one sendmsg
+ * instead of one each.
  */
 static bool join_next(const struct esock_qp *qp)
 {
 	const struct ep_batch *b = &qp->txw->batch;
 
 	return b->pack && (qp->txc.kind == EP_TX_SQ || qp->txc.kind == EP_TX_READ_RESP) &&
-	       !qp->term_pending && !qp->rtr_pending && ep_batch_room(b) && queued_behind(qp);
+	       !qp->term_pending && !qp->rtr_pending && b->sq_built < EP_BATCH_MSGS &&
+	       ep_batch_room(b) && joinable(qp, cur_len(qp)) && joinable_behind(qp);
 }
 
 /* The message just built is in the batch: its cursors move on, its completion waits for the write. */
@@ -370,8 +411,9 @@ static void msg_built(struct esock_qp *qp)
 
 	if (c->kind == EP_TX_SQ) {
 		c->sqe->sent = true;
-		if (!b->sq_built++)
+		if (!b->sq_built)
 			b->sq_from = qp->sq_tx;
+		b->sq_end[b->sq_built++] = b->done + b->left;
 		qp->sq_tx++;
 	} else { /* a Read Response: its octets are in the batch's plan, the IRQ slot may go */
 		qp->irq_head++;
@@ -381,19 +423,26 @@ static void msg_built(struct esock_qp *qp)
 	c->last_fpdu_built = false;
 }
 
-/* The batch is written: the whole messages in it complete. */
+/* The whole messages of the batch that are written by now complete. */
 static void batch_written(struct esock_qp *qp)
 {
 	struct ep_batch *b = &qp->txw->batch;
+	uint32_t n = 0;
 
-	if (!b->sq_built)
-		return;
-	if (atomic_load(&qp->state) != ESOCK_QPS_ERROR) { /* (else flushed already) */
-		for (uint32_t i = 0; i < b->sq_built; i++)
-			sqe_written(EP_SQE(qp, b->sq_from + i));
-		ep_qp_complete_sq(qp);
+	if (atomic_load(&qp->state) == ESOCK_QPS_ERROR) { /* (flushed already) */
+		b->sq_built = 0;
+	} else if (b->sq_built) {
+		while (n < b->sq_built && b->sq_end[n] <= b->done)
+			sqe_written(EP_SQE(qp, b->sq_from + n++));
+		if (n) {
+			ep_qp_complete_sq(qp);
+			b->sq_from += n;
+			b->sq_built -= n;
+			memmove(b->sq_end, b->sq_end + n, b->sq_built * sizeof(b->sq_end[0]));
+		}
 	}
-	b->sq_built = 0;
+	if (!b->left)
+		b->done = 0; /* (every message in it is out) */
 }
 
 /* Plans FPDUs of the current message (and of those joining it) into the batch. */
@@ -459,10 +508,13 @@ void ep_tx_progress(struct esock_qp *qp)
 	for (;;) {
 		struct ep_txwork *w = qp->txw;
 
-		if (w && w->batch.left && !write_batch(qp))
-			return;
-		if (w)
-			batch_written(qp);
+		if (w && w->batch.left) {
+			bool all = write_batch(qp);
+
+			batch_written(qp); /* (the messages out so far, all or not) */
+			if (!all)
+				return;
+		}
 		if (w && w->batch.ends_msg) {
 			w->batch.ends_msg = false;
 			if (qp->txc.kind != EP_TX_NONE) /* else abandoned for a Terminate */

@@ -50,8 +50,8 @@ uint32_t ep_txwork_put(struct ep_txwork *w)
 void ep_batch_reset(struct ep_batch *b)
 {
 	b->cnt = b->next = 0;
-	b->left = b->used = 0;
-	b->ends_msg = false;
+	b->left = b->used = b->done = 0;
+	b->ends_msg = b->eor = false;
 	b->sq_built = 0;
 }
 
@@ -103,6 +103,7 @@ int ep_batch_frame(struct ep_batch *b, struct esock_mpa_tx *tx, const struct iov
 static void advance(struct ep_batch *b, size_t n)
 {
 	b->left -= n;
+	b->done += n;
 	while (n) {
 		struct iovec *v = &b->iov[b->next];
 
@@ -145,9 +146,10 @@ int ep_batch_write(struct ep_batch *b, int fd)
 		 * MSG_EOR at the end of a message: kernel TCP then starts the next
 		 * message in a new segment instead of appending it to this one's
 		 * tail, so FPDUs keep starting TCP segments (RFC 5044 §4.5 alignment),
-		 * unless the peer is known to take them packed (ep.h).
+		 * unless the peer is known to take them packed and the message fits
+		 * one FPDU (ep_tx.c).
 		 */
-		int flags = MSG_NOSIGNAL | MSG_DONTWAIT | (b->ends_msg && !b->pack ? MSG_EOR : 0) |
+		int flags = MSG_NOSIGNAL | MSG_DONTWAIT | (b->eor ? MSG_EOR : 0) |
 			    (b->more ? MSG_MORE : 0);
 
 		/*

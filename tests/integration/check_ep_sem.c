@@ -938,6 +938,60 @@ START_TEST(pack_list_shares_segments)
 END_TEST
 
 /*
+ * pack: messages larger than one FPDU are not packed: each starts a segment
+ * (its FPDUs fill segments by themselves; straddling ones cost a receiver on
+ * another CPU a wake-up per piece).  8 Sends of 70 000 octets as one list:
+ * at least as many segments as FPDUs, where a packed stream would need only
+ * the octets over the MSS.
+ */
+START_TEST(pack_big_messages_aligned)
+{
+	enum { N = 8, SZ = 70000 };
+	struct esock_conn_param cp = { .pack = true };
+	static uint8_t src[N * SZ], dst[N * SZ];
+	struct esock_send_wr wr[N];
+	struct esock_sge sge[N];
+	struct esock_conn_info ci;
+	struct ep_pair p;
+	struct esock_mr *ms, *md;
+	struct esock_wc wc;
+	long before, sent, fpdus;
+
+	for (int i = 0; i < N * SZ; i++)
+		src[i] = (uint8_t)(i * 11 + i / SZ);
+	ck_assert_int_eq(ep_pair_open(&p, &cp, &cp), 0);
+	ms = ep_reg(&p.a, src, sizeof(src), 0);
+	md = ep_reg(&p.b, dst, sizeof(dst), ESOCK_ACCESS_LOCAL_WRITE);
+	for (int i = 0; i < N; i++)
+		ep_post_recv1(&p.b, (uint64_t)i, dst + i * SZ, SZ, esock_mr_stag(md));
+	for (int i = 0; i < N; i++) {
+		sge[i] = (struct esock_sge){ (uint64_t)(uintptr_t)(src + i * SZ), SZ, esock_mr_stag(ms) };
+		wr[i] = (struct esock_send_wr){ .wr_id = (uint64_t)i, .sg_list = &sge[i], .num_sge = 1,
+						.opcode = ESOCK_WR_SEND,
+						.next = i + 1 < N ? &wr[i + 1] : NULL };
+	}
+	before = tcp_segs_out(p.a.qp->fd);
+	ck_assert_int_ge(before, 0);
+	ck_assert_int_eq(esock_post_send(p.a.qp, wr, NULL), 0);
+	for (int i = 0; i < N; i++) {
+		ck_assert_int_eq(ep_wait1(p.b.rcq, &wc), 1);
+		ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+		ck_assert_uint_eq(wc.wr_id, (uint64_t)i);
+	}
+	ck_assert_int_eq(memcmp(dst, src, sizeof(src)), 0);
+	sent = tcp_segs_out(p.a.qp->fd) - before;
+	ck_assert_int_eq(esock_qp_conn_info(p.a.qp, &ci), 0);
+	/* (the MULPDU only grows: with its last value, a lower bound of the FPDUs sent) */
+	fpdus = N * ((SZ + (long)ci.mulpdu - 19) / ((long)ci.mulpdu - 18));
+	ck_assert_int_ge(fpdus, 2 * N);
+	ck_assert_msg(sent >= fpdus, "%ld segments for %ld FPDUs (MULPDU %u)", sent, fpdus, ci.mulpdu);
+	esock_mr_dereg(ms);
+	esock_mr_dereg(md);
+	ep_pair_close(&p);
+}
+END_TEST
+
+/*
  * pack: a Read Request written with MSG_MORE because a fenced Send is queued
  * behind it, which may not start until the Read is done: what TCP holds must
  * be pushed before the post returns (Linux would keep it ~200 ms, until its
@@ -1131,6 +1185,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, wait_for_recv, 0, 2);
 	tcase_add_loop_test(tc, pack_list_shares_segments, 0, 2);
 	tcase_add_test(tc, pack_held_tail_pushed);
+	tcase_add_test(tc, pack_big_messages_aligned);
 	tcase_add_test(tc, wishes_survive_quiesce);
 	tcase_add_test(tc, quiet_sends);
 	suite_add_tcase(s, tc);
