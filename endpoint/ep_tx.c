@@ -31,7 +31,7 @@
  * segments cost a receiver on another CPU a wake-up for each piece (iperf3's
  * 128 KiB writes across two CPUs: 20 Gbit/s with 64 KiB Sends joined, 27
  * aligned).  Both ends on one CPU would rather join those too (64 KiB
- * endpoint Sends 1.16x TCP joined, 0.84x not), but which CPU the peer runs
+ * endpoint Sends 1.16x TCP joined, 0.86x not), but which CPU the peer runs
  * on cannot be told reliably from here (SO_INCOMING_CPU sees ACKs made on
  * our own CPU).
  */
@@ -55,18 +55,30 @@ static uint64_t cur_len(const struct esock_qp *qp)
 }
 
 /*
- * Is a joinable message queued behind the one being written (its WR or
- * Response still counted)?  A Read Response goes first (pick_next).
+ * Is a message queued behind the one being written (its WR or Response still
+ * counted)?  Its payload in *len.  A Read Response goes first (pick_next).
  */
-static bool joinable_behind(const struct esock_qp *qp)
+static bool next_queued(const struct esock_qp *qp, uint64_t *len)
 {
 	bool sq = qp->txc.kind == EP_TX_SQ;
 	uint32_t resp = qp->txc.kind == EP_TX_READ_RESP ? 1u : 0u;
 	uint32_t pos = qp->sq_tx + (sq ? 1u : 0u);
 
-	if (qp->irq_n > resp)
-		return joinable(qp, qp->irq[(qp->irq_head + resp) % qp->irq_cap].len);
-	return ep_ring_ready(&qp->sqr, pos) && joinable(qp, wire_len(EP_SQE(qp, pos)));
+	if (qp->irq_n > resp) {
+		*len = qp->irq[(qp->irq_head + resp) % qp->irq_cap].len;
+		return true;
+	}
+	if (!ep_ring_ready(&qp->sqr, pos))
+		return false;
+	*len = wire_len(EP_SQE(qp, pos));
+	return true;
+}
+
+static bool joinable_behind(const struct esock_qp *qp)
+{
+	uint64_t len;
+
+	return next_queued(qp, &len) && joinable(qp, len);
 }
 
 /* Writes what is left of the batch.  True once it is all out. */
@@ -84,13 +96,16 @@ static bool write_batch(struct esock_qp *qp)
 	 * ep_tx_progress pushes (push_held).
 	 */
 	struct ep_batch *b = &qp->txw->batch;
+	uint64_t next = 0;
+	bool queued = next_queued(qp, &next);
 	bool join = joinable(qp, cur_len(qp));
-	bool more = b->pack && b->ends_msg && join && !cork && joinable_behind(qp) &&
+	bool more = b->pack && b->ends_msg && join && !cork && queued && joinable(qp, next) &&
 		    !atomic_load(&ep_restricted);
 	int rc;
 
 	b->more = cork || more;
-	b->eor = b->ends_msg && (!b->pack || !join);
+	/* (a large message, or one before a large one: the next starts a segment) */
+	b->eor = b->ends_msg && (!b->pack || !join || (queued && !joinable(qp, next)));
 	if (!cork && qp->txc.kind != EP_TX_RTR)
 		atomic_store(&qp->rtr_corked, false); /* (a write without MSG_MORE pushes all) */
 	size_t left = qp->txw->batch.left;
