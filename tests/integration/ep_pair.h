@@ -52,6 +52,8 @@ int ep_post_send1(struct ep_side *s, uint64_t id, enum esock_wr_opcode op, void 
 
 /* Segments the TCP socket |fd| has sent so far (TCP_INFO), -1 if the kernel does not say. */
 long tcp_segs_out(int fd);
+/* The MSS TCP sends with on |fd| now (TCP_INFO), -1 on error. */
+long tcp_snd_mss(int fd);
 /* Octets queued on |fd| that TCP has not sent yet (SIOCOUTQNSD), -1 on error. */
 long tcp_unsent(int fd);
 

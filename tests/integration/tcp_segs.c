@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the kernel says of a TCP socket's sending: segments sent
+ * What the kernel says of a TCP socket's sending: segments sent, the MSS
  * (tcpi_segs_out, from the kernel's own struct, since glibc's netinet/tcp.h
  * copy stops before that field: the two headers cannot meet in one file) and
  * octets queued but not sent.
@@ -26,6 +26,17 @@ long tcp_segs_out(int fd)
 	    l < offsetof(struct tcp_info, tcpi_segs_out) + sizeof(ti.tcpi_segs_out))
 		return -1;
 	return (long)ti.tcpi_segs_out;
+}
+
+long tcp_snd_mss(int fd)
+{
+	struct tcp_info ti;
+	socklen_t l = sizeof(ti);
+
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &l) < 0)
+		return -1;
+	return (long)ti.tcpi_snd_mss;
 }
 
 long tcp_unsent(int fd)
