@@ -39,11 +39,18 @@ struct esock_backend;
 #define EP_ORD_DEFAULT 8
 #define EP_IRD_MAX 128
 #define EP_CTRL_MAX 128        /* whole ULPDU of a Read Request / Terminate */
-#define EP_DIRECT_MIN 2048     /* payload left worth a recv straight into place */
+/*
+ * Payload left worth a receive call straight into place.  A smaller one is
+ * copied out of the stage: one receive call then brings a run of small
+ * FPDUs, where reading each payload into place took a call each (ep_rx.c).
+ */
+#define EP_DIRECT_MIN 16384
 #define EP_TIMEOUT_DEFAULT_MS 10000
 #define EP_REATTACH_MS 2          /* engine takes a detached QP back after this */
 #define EP_LOCAL_LOWAT_DEFAULT (64 * 1024)     /* peer on our CPU (ep_sockbuf.c) */
 #define EP_LOCAL_RCVBUF_DEFAULT (1024 * 1024)
+#define EP_LOCAL_LARGE (32 * 1024)   /* a message this large asks for the unsent bound */
+#define EP_LOCAL_RUN 4               /* messages in a row before the bound turns */
 
 struct esock_pd {
 	const struct esock_backend *be; /* first: iwarp/backend.h */
@@ -326,6 +333,9 @@ struct esock_qp {
 	bool addrs_known;           /* info.local and info.remote are in (ep_qp_addrs) */
 	bool buf_tuned;             /* ep_sockbuf_tune had its look (once data moved) */
 	uint32_t buf_moved;         /* octets read and written until then */
+	uint32_t buf_lowat;         /* the unsent bound for large messages (0: none; ep_sockbuf.c) */
+	bool buf_bound;             /* it is set */
+	uint8_t buf_run;            /* messages in a row that ask for the other setting */
 	const struct ep_profile *prof;
 	struct ep_txwork *txw;      /* while transmitting (ep_txwork_get), else NULL */
 	uint32_t tx_pos;            /* MPA stream position of the next FPDU (markers) */
@@ -358,6 +368,7 @@ struct esock_qp {
 	bool has_err;
 	uint8_t *stage;             /* received octets not yet fed to MPA (NULL when none: ep_spare.h) */
 	size_t stage_off, stage_len;
+	bool rx_small;              /* the last FPDU was small: the next stage read is large (ep_rx.c) */
 	bool rx_wait;               /* esock_conn_param.wait_for_recv */
 	/*
 	 * A FIN between FPDUs, with no Read outstanding, ends only the receive
@@ -397,6 +408,20 @@ void ep_tx_terminate(struct esock_qp *qp, const struct esock_term *t, const uint
 bool ep_sockbuf_same_host(const struct sockaddr_storage *local,
 			  const struct sockaddr_storage *remote);
 void ep_sockbuf_tune(struct esock_qp *qp);
+void ep_sockbuf_flip(struct esock_qp *qp);
+/*
+ * A message of |len| octets starts (ep_tx.c): after EP_LOCAL_RUN large ones
+ * in a row the unsent bound goes on, after as many small ones off.
+ */
+static inline void ep_sockbuf_msg(struct esock_qp *qp, uint64_t len)
+{
+	if (__builtin_expect(qp->buf_lowat != 0, 0)) {
+		if ((len >= EP_LOCAL_LARGE) == qp->buf_bound)
+			qp->buf_run = 0;
+		else if (++qp->buf_run >= EP_LOCAL_RUN)
+			ep_sockbuf_flip(qp);
+	}
+}
 /* |n| more octets went through the socket: the look comes after EP_LOCAL_LOWAT_DEFAULT. */
 static inline void ep_sockbuf_moved(struct esock_qp *qp, size_t n)
 {

@@ -439,7 +439,9 @@ int user_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_ms
 		ep_engine_detach(qps[i]);
 	/* Yield first: on one CPU the peer runs and answers before we look. */
 	while (t < end && ep_spin(&spin_end)) {
-		if ((got = progress_pinned(cq, qps, &m, n, wc)))
+		got = progress_pinned(cq, qps, &m, n, wc);
+		ep_spin_found(got);
+		if (got)
 			goto out;
 		t = ep_now_us();
 	}

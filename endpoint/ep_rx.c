@@ -24,13 +24,19 @@
 #include "util/log.h"
 
 /*
- * Octets read when the next FPDU's size is unknown: a 4 KiB message's FPDU
- * (4122 octets) whole, so a page-sized ping-pong costs one receive call, not
- * two; a larger payload goes mostly straight into place (EP_DIRECT_MIN).
+ * Octets read when the next FPDU's size is unknown.  After a large FPDU: a
+ * 4 KiB message's FPDU (4122 octets) whole, so a page-sized ping-pong costs
+ * one receive call, not two, and the rest of a large payload goes straight
+ * into place (EP_DIRECT_MIN).  After a small one: as much as the stage
+ * holds, so that a stream of small FPDUs costs one receive call per 64 KiB
+ * instead of one each.  Reading more than is there costs nothing: the call
+ * returns what the socket holds.
  */
 #define STAGE_READ (4096 + 64)
+#define STAGE_READ_SMALL (EP_STAGE_LEN - 512)
 #define STAGE_TAIL 64   /* read behind a payload: CRC, next header, a little more */
 _Static_assert(STAGE_READ + 256 <= EP_STAGE_LEN, "a read fits behind a partial header");
+_Static_assert(STAGE_READ_SMALL >= 65536, "a stage read takes 64 KiB of small FPDUs");
 
 static bool rx_alive(struct esock_qp *qp);
 
@@ -235,6 +241,7 @@ static void on_hdr(struct esock_qp *qp, const struct esock_mpa_ev *ev)
 	memset(c, 0, offsetof(struct ep_rx_cur, iov)); /* iov is filled as iovcnt says */
 	c->ctrl_len = 0;
 	c->ulpdu_len = ev->ulpdu_len;
+	qp->rx_small = ev->ulpdu_len < EP_DIRECT_MIN; /* (the next stage read's size) */
 	memcpy(c->hdr, ev->data, ev->len);
 	oi = ev->len ? esock_rdmap_opinfo(ev->data[1] & ESOCK_RDMAP_CTRL_OPCODE) : NULL;
 	if (oi && oi->payload && oi->hlen == 0) {
@@ -512,7 +519,7 @@ static ssize_t read_some(struct esock_qp *qp, size_t *direct, size_t *asked)
 	}
 	/* Behind what the stage still holds (a partial header kept for a look). */
 	iov[cnt].iov_base = qp->stage + qp->stage_len;
-	iov[cnt].iov_len = *direct ? STAGE_TAIL : STAGE_READ;
+	iov[cnt].iov_len = *direct ? STAGE_TAIL : qp->rx_small ? STAGE_READ_SMALL : STAGE_READ;
 	if (iov[cnt].iov_len > EP_STAGE_LEN - qp->stage_len) /* (it holds a few octets at most) */
 		iov[cnt].iov_len = EP_STAGE_LEN - qp->stage_len;
 	*asked = *direct + iov[cnt++].iov_len;

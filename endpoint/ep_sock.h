@@ -19,7 +19,7 @@
 #include <esock/ddp.h>
 #include <esock/iwarp.h>
 
-#define EP_STAGE_LEN 8192 /* a read of the stage and a partial header before it */
+#define EP_STAGE_LEN (65536 + 512) /* a read of the stage and a partial header before it */
 
 /*
  * An internal send flag (never the application's: esock_post_send keeps it
@@ -114,6 +114,12 @@ static inline void ep_uncork_all(void)
  * a whole slice (then this thread does not spin for a second).
  */
 bool ep_spin(int64_t *spin_end);
+/*
+ * What the look after a spin round found (|n| completions): a yield that
+ * took a whole slice was lost unless it brought a batch (the peer on this
+ * CPU wrote meanwhile).  A caller that does not tell counts as finding none.
+ */
+void ep_spin_found(int n);
 /* Time for timeouts (ms since an arbitrary start). */
 int64_t ep_now_ms(void);
 

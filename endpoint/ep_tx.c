@@ -215,6 +215,7 @@ static void start_sqe(struct esock_qp *qp, struct ep_sqe *e)
 	esock_rdmap_msg_init(&m, op->rdmap);
 	qp->txc.kind = EP_TX_SQ;
 	qp->txc.sqe = e;
+	ep_sockbuf_msg(qp, e->len);
 	qp->txc.sge = e->sge;
 	qp->txc.num_sge = e->num_sge;
 	if (op->tagged) {

@@ -290,22 +290,60 @@ static void one_send(struct ep_pair *p)
 }
 
 /* 256 KiB written from a to b, then a Send behind it: both ends have seen it all go through. */
-static void move_some(struct ep_pair *p)
+/* |n| RDMA Writes of |len| octets each (at most 256 KiB) from a to b, one after another. */
+static void writes(struct ep_pair *p, int n, size_t len)
 {
 	static uint8_t src[256 * 1024], dst[256 * 1024];
 	struct esock_mr *ms = ep_reg(&p->a, src, sizeof(src), 0);
 	struct esock_mr *md = ep_reg(&p->b, dst, sizeof(dst), ESOCK_ACCESS_LOCAL_WRITE | ESOCK_ACCESS_REMOTE_WRITE);
 	struct esock_wc wc;
 
-	fill(src, sizeof(src), 3);
-	ck_assert_int_eq(ep_post_send1(&p->a, 9, ESOCK_WR_RDMA_WRITE, src, sizeof(src), esock_mr_stag(ms),
-				       U64(dst), esock_mr_stag(md)), 0);
-	ck_assert_int_eq(ep_wait1(p->a.scq, &wc), 1);
-	ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
-	one_send(p); /* (placed in order: the Write's octets were read before it) */
-	ck_assert_int_eq(memcmp(src, dst, sizeof(src)), 0);
+	ck_assert_uint_le(len, sizeof(src));
+	for (int i = 0; i < n; i++) {
+		fill(src, len, (uint8_t)(3 + i));
+		ck_assert_int_eq(ep_post_send1(&p->a, 9, ESOCK_WR_RDMA_WRITE, src, len, esock_mr_stag(ms),
+					       U64(dst), esock_mr_stag(md)), 0);
+		ck_assert_int_eq(ep_wait1(p->a.scq, &wc), 1);
+		ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+		one_send(p); /* (placed in order: the Write's octets were read before it) */
+		ck_assert_int_eq(memcmp(src, dst, len), 0);
+	}
 	esock_mr_dereg(ms);
 	esock_mr_dereg(md);
+}
+
+/*
+ * |n| RDMA Writes of EP_LOCAL_LARGE octets from a to b in a row, nothing in
+ * between; then one small Send (b has placed them all when it arrives).
+ */
+static void big_run(struct ep_pair *p, int n)
+{
+	static uint8_t src[EP_LOCAL_LARGE], dst[EP_LOCAL_LARGE];
+	struct esock_mr *ms = ep_reg(&p->a, src, sizeof(src), 0);
+	struct esock_mr *md = ep_reg(&p->b, dst, sizeof(dst), ESOCK_ACCESS_LOCAL_WRITE | ESOCK_ACCESS_REMOTE_WRITE);
+	struct esock_wc wc;
+
+	for (int i = 0; i < n; i++)
+		ck_assert_int_eq(ep_post_send1(&p->a, 30 + (uint64_t)i, ESOCK_WR_RDMA_WRITE, src, sizeof(src),
+					       esock_mr_stag(ms), U64(dst), esock_mr_stag(md)), 0);
+	for (int i = 0; i < n; i++) {
+		ck_assert_int_eq(ep_wait1(p->a.scq, &wc), 1);
+		ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+	}
+	one_send(p);
+	esock_mr_dereg(ms);
+	esock_mr_dereg(md);
+}
+
+/* 256 KiB through the socket: each end has had its look (ep_sockbuf_moved). */
+static void move_some(struct ep_pair *p)
+{
+	writes(p, 1, 256 * 1024);
+}
+
+static int lowat_of(struct esock_qp *qp)
+{
+	return sockopt_int(qp->fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT);
 }
 
 /* Ends on one CPU bound their socket buffers (ep_sockbuf.c); others keep autotuning. */
@@ -350,24 +388,43 @@ START_TEST(same_host_buffers)
 	for (int i = 0; i < 2; i++) {
 		int fd = (i ? p.b.qp : p.a.qp)->fd;
 
-		ck_assert_int_eq(sockopt_int(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT), EP_LOCAL_LOWAT_DEFAULT);
 		/* Linux doubles SO_RCVBUF for its bookkeeping. */
 		ck_assert_int_eq(sockopt_int(fd, SOL_SOCKET, SO_RCVBUF), 2 * EP_LOCAL_RCVBUF_DEFAULT);
+		ck_assert_int_eq(sockopt_int(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT), lowat0);
 	}
+	/*
+	 * The unsent bound follows the messages written: on after
+	 * EP_LOCAL_RUN large ones in a row (not before: a small message in
+	 * between starts the count again), off after as many small ones.
+	 */
+	writes(&p, EP_LOCAL_RUN, EP_LOCAL_LARGE);
+	ck_assert_int_eq(lowat_of(p.a.qp), lowat0); /* (a small Send after each: no run) */
+	big_run(&p, EP_LOCAL_RUN - 1);
+	ck_assert_int_eq(lowat_of(p.a.qp), lowat0);
+	big_run(&p, EP_LOCAL_RUN);
+	ck_assert_int_eq(lowat_of(p.a.qp), EP_LOCAL_LOWAT_DEFAULT);
+	ck_assert_int_eq(lowat_of(p.b.qp), lowat0); /* b wrote nothing large */
+	for (int i = 0; i < EP_LOCAL_RUN - 2; i++) /* (big_run's Send was the first small one) */
+		one_send(&p);
+	ck_assert_int_eq(lowat_of(p.a.qp), EP_LOCAL_LOWAT_DEFAULT);
+	one_send(&p);
+	ck_assert_int_eq(lowat_of(p.a.qp), lowat0);
 	ep_pair_close(&p);
 
 	setenv("ESOCK_LOCAL_LOWAT", "0", 1);
 	setenv("ESOCK_LOCAL_RCVBUF", "0", 1);
 	ck_assert_int_eq(ep_pair_open(&p, NULL, NULL), 0);
 	move_some(&p);
-	ck_assert_int_eq(sockopt_int(p.a.qp->fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT), lowat0);
+	big_run(&p, EP_LOCAL_RUN);
+	ck_assert_int_eq(lowat_of(p.a.qp), lowat0);
 	ck_assert_int_ne(sockopt_int(p.b.qp->fd, SOL_SOCKET, SO_RCVBUF), 2 * EP_LOCAL_RCVBUF_DEFAULT);
 	ep_pair_close(&p);
 
 	setenv("ESOCK_LOCAL_LOWAT", "0x30000", 1);
 	ck_assert_int_eq(ep_pair_open(&p, NULL, NULL), 0);
 	move_some(&p);
-	ck_assert_int_eq(sockopt_int(p.a.qp->fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT), 0x30000);
+	big_run(&p, EP_LOCAL_RUN);
+	ck_assert_int_eq(lowat_of(p.a.qp), 0x30000);
 	ep_pair_close(&p);
 	unsetenv("ESOCK_LOCAL_LOWAT");
 	unsetenv("ESOCK_LOCAL_RCVBUF");
