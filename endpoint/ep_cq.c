@@ -439,8 +439,12 @@ int user_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_ms
 		ep_engine_detach(qps[i]);
 	/* Yield first: on one CPU the peer runs and answers before we look. */
 	while (t < end && ep_spin(&spin_end)) {
+		int small = 0;
+
 		got = progress_pinned(cq, qps, &m, n, wc);
-		ep_spin_found(got);
+		for (int i = 0; i < got; i++)
+			small += wc[i].byte_len < EP_SPIN_SMALL;
+		ep_spin_found(small);
 		if (got)
 			goto out;
 		t = ep_now_us();

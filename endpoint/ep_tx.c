@@ -215,7 +215,7 @@ static void start_sqe(struct esock_qp *qp, struct ep_sqe *e)
 	esock_rdmap_msg_init(&m, op->rdmap);
 	qp->txc.kind = EP_TX_SQ;
 	qp->txc.sqe = e;
-	ep_sockbuf_msg(qp, e->len);
+	ep_sockbuf_msg(qp, wire_len(e));
 	qp->txc.sge = e->sge;
 	qp->txc.num_sge = e->num_sge;
 	if (op->tagged) {
@@ -246,6 +246,7 @@ static void start_read_resp(struct esock_qp *qp)
 	m.ddp.stag = q->sink_stag;
 	m.ddp.to = q->sink_to;
 	qp->txc.kind = EP_TX_READ_RESP;
+	ep_sockbuf_msg(qp, q->len);
 	qp->txc.resp_sge = (struct esock_sge){ .addr = (uint64_t)(uintptr_t)q->src, .length = q->len };
 	qp->txc.sge = &qp->txc.resp_sge;
 	qp->txc.num_sge = 1;

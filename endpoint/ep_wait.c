@@ -63,13 +63,15 @@ void ep_spin_found(int n)
 	/*
 	 * A yield that took a whole slice (milliseconds) gave the CPU to
 	 * another busy thread.  When that was the peer on this CPU, writing
-	 * to us, it comes back with a batch of completions: the yield let a
-	 * stream's writer fill segments instead of being preempted by our
-	 * wake-up for every few messages (4 KiB socket stream on one CPU:
-	 * 0.71x TCP sleeping, 0.8x yielding).  With one answer or none, the
-	 * slice went to somebody else: on a loaded machine spinning costs that
-	 * every time, so sleep instead (a wake-up gets the CPU back at once)
-	 * for a while.
+	 * small messages to us, it comes back with a batch of them: the yield
+	 * let the writer fill segments, where a sleeping reader is woken (and
+	 * preempts the writer) every few messages (4 KiB socket stream on one
+	 * CPU: 0.71x TCP sleeping, 0.8x yielding).  Large messages make few
+	 * wake-ups anyway, and their writer waits for the unsent bound
+	 * (ep_sockbuf.c): there sleeping does better (64 KiB stream 0.95x
+	 * against 0.87x).  With one answer or none, the slice went to somebody
+	 * else: on a loaded machine spinning costs that every time, so sleep
+	 * instead (a wake-up gets the CPU back at once) for a while.
 	 */
 	if (spin_long && n < SPIN_PAID)
 		spin_off_until = ep_now_us() + SPIN_OFF_US;

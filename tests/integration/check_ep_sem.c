@@ -313,19 +313,21 @@ static void writes(struct ep_pair *p, int n, size_t len)
 }
 
 /*
- * |n| RDMA Writes of EP_LOCAL_LARGE octets from a to b in a row, nothing in
- * between; then one small Send (b has placed them all when it arrives).
+ * |n| RDMA Writes (or, |read|, Reads whose Responses b sends) of
+ * EP_LOCAL_LARGE octets from a in a row, nothing in between; then one small
+ * Send (b has placed them all when it arrives).
  */
-static void big_run(struct ep_pair *p, int n)
+static void big_run_op(struct ep_pair *p, int n, bool read)
 {
 	static uint8_t src[EP_LOCAL_LARGE], dst[EP_LOCAL_LARGE];
-	struct esock_mr *ms = ep_reg(&p->a, src, sizeof(src), 0);
-	struct esock_mr *md = ep_reg(&p->b, dst, sizeof(dst), ESOCK_ACCESS_LOCAL_WRITE | ESOCK_ACCESS_REMOTE_WRITE);
+	struct esock_mr *ms = ep_reg(&p->a, src, sizeof(src), ESOCK_ACCESS_LOCAL_WRITE);
+	struct esock_mr *md = ep_reg(&p->b, dst, sizeof(dst),
+				     ESOCK_ACCESS_LOCAL_WRITE | ESOCK_ACCESS_REMOTE_WRITE | ESOCK_ACCESS_REMOTE_READ);
 	struct esock_wc wc;
 
 	for (int i = 0; i < n; i++)
-		ck_assert_int_eq(ep_post_send1(&p->a, 30 + (uint64_t)i, ESOCK_WR_RDMA_WRITE, src, sizeof(src),
-					       esock_mr_stag(ms), U64(dst), esock_mr_stag(md)), 0);
+		ck_assert_int_eq(ep_post_send1(&p->a, 30 + (uint64_t)i, read ? ESOCK_WR_RDMA_READ : ESOCK_WR_RDMA_WRITE,
+					       src, sizeof(src), esock_mr_stag(ms), U64(dst), esock_mr_stag(md)), 0);
 	for (int i = 0; i < n; i++) {
 		ck_assert_int_eq(ep_wait1(p->a.scq, &wc), 1);
 		ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
@@ -333,6 +335,11 @@ static void big_run(struct ep_pair *p, int n)
 	one_send(p);
 	esock_mr_dereg(ms);
 	esock_mr_dereg(md);
+}
+
+static void big_run(struct ep_pair *p, int n)
+{
+	big_run_op(p, n, false);
 }
 
 /* 256 KiB through the socket: each end has had its look (ep_sockbuf_moved). */
@@ -408,6 +415,10 @@ START_TEST(same_host_buffers)
 		one_send(&p);
 	ck_assert_int_eq(lowat_of(p.a.qp), EP_LOCAL_LOWAT_DEFAULT);
 	one_send(&p);
+	ck_assert_int_eq(lowat_of(p.a.qp), lowat0);
+	/* Read Responses are messages of their sender; the Requests carry nothing. */
+	big_run_op(&p, EP_LOCAL_RUN, true);
+	ck_assert_int_eq(lowat_of(p.b.qp), EP_LOCAL_LOWAT_DEFAULT);
 	ck_assert_int_eq(lowat_of(p.a.qp), lowat0);
 	ep_pair_close(&p);
 
