@@ -136,6 +136,7 @@ struct esock_sock {
 	bool peer_esock;
 	bool eof;                   /* the peer closed: reads return 0 when drained */
 	bool tx_failed;             /* a Send failed: writes return EPIPE */
+	bool cq_lost;               /* the CQ overflowed: completions were lost, wait for none */
 	int err;                    /* sticky errno once the connection failed */
 	int waiters;                /* threads in esock_cq_wait on cq */
 	struct esock_sock_error last_error;

@@ -74,9 +74,28 @@ static ssize_t send_direct(struct esock_sock *s, const struct iovec *iov, int io
 		struct esock_sge sge[DIRECT_LIST][SOCK_MAX_SGE];
 		struct esock_send_wr wr[DIRECT_LIST], *bad = NULL;
 		size_t glen[DIRECT_LIST], listed = 0;
-		int k = 0, ok;
+		int k = 0, ok, room;
 
-		for (; k < DIRECT_LIST && posted + listed < total; k++) {
+		/*
+		 * A send queue entry is free again once its completion is in the
+		 * CQ, not once we took it: take them as we go, and never have
+		 * more Sends out than the send queue holds, or the CQ (sized for
+		 * both queues) overflows when TCP takes everything at once (a
+		 * fast reader: 70 of 96 entries seen waiting) and a completion
+		 * this write waits for is lost.
+		 */
+		sock_drain(s);
+		if (s->err || s->tx_failed) {
+			rc = -EPIPE;
+			break;
+		}
+		if ((room = SOCK_SQ_DEPTH - (int)s->inflight) <= 0) {
+			if ((rc = sock_wait_some(s, -1)) == -EBADF)
+				return rc;
+			rc = 0;
+			continue;
+		}
+		for (; k < DIRECT_LIST && k < room && posted + listed < total; k++) {
 			size_t len = total - posted - listed < chunk ? total - posted - listed : chunk;
 			int n = gather(iov, iovcnt, &vi, &vo, len, sge[k], SOCK_MAX_SGE, lkey);
 
@@ -113,12 +132,12 @@ static ssize_t send_direct(struct esock_sock *s, const struct iovec *iov, int io
 	 * Usually the poster's inline send completed them already: look first.
 	 */
 	sock_drain(s);
-	while (s->direct_done < last)
+	while (s->direct_done < last && !s->cq_lost)
 		if (sock_wait_some(s, -1) == -EBADF)
 			return -EBADF;
 	if (rc < 0 && !posted)
 		return rc;
-	if (s->tx_failed) /* some of it was flushed: the connection is gone */
+	if (s->tx_failed || s->direct_done < last) /* the connection is gone */
 		return -EPIPE;
 	s->stats->tx_bytes += posted;
 	return (ssize_t)posted;

@@ -118,6 +118,17 @@ void sock_pull(struct esock_sock *s)
 	sock_drain(s);
 }
 
+/* Completions were lost (a bug: the socket bounds what it posts): nobody may wait for one. */
+static void cq_overflowed(struct esock_sock *s)
+{
+	if (s->cq_lost)
+		return;
+	s->cq_lost = true;
+	if (!s->err)
+		s->err = EIO;
+	log_error("fd %d: completion queue overflow", s->fd);
+}
+
 void sock_drain(struct esock_sock *s)
 {
 	struct esock_wc wc[32];
@@ -142,10 +153,8 @@ void sock_drain(struct esock_sock *s)
 				sock_handle_wc(s, &wc[i]);
 		ended(s, &end);
 	}
-	if (n == -EOVERFLOW && !s->err) {
-		s->err = EIO;
-		log_error("fd %d: completion queue overflow", s->fd);
-	}
+	if (n == -EOVERFLOW)
+		cq_overflowed(s);
 }
 
 /*
@@ -169,6 +178,8 @@ int sock_wait_some(struct esock_sock *s, int64_t end)
 		return -EBADF;
 	for (int i = 0; i < n; i++)
 		sock_handle_wc(s, &wc[i]);
+	if (n == -EOVERFLOW)
+		cq_overflowed(s);
 	return n == -EINTR ? -EINTR : 0;
 }
 

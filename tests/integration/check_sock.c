@@ -264,6 +264,51 @@ START_TEST(big_write_fills_queue)
 }
 END_TEST
 
+/* A socket buffer of |bytes| (beyond the system's cap when we may), locked at that size. */
+static void big_buffer(int fd, int name, int force, int bytes)
+{
+	if (setsockopt(fd, SOL_SOCKET, force, &bytes, sizeof(bytes)) < 0)
+		ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, name, &bytes, sizeof(bytes)), 0);
+}
+
+/*
+ * A blocking write whose Sends TCP takes all at once (socket buffers that
+ * hold the whole write, no unsent bound): each Send completes as soon as it
+ * is posted, and a send-queue entry is free again as soon as its completion
+ * is in the CQ.  The write must take those completions as it goes: 256
+ * Sends through a CQ of 96 entries lost completions and waited for them
+ * forever (seen once under valgrind, where the reader kept up).
+ */
+START_TEST(direct_write_takes_completions)
+{
+	size_t len = 16u << 20;
+	struct late_reader r = { .len = len };
+	struct sockaddr_in sa;
+	uint64_t rng = tu_rng_seed("direct_write_takes_completions");
+	char *out = malloc(len);
+	int fd;
+
+	setenv("ESOCK_LOCAL_LOWAT", "0", 1);
+	r.buf = malloc(len);
+	tu_rng_fill(&rng, out, len);
+	r.lfd = listener(true, &sa);
+	big_buffer(r.lfd, SO_RCVBUF, SO_RCVBUFFORCE, 64 << 20); /* (the accepted socket inherits it) */
+	ck_assert_int_eq(pthread_create(&r.th, NULL, late_reader_main, &r), 0);
+	fd = ddp_socket();
+	big_buffer(fd, SO_SNDBUF, SO_SNDBUFFORCE, 64 << 20);
+	ck_assert_int_eq(connect(fd, (const struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(write(fd, out, len), (ssize_t)len);
+	pthread_join(r.th, NULL);
+	ck_assert_uint_eq(r.len, len);
+	tu_assert_mem(r.buf, out, len);
+	close(fd);
+	close(r.lfd);
+	free(out);
+	free(r.buf);
+	unsetenv("ESOCK_LOCAL_LOWAT");
+}
+END_TEST
+
 /* A temporary file of |len| octets of |data|; its descriptor (already unlinked). */
 static int temp_file(const char *data, size_t len)
 {
@@ -1537,6 +1582,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, stream_sizes);
 	tcase_add_loop_test(tc, big_write_fills_queue, 0, 2);
 	tcase_add_loop_test(tc, sendfile_into_slots, 0, 2);
+	tcase_add_test(tc, direct_write_takes_completions);
 	tcase_add_test(tc, options_and_api);
 	tcase_add_test(tc, nonblocking);
 	tcase_add_test(tc, waitall_and_select);
