@@ -217,6 +217,43 @@ static bool waited_room(int fd, ssize_t n, int *eagain)
 }
 
 /*
+ * A DDPMODE listener and a late reader thread for |len| octets of random
+ * data (in *out), the writer's socket not yet connected; |bufs|: socket
+ * buffers that hold all of it (beyond the system's cap when we may).
+ */
+static int late_pair(struct late_reader *r, size_t len, const char *name, char **out,
+		     struct sockaddr_in *sa, bool bufs)
+{
+	uint64_t rng = tu_rng_seed(name);
+	int fd, b = 64 << 20;
+
+	*r = (struct late_reader){ .len = len, .buf = malloc(len) };
+	*out = malloc(len);
+	tu_rng_fill(&rng, *out, len);
+	r->lfd = listener(true, sa);
+	if (bufs && setsockopt(r->lfd, SOL_SOCKET, SO_RCVBUFFORCE, &b, sizeof(b)) < 0)
+		ck_assert_int_eq(setsockopt(r->lfd, SOL_SOCKET, SO_RCVBUF, &b, sizeof(b)), 0);
+	ck_assert_int_eq(pthread_create(&r->th, NULL, late_reader_main, r), 0);
+	fd = ddp_socket();
+	if (bufs && setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &b, sizeof(b)) < 0)
+		ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &b, sizeof(b)), 0);
+	ck_assert_int_eq(connect(fd, (const struct sockaddr *)sa, sizeof(*sa)), 0);
+	return fd;
+}
+
+/* The reader got all of |out| in order; everything closed and freed. */
+static void late_pair_end(struct late_reader *r, int fd, char *out, size_t len)
+{
+	pthread_join(r->th, NULL);
+	ck_assert_uint_eq(r->len, len);
+	tu_assert_mem(r->buf, out, len);
+	close(fd);
+	close(r->lfd);
+	free(out);
+	free(r->buf);
+}
+
+/*
  * _i = 0: one blocking write of 24 MiB (384 Sends from the caller's memory,
  * posted in lists of 16 into a send queue of 32) to a reader that starts
  * late: the queue fills in the middle of a list, the write waits and goes on
@@ -228,17 +265,11 @@ static bool waited_room(int fd, ssize_t n, int *eagain)
 START_TEST(big_write_fills_queue)
 {
 	size_t len = 24u << 20;
-	struct late_reader r = { .len = len };
+	struct late_reader r;
 	struct sockaddr_in sa;
-	uint64_t rng = tu_rng_seed("big_write_fills_queue");
-	char *out = malloc(len);
-	int fd;
+	char *out;
+	int fd = late_pair(&r, len, "big_write_fills_queue", &out, &sa, false);
 
-	r.buf = malloc(len);
-	tu_rng_fill(&rng, out, len);
-	r.lfd = listener(true, &sa);
-	ck_assert_int_eq(pthread_create(&r.th, NULL, late_reader_main, &r), 0);
-	fd = ddp_connect(&sa);
 	if (_i == 0) {
 		ck_assert_int_eq(write(fd, out, len), (ssize_t)len);
 	} else {
@@ -254,22 +285,9 @@ START_TEST(big_write_fills_queue)
 		}
 		ck_assert_int_gt(eagain, 0);
 	}
-	pthread_join(r.th, NULL);
-	ck_assert_uint_eq(r.len, len);
-	tu_assert_mem(r.buf, out, len);
-	close(fd);
-	close(r.lfd);
-	free(out);
-	free(r.buf);
+	late_pair_end(&r, fd, out, len);
 }
 END_TEST
-
-/* A socket buffer of |bytes| (beyond the system's cap when we may), locked at that size. */
-static void big_buffer(int fd, int name, int force, int bytes)
-{
-	if (setsockopt(fd, SOL_SOCKET, force, &bytes, sizeof(bytes)) < 0)
-		ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, name, &bytes, sizeof(bytes)), 0);
-}
 
 /*
  * A blocking write whose Sends TCP takes all at once (socket buffers that
@@ -282,29 +300,15 @@ static void big_buffer(int fd, int name, int force, int bytes)
 START_TEST(direct_write_takes_completions)
 {
 	size_t len = 16u << 20;
-	struct late_reader r = { .len = len };
+	struct late_reader r;
 	struct sockaddr_in sa;
-	uint64_t rng = tu_rng_seed("direct_write_takes_completions");
-	char *out = malloc(len);
+	char *out;
 	int fd;
 
 	setenv("ESOCK_LOCAL_LOWAT", "0", 1);
-	r.buf = malloc(len);
-	tu_rng_fill(&rng, out, len);
-	r.lfd = listener(true, &sa);
-	big_buffer(r.lfd, SO_RCVBUF, SO_RCVBUFFORCE, 64 << 20); /* (the accepted socket inherits it) */
-	ck_assert_int_eq(pthread_create(&r.th, NULL, late_reader_main, &r), 0);
-	fd = ddp_socket();
-	big_buffer(fd, SO_SNDBUF, SO_SNDBUFFORCE, 64 << 20);
-	ck_assert_int_eq(connect(fd, (const struct sockaddr *)&sa, sizeof(sa)), 0);
+	fd = late_pair(&r, len, "direct_write_takes_completions", &out, &sa, true);
 	ck_assert_int_eq(write(fd, out, len), (ssize_t)len);
-	pthread_join(r.th, NULL);
-	ck_assert_uint_eq(r.len, len);
-	tu_assert_mem(r.buf, out, len);
-	close(fd);
-	close(r.lfd);
-	free(out);
-	free(r.buf);
+	late_pair_end(&r, fd, out, len);
 	unsetenv("ESOCK_LOCAL_LOWAT");
 }
 END_TEST
