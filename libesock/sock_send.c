@@ -150,7 +150,7 @@ static ssize_t send_direct(struct esock_sock *s, const struct iovec *iov, int io
 struct src {
 	/* Up to |len| octets from octet |at| on into |dst|: octets, 0 at the end, or -errno. */
 	ssize_t (*fill)(struct src *src, uint8_t *dst, size_t len, size_t at);
-	/* |n| octets read beyond what was sent go back (a file without offset: its position). */
+	/* |n| octets read beyond what was sent go back (a file: its position); NULL: nothing to do. */
 	void (*unread)(struct src *src, size_t n);
 	const struct iovec *iov;
 	int iovcnt, vi;
@@ -196,12 +196,6 @@ static void file_unread(struct src *src, size_t n)
 {
 	if (!src->off && n)
 		lseek(src->fd, -(off_t)n, SEEK_CUR);
-}
-
-static void no_unread(struct src *src, size_t n)
-{
-	(void)src;
-	(void)n;
 }
 
 /*
@@ -281,7 +275,8 @@ static ssize_t send_slots(struct esock_sock *s, struct src *src, size_t total, s
 				back += sge[i].length;
 				sock_slot_done(s, slot[i]);
 			}
-			src->unread(src, back);
+			if (src->unread)
+				src->unread(src, back);
 			at_end = false; /* (what was read is read again) */
 		}
 		if (rc < 0) {
@@ -387,7 +382,7 @@ ssize_t sock_send_ex(struct esock_sock *s, const struct iovec *iov, int iovcnt, 
 	if (block && !s->o.msgmode && s->sndtimeo_ms <= 0) {
 		rc = send_direct(s, iov, iovcnt, total, chunk);
 	} else {
-		struct src src = { .fill = iov_fill, .unread = no_unread, .iov = iov, .iovcnt = iovcnt };
+		struct src src = { .fill = iov_fill, .iov = iov, .iovcnt = iovcnt };
 
 		rc = send_slots(s, &src, total, chunk, block, block ? sock_timeo_deadline(s->sndtimeo_ms) : -1);
 	}
