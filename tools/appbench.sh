@@ -27,6 +27,7 @@ top_builddir=$(cd "${top_builddir:-.}" && pwd)
 export top_builddir
 # The tests' helpers: a temporary directory, free ports, servers by PID, cleanup.
 . "$here/../tests/apps/common.sh"
+. "$here/../tests/apps/nginx-conf.sh"
 mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
 sockbench=$top_builddir/tools/esock-sockbench
@@ -100,23 +101,7 @@ nginx_round() { # MODE RUN
 	[ -f "$tmp/www/4k" ] || nginx_setup
 	port=$(free_port)
 	prefix "$1" "$port"
-	cat >"$tmp/nginx.conf" <<EOF
-daemon off;
-pid $tmp/nginx.pid;
-error_log $tmp/nginx.err;
-worker_processes 1;
-events { worker_connections 1024; }
-http {
-	access_log off;
-	keepalive_requests 1000000;
-	client_body_temp_path $tmp/cache;
-	proxy_temp_path $tmp/cache;
-	fastcgi_temp_path $tmp/cache;
-	uwsgi_temp_path $tmp/cache;
-	scgi_temp_path $tmp/cache;
-	server { listen 127.0.0.1:$port; root $tmp/www; }
-}
-EOF
+	nginx_conf "$port" 1 1024 "" "keepalive_requests 1000000;"
 	# shellcheck disable=SC2086
 	start "nginx-$1" $pre nginx -e "$tmp/nginx.err" -p "$tmp" -c "$tmp/nginx.conf"
 	wait_listen "$port" "$srv_pid"

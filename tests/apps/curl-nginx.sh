@@ -5,6 +5,7 @@
 # epoll, curl with poll), each time also behind two silent connections.
 # Every copy must equal the original.
 . "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/nginx-conf.sh"
 need nginx curl
 
 mkdir -p "$tmp/www" "$tmp/cache" || exit 99
@@ -19,25 +20,7 @@ run() {
 	mode=$1
 	port=$(free_port)
 	wrappers "$mode" "$port" "$mode"
-	cat >"$tmp/nginx.conf" <<EOF
-daemon off;
-pid $tmp/nginx.pid;
-error_log $tmp/nginx.err;
-worker_processes 1;
-events { worker_connections 64; }
-http {
-	access_log off;
-	client_body_temp_path $tmp/cache;
-	proxy_temp_path $tmp/cache;
-	fastcgi_temp_path $tmp/cache;
-	uwsgi_temp_path $tmp/cache;
-	scgi_temp_path $tmp/cache;
-	server {
-		listen 127.0.0.1:$port;
-		root $tmp/www;
-	}
-}
-EOF
+	nginx_conf "$port" 1 64
 	# -e: the error log before the configuration is read (not /var/log).
 	# shellcheck disable=SC2086
 	start "$mode-nginx" $srv nginx -e "$tmp/nginx.err" -p "$tmp" -c "$tmp/nginx.conf"

@@ -125,32 +125,10 @@ echo "esock offload test" >"$tmp/www/small.txt"
 chmod 755 "$tmp" "$tmp/www"
 chmod 644 "$tmp/www"/*
 
-nginx_conf() { # PORT MASTER(on|off)
-	cat >"$tmp/nginx.conf" <<EOF
-daemon off;
-master_process $2;
-worker_processes 2;
-pid $tmp/nginx.pid;
-error_log $tmp/nginx.err;
-events { worker_connections 64; }
-http {
-	access_log off;
-	client_body_temp_path $tmp/cache;
-	proxy_temp_path $tmp/cache;
-	fastcgi_temp_path $tmp/cache;
-	uwsgi_temp_path $tmp/cache;
-	scgi_temp_path $tmp/cache;
-	sendfile on;
-	server {
-		listen 127.0.0.1:$1;
-		root $tmp/www;
-	}
-}
-EOF
-}
+. "$s/../apps/nginx-conf.sh"
 start_nginx() { # OPTS [MASTER]: with a master, its two workers inherit the listener by fork
 	port=$(free_port)
-	nginx_conf "$port" "${2:-off}"
+	nginx_conf "$port" 2 64 "master_process ${2:-off};" "sendfile on;"
 	"$run" --tcpserver="$tmp/s:$1" nginx -e "$tmp/nginx.err" -p "$tmp" -c "$tmp/nginx.conf" \
 		2>"$tmp/nginx-$1.log" & npid=$!
 	pids="$pids $npid"
