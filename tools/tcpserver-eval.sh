@@ -68,26 +68,8 @@ head -c 16384 /dev/urandom >"$tmp/www/16k"
 chmod 755 "$tmp" "$tmp/www"
 chmod 644 "$tmp/www"/*
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat >"$tmp/nginx.conf" <<EOF
-daemon off;
-master_process off;
-pid $tmp/nginx.pid;
-error_log $tmp/nginx.err;
-events { worker_connections 1024; }
-http {
-	access_log off;
-	keepalive_requests 1000000;
-	client_body_temp_path $tmp/cache;
-	proxy_temp_path $tmp/cache;
-	fastcgi_temp_path $tmp/cache;
-	uwsgi_temp_path $tmp/cache;
-	scgi_temp_path $tmp/cache;
-	server {
-		listen 127.0.0.1:$port backlog=4096;
-		root $tmp/www;
-	}
-}
-EOF
+. "$here/../tests/apps/nginx-conf.sh"
+nginx_conf "$port" 1 1024 "master_process off;" "keepalive_requests 1000000;" "backlog=4096"
 
 taskset -c "$scpu" "$b/tcpserver/tcpserverd" -s "$tmp/s" -c "$scpu" 2>"$tmp/d.log" & dpid=$!
 pids="$dpid"
