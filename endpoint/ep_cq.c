@@ -442,8 +442,8 @@ int user_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_ms
 		int small = 0;
 
 		got = progress_pinned(cq, qps, &m, n, wc);
-		for (int i = 0; i < got; i++)
-			small += wc[i].byte_len < EP_SPIN_SMALL;
+		for (int i = 0; i < got; i++) /* (messages the peer sent us, not our sends' ends) */
+			small += wc[i].opcode == ESOCK_WC_RECV && wc[i].byte_len < EP_SPIN_SMALL;
 		ep_spin_found(small);
 		if (got)
 			goto out;

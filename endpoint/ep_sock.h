@@ -115,10 +115,10 @@ static inline void ep_uncork_all(void)
  */
 bool ep_spin(int64_t *spin_end);
 /*
- * What the look after a spin round found (|n| completions of fewer than
- * EP_SPIN_SMALL octets): a yield that took a whole slice was lost unless it
- * brought a batch of small messages (the peer on this CPU wrote them
- * meanwhile).  A caller that does not tell counts as finding none.
+ * What the look after a spin round found (|n| receive completions of fewer
+ * than EP_SPIN_SMALL octets): a yield that took a whole slice was lost
+ * unless it brought a batch of small messages (the peer on this CPU wrote
+ * them meanwhile).  A caller that does not tell counts as finding none.
  */
 #define EP_SPIN_SMALL (32 * 1024)
 void ep_spin_found(int n);
