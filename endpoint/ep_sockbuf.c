@@ -103,6 +103,14 @@ void ep_sockbuf_tune(struct esock_qp *qp)
 	    (!(when && strcmp(when, "always") == 0) && !peer_on_this_cpu(qp->fd)))
 		return;
 	qp->buf_lowat = esock_env_int("ESOCK_LOCAL_LOWAT", EP_LOCAL_LOWAT_DEFAULT, 0, 1 << 30);
+	if (qp->buf_lowat) {
+		/* (a connection carried over from another process may have it set already) */
+		int cur = 0;
+		socklen_t l = sizeof(cur);
+
+		qp->buf_bound = ep_getsockopt(qp->fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &cur, &l) == 0 &&
+				cur != 0;
+	}
 	rcvbuf = esock_env_int("ESOCK_LOCAL_RCVBUF", EP_LOCAL_RCVBUF_DEFAULT, 0, 1 << 30);
 	if (rcvbuf > 0 &&
 	    REAL(setsockopt)(qp->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)) < 0)

@@ -422,6 +422,15 @@ START_TEST(same_host_buffers)
 	ck_assert_int_eq(lowat_of(p.a.qp), lowat0);
 	ep_pair_close(&p);
 
+	/* A socket that comes with a bound set (a connection carried over from another process). */
+	ck_assert_int_eq(ep_pair_open(&p, NULL, NULL), 0);
+	ck_assert_int_eq(setsockopt(p.a.qp->fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &(int){ 12345 }, sizeof(int)), 0);
+	move_some(&p);
+	for (int i = 0; i < EP_LOCAL_RUN; i++)
+		one_send(&p);
+	ck_assert_int_eq(lowat_of(p.a.qp), lowat0);
+	ep_pair_close(&p);
+
 	setenv("ESOCK_LOCAL_LOWAT", "0", 1);
 	setenv("ESOCK_LOCAL_RCVBUF", "0", 1);
 	ck_assert_int_eq(ep_pair_open(&p, NULL, NULL), 0);
