@@ -82,9 +82,10 @@ static ssize_t send_direct(struct esock_sock *s, const struct iovec *iov, int io
 		 * more Sends out than the send queue holds, or the CQ (sized for
 		 * both queues) overflows when TCP takes everything at once (a
 		 * fast reader: 70 of 96 entries seen waiting) and a completion
-		 * this write waits for is lost.
+		 * this write waits for is lost.  (send_begin has just looked.)
 		 */
-		sock_drain(s);
+		if (posted)
+			sock_drain(s);
 		if (s->err || s->tx_failed) {
 			rc = -EPIPE;
 			break;

@@ -289,7 +289,6 @@ static void one_send(struct ep_pair *p)
 	esock_mr_dereg(mr);
 }
 
-/* 256 KiB written from a to b, then a Send behind it: both ends have seen it all go through. */
 /* |n| RDMA Writes of |len| octets each (at most 256 KiB) from a to b, one after another. */
 static void writes(struct ep_pair *p, int n, size_t len)
 {

@@ -16,14 +16,21 @@
 
 #include "tests/integration/ep_pair.h"
 
+/* The socket's TCP_INFO: octets the kernel filled in, or -1. */
+static long tcp_info_of(int fd, struct tcp_info *ti)
+{
+	socklen_t l = sizeof(*ti);
+
+	memset(ti, 0, sizeof(*ti));
+	return getsockopt(fd, IPPROTO_TCP, TCP_INFO, ti, &l) < 0 ? -1 : (long)l;
+}
+
 long tcp_segs_out(int fd)
 {
 	struct tcp_info ti;
-	socklen_t l = sizeof(ti);
+	long l = tcp_info_of(fd, &ti);
 
-	memset(&ti, 0, sizeof(ti));
-	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &l) < 0 ||
-	    l < offsetof(struct tcp_info, tcpi_segs_out) + sizeof(ti.tcpi_segs_out))
+	if (l < (long)(offsetof(struct tcp_info, tcpi_segs_out) + sizeof(ti.tcpi_segs_out)))
 		return -1;
 	return (long)ti.tcpi_segs_out;
 }
@@ -31,12 +38,8 @@ long tcp_segs_out(int fd)
 long tcp_snd_mss(int fd)
 {
 	struct tcp_info ti;
-	socklen_t l = sizeof(ti);
 
-	memset(&ti, 0, sizeof(ti));
-	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &l) < 0)
-		return -1;
-	return (long)ti.tcpi_snd_mss;
+	return tcp_info_of(fd, &ti) < 0 ? -1 : (long)ti.tcpi_snd_mss;
 }
 
 long tcp_unsent(int fd)
