@@ -21,10 +21,14 @@
 
 /*
  * How long a call looks at the queue before it sleeps on the bell: learnt
- * from the answers (twice the last that came while looking, between these
- * bounds; halved after a sleep).  With tcpserverd on a core of its own an
- * answer is a microsecond or two away and the spin finds it; where it
- * shares a CPU, looking longer only burns the host's CPU.
+ * from how long answers take (twice the last, between these bounds).  An
+ * answer found while looking says so itself; one that woke a sleep is
+ * dated by when tcpserverd rang (esock_shmq_rung_ns), not by when this
+ * thread woke: on a CPU shared with a busy process the wake-up can wait a
+ * scheduler tick, and taking that for the answer's time would stop the
+ * looking that avoids the sleep (every call then costs a tick).  Answers
+ * later than SPIN_MAX_NS halve it.  With tcpserverd on this very CPU
+ * looking is useless (it runs only when this thread stops): no looking.
  */
 #define SPIN_MIN_NS 1000
 #define SPIN_MAX_NS 50000
@@ -261,10 +265,29 @@ static bool keep_event(struct tsp_host *h, const struct esock_tsp_msg *ev)
 	return true;
 }
 
+/* tcpserverd runs on this thread's CPU (looking would only keep it from answering). */
+static bool server_here(struct tsp_host *h)
+{
+	int cpu = esock_shmq_consumer_cpu(h->ch.req);
+
+	return cpu >= 0 && cpu == sched_getcpu();
+}
+
+/* Learns from an answer that came |dt| ns after the call (|slept|: it woke a sleep). */
+static void spin_learn(struct tsp_host *h, uint64_t dt, bool slept)
+{
+	if (slept && dt > SPIN_MAX_NS / 2) {
+		h->spin_ns = h->spin_ns / 2 > SPIN_MIN_NS ? h->spin_ns / 2 : SPIN_MIN_NS;
+		return;
+	}
+	dt *= 2;
+	h->spin_ns = dt > SPIN_MAX_NS ? SPIN_MAX_NS : dt > h->spin_ns ? (uint32_t)dt : h->spin_ns;
+}
+
 static int wait_response(struct tsp_host *h, uint32_t id, struct esock_tsp_msg *resp)
 {
 	uint64_t t0 = now_ns();
-	bool slept = false;
+	bool slept = false, here = server_here(h);
 
 	for (unsigned spins = 0;;) {
 		uint32_t len;
@@ -285,18 +308,17 @@ static int wait_response(struct tsp_host *h, uint32_t id, struct esock_tsp_msg *
 			}
 			if (resp->h.type != ESOCK_TSP_RESP || resp->h.id != id)
 				return -EPIPE;
-			if (slept) {
-				h->spin_ns = h->spin_ns / 2 > SPIN_MIN_NS ? h->spin_ns / 2 : SPIN_MIN_NS;
-			} else {
-				uint64_t dt = 2 * (now_ns() - t0);
+			if (!here) {
+				uint64_t now = now_ns(), rung = esock_shmq_rung_ns(h->ch.resp);
 
-				h->spin_ns = dt > SPIN_MAX_NS ? SPIN_MAX_NS : dt > h->spin_ns ? (uint32_t)dt : h->spin_ns;
+				/* (a ring from before this call, or from the future: not this answer's) */
+				spin_learn(h, slept && rung >= t0 && rung <= now ? rung - t0 : now - t0, slept);
 			}
 			return 0;
 		}
 		if (rc != -EAGAIN)
 			return -EPIPE;
-		if ((++spins & 63) || now_ns() - t0 < h->spin_ns) {
+		if (!here && ((++spins & 63) || now_ns() - t0 < h->spin_ns)) {
 			cpu_relax();
 			continue;
 		}

@@ -17,7 +17,7 @@
 #include "tcpserver/sys.h"
 
 #define MAGIC 0x65736d71u /* "esmq" */
-#define QVERSION 1u
+#define QVERSION 2u
 #define SKIP 0xffffffffu   /* length of the mark that fills up to the end */
 #define DATA_OFF 256u
 
@@ -31,7 +31,9 @@ struct shared {
 	uint8_t pad3[64 - 8];
 	_Atomic uint32_t sleeping; /* consumer threads asleep (on |seq| or a bell) */
 	_Atomic uint32_t seq;      /* futex word: bumped by a commit that found it asleep */
-	uint8_t pad4[64 - 8];
+	_Atomic uint64_t rung_ns;  /* when the producer last woke a sleeper (CLOCK_MONOTONIC) */
+	_Atomic uint32_t cons_cpu; /* the CPU the consumer last ran on, plus one (0: not told) */
+	uint8_t pad4[64 - 20];
 };
 _Static_assert(sizeof(struct shared) == DATA_OFF, "the data area starts at DATA_OFF");
 
@@ -179,6 +181,12 @@ void esock_shmq_commit(struct esock_shmq *q, uint32_t len)
 	/* (seq_cst: ordered against the consumer's "sleeping, then look again") */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&q->sh->sleeping, memory_order_relaxed)) {
+		struct timespec ts;
+
+		/* (a clock read only here: the wake-up is a system call anyway) */
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		atomic_store_explicit(&q->sh->rung_ns, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
+				      memory_order_relaxed);
 		atomic_fetch_add(&q->sh->seq, 1);
 		if (q->bell >= 0)
 			(void)!TSP_SYS(write)(q->bell, &(uint64_t){ 1 }, sizeof(uint64_t));
@@ -202,6 +210,26 @@ int esock_shmq_sleep_begin(struct esock_shmq *q)
 void esock_shmq_sleep_end(struct esock_shmq *q)
 {
 	atomic_fetch_sub(&q->sh->sleeping, 1);
+}
+
+uint64_t esock_shmq_rung_ns(const struct esock_shmq *q)
+{
+	return atomic_load_explicit(&q->sh->rung_ns, memory_order_relaxed);
+}
+
+void esock_shmq_set_cpu(struct esock_shmq *q, int cpu)
+{
+	uint32_t v = cpu >= 0 ? (uint32_t)cpu + 1 : 0;
+
+	if (atomic_load_explicit(&q->sh->cons_cpu, memory_order_relaxed) != v)
+		atomic_store_explicit(&q->sh->cons_cpu, v, memory_order_relaxed);
+}
+
+int esock_shmq_consumer_cpu(const struct esock_shmq *q)
+{
+	uint32_t v = atomic_load_explicit(&q->sh->cons_cpu, memory_order_relaxed);
+
+	return v && v <= 1u << 20 ? (int)(v - 1) : -1; /* (the other side's word: a hint, bounded) */
 }
 
 unsigned esock_shmq_sleepers(const struct esock_shmq *q)

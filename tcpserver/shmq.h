@@ -83,6 +83,17 @@ int esock_shmq_wait(struct esock_shmq *q, int timeout_ms);
 void esock_shmq_set_bell(struct esock_shmq *q, int efd);
 int esock_shmq_sleep_begin(struct esock_shmq *q);
 void esock_shmq_sleep_end(struct esock_shmq *q);
+/*
+ * Hints for how long to look before sleeping (the other side writes them:
+ * never trusted beyond that).  esock_shmq_rung_ns: when the producer last
+ * woke a sleeping consumer (CLOCK_MONOTONIC ns), read by the consumer: a
+ * record that came while it slept came then, not when it woke.
+ * esock_shmq_set_cpu: the consumer says which CPU it runs on (-1: unknown);
+ * esock_shmq_consumer_cpu: the producer reads it (-1: not told).
+ */
+uint64_t esock_shmq_rung_ns(const struct esock_shmq *q);
+void esock_shmq_set_cpu(struct esock_shmq *q, int cpu);
+int esock_shmq_consumer_cpu(const struct esock_shmq *q);
 /* Consumer: threads of this side that said they sleep now (a hint: it may change at once). */
 unsigned esock_shmq_sleepers(const struct esock_shmq *q);
 

@@ -4,7 +4,8 @@
  * and tcpserverd: records come out whole and in order across wrap-around,
  * a full queue says so, two processes pass a stream of records (the
  * consumer sleeping when it is empty), and a queue the other side broke is
- * refused, never read outside its memory.
+ * refused, never read outside its memory; the hints for looking or
+ * sleeping (when the producer rang, the consumer's CPU) read back.
  */
 #include "config.h"
 
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tcpserver/shmq.h"
@@ -172,6 +174,55 @@ START_TEST(broken_by_the_other_side)
 }
 END_TEST
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The hints a side reads to choose between looking and sleeping: when the
+ * producer last woke a sleeping consumer (only a commit that found it asleep
+ * dates it), and the consumer's CPU (not told: -1; a wild word: -1).
+ */
+START_TEST(wake_hints)
+{
+	size_t sz = esock_shmq_size(CAP);
+	uint8_t *m = shared_mem(sz);
+	struct esock_shmq *p = esock_shmq_init(m, CAP), *c = esock_shmq_attach(m, sz);
+	uint32_t wild = 0xffffffffu;
+	uint64_t t0, t1;
+
+	ck_assert_uint_eq(esock_shmq_rung_ns(c), 0);
+	ck_assert_int_eq(esock_shmq_consumer_cpu(p), -1);
+	put(p, 10, 1); /* nobody asleep: no date */
+	ck_assert_uint_eq(esock_shmq_rung_ns(c), 0);
+	take(c, 10, 1);
+	ck_assert_int_eq(esock_shmq_sleep_begin(c), 0);
+	t0 = mono_ns();
+	put(p, 20, 2);
+	t1 = mono_ns();
+	esock_shmq_sleep_end(c);
+	ck_assert_uint_ge(esock_shmq_rung_ns(c), t0);
+	ck_assert_uint_le(esock_shmq_rung_ns(c), t1);
+	take(c, 20, 2);
+
+	esock_shmq_set_cpu(c, 3);
+	ck_assert_int_eq(esock_shmq_consumer_cpu(p), 3);
+	esock_shmq_set_cpu(c, 0);
+	ck_assert_int_eq(esock_shmq_consumer_cpu(p), 0);
+	esock_shmq_set_cpu(c, -1);
+	ck_assert_int_eq(esock_shmq_consumer_cpu(p), -1);
+	memcpy(m + 208, &wild, 4); /* the word the consumer writes, gone wild */
+	ck_assert_int_eq(esock_shmq_consumer_cpu(p), -1);
+	esock_shmq_detach(c);
+	esock_shmq_detach(p);
+	munmap(m, sz);
+}
+END_TEST
+
 #define STREAM 30000
 
 /* Another process produces records numbered 0..STREAM-1; this one checks them, sleeping when empty. */
@@ -246,6 +297,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, full_and_too_big);
 	tcase_add_test(tc, sizes_and_attach);
 	tcase_add_test(tc, broken_by_the_other_side);
+	tcase_add_test(tc, wake_hints);
 	tcase_add_test(tc, two_processes);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
