@@ -25,6 +25,11 @@
 # the verbs backend in the guest, both roles (needs a build with the verbs backend).  Exits 77 (skip)
 # with a reason when it cannot run here (no iwping, not root, no tun device, no netns,
 # rig not prepared); 1 when a case fails.
+# A case that failed only because siw sent an FPDU whose CRC does not match its octets
+# (the capture shows it; our endpoint answered with the Terminate RFC 5044 asks for) is a
+# known siw defect (docs/interop.md, "siw sends a wrong CRC"): such cases, and only they,
+# run once more (OUTDIR/retry), and must pass then.  IWPING_ONLY="NAME ..." runs only
+# those cases.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -47,6 +52,7 @@ port=7200
 ROLES=${IWPING_ROLES:-s c}
 add() { # name guest-role siw size crc-option req-c rep-c fpdu-crc
 	case " $ROLES " in *" $2 "*) ;; *) return ;; esac
+	[ -z "${IWPING_ONLY:-}" ] || case " $IWPING_ONLY " in *" $1 "*) ;; *) port=$((port + 1)); return ;; esac
 	cases+=("$1 $2 $3 $4 $COUNT $port $5 $6 $7 $8")
 	port=$((port + 1))
 }
@@ -94,7 +100,13 @@ if [ -z "${IWPING_NETNS:-}" ]; then
 		skip "cannot set up $TAP in the namespace"
 	fi
 	IWPING_NETNS=$ns ip netns exec "$ns" bash "$0" "$build" "$out"
-	exit $?
+	rc=$?
+	if [ "$rc" -ne 0 ] && [ -s "$out/siw-bad-crc" ] && [ ! -s "$out/failed" ]; then
+		say "every failure above is siw sending a wrong CRC (a siw defect, docs/interop.md): $(tr '\n' ' ' <"$out/siw-bad-crc")once more"
+		IWPING_ONLY="$(tr '\n' ' ' <"$out/siw-bad-crc")" IWPING_NETNS=$ns ip netns exec "$ns" bash "$0" "$build" "$out/retry"
+		rc=$?
+	fi
+	exit $rc
 fi
 
 # ---- inside the namespace ---------------------------------------------------------
@@ -165,6 +177,19 @@ wire() { # $1 = ddpdump JSON, $2 = the connection's server port
 		   ($f | map(select(.op == "RDMA Read Response") | .payload_len) | add // 0),
 		   ($f | map(select(.op == "RDMA Write") | .payload_len) | add // 0)] | join(" ") end' "$1"
 }
+# The case failed only because siw (the guest) sent an FPDU with a CRC that does not match
+# its octets, and we answered with a Terminate "MPA CRC mismatch" and nothing else wrong on
+# the wire: prints "yes".
+siw_bad_crc() { # $1 = ddpdump JSON
+	jq -rs --arg g "$GUEST_IP:" '
+		map(select(.type == "fpdu")) as $f
+		| ($f | map(select(.crc == "BAD" and (.src | startswith($g)))) | length) as $theirs
+		| ($f | map(select((.crc == "BAD" and (.src | startswith($g) | not))
+			or .error != null or .marker_error != 0)) | length) as $other
+		| ($f | map(select(.op == "Terminate" and ((.src | startswith($g))
+			or .term_reason != "MPA CRC mismatch"))) | length) as $terms
+		| if $theirs > 0 and $other == 0 and $terms == 0 then "yes" else "no" end' "$1"
+}
 
 passed=0 failed=0
 for c in "${cases[@]}"; do
@@ -202,15 +227,21 @@ for c in "${cases[@]}"; do
 	fi
 	if [ ${#why[@]} -eq 0 ]; then
 		say "PASS $name: $(describe "$c")$wire_note"; passed=$((passed + 1))
+	elif [ -s "$out/$name.json" ] && [ "$(siw_bad_crc "$out/$name.json")" = yes ]; then
+		say "FAIL $name: $(describe "$c"): siw sent an FPDU whose CRC does not match its octets, we terminated ($(IFS=';'; echo "${why[*]}"))"
+		echo "$name" >>"$out/siw-bad-crc"; failed=$((failed + 1))
 	else
 		say "FAIL $name: $(describe "$c"): $(IFS=';'; echo "${why[*]}")"; failed=$((failed + 1))
+		echo "$name" >>"$out/failed"
 	fi
 done
 
-# ddpdump against tshark, FPDU by FPDU (also the siw frames: the same decoder).
+# ddpdump against tshark, FPDU by FPDU (also the siw frames: the same decoder); not the
+# captures with siw's wrong CRC (tshark says "Bad CRC32" there, as ddpdump does).
 caps=""
 for c in "${cases[@]}"; do
 	read -r name _ <<<"$c"
+	grep -qx "$name" "$out/siw-bad-crc" 2>/dev/null && continue
 	[ -f "$out/$name.pcap" ] && caps+=" ${out#"$build"/}/$name.pcap"
 done
 if [ -n "$caps" ] && command -v "${TSHARK:-tshark}" >/dev/null && [ -x "$build/tests/ddpdump/check_ddpdump" ]; then
@@ -220,11 +251,11 @@ if [ -n "$caps" ] && command -v "${TSHARK:-tshark}" >/dev/null && [ -x "$build/t
 		say "iwping vs rping: ddpdump and tshark agree on every FPDU of $n captures"
 	else
 		say "FAIL ddpdump and tshark disagree on the iwping captures:"; tail -n 5 "$out/tshark.log"
-		failed=$((failed + 1))
+		failed=$((failed + 1)); echo tshark >>"$out/failed"
 	fi
 else
 	say "iwping captures not compared with tshark (tshark or check_ddpdump missing)"
 fi
-[ "$rig_rc" -eq 0 ] || { say "FAIL the guest job did not finish cleanly: $(tail -n 3 "$out/rig.log")"; failed=$((failed + 1)); }
+[ "$rig_rc" -eq 0 ] || { say "FAIL the guest job did not finish cleanly: $(tail -n 3 "$out/rig.log")"; failed=$((failed + 1)); echo rig >>"$out/failed"; }
 say "iwping vs rping: $passed cases passed, $failed failed (logs and captures in ${out#"$build"/})"
 [ "$failed" -eq 0 ]
