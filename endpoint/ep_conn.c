@@ -336,7 +336,7 @@ int ep_qp_start(struct esock_qp *qp, int fd, bool initiator)
  * until ep_qp_unquiesce), so that it is still what the snapshot says when
  * the exec happens.
  */
-int ep_qp_snapshot(struct esock_qp *qp, struct ep_qp_snap *sn, bool keep)
+int ep_qp_snapshot(struct esock_qp *qp, struct ep_qp_snap *sn, bool keep, uint8_t *stage, size_t cap)
 {
 	int rc = 0;
 
@@ -372,7 +372,10 @@ int ep_qp_snapshot(struct esock_qp *qp, struct ep_qp_snap *sn, bool keep)
 		/* Octets read from TCP, not yet fed (an FPDU boundary: MPA is idle), go along. */
 		if (qp->stage && qp->stage_off < qp->stage_len) {
 			sn->stage_len = (uint32_t)(qp->stage_len - qp->stage_off);
-			memcpy(sn->stage, qp->stage + qp->stage_off, sn->stage_len);
+			if (sn->stage_len > cap)
+				rc = -ENOSPC;
+			else
+				memcpy(stage, qp->stage + qp->stage_off, sn->stage_len);
 		}
 	}
 	if (rc < 0 || !keep)
@@ -384,7 +387,7 @@ int ep_qp_snapshot(struct esock_qp *qp, struct ep_qp_snap *sn, bool keep)
  * The QP (idle, made for the same socket) goes on where ep_qp_snapshot left
  * it, on |fd|: in RTS, not yet in the engine (the caller's first use adds it).
  */
-int ep_qp_resume(struct esock_qp *qp, int fd, const struct ep_qp_snap *sn)
+int ep_qp_resume(struct esock_qp *qp, int fd, const struct ep_qp_snap *sn, const uint8_t *stage)
 {
 	int expect = ESOCK_QPS_IDLE, rc;
 
@@ -418,7 +421,7 @@ int ep_qp_resume(struct esock_qp *qp, int fd, const struct ep_qp_snap *sn)
 			atomic_store(&qp->state, ESOCK_QPS_IDLE);
 			return -ENOMEM;
 		}
-		memcpy(qp->stage, sn->stage, sn->stage_len);
+		memcpy(qp->stage, stage, sn->stage_len);
 		qp->stage_off = 0;
 		qp->stage_len = sn->stage_len;
 	}
@@ -428,8 +431,8 @@ int ep_qp_resume(struct esock_qp *qp, int fd, const struct ep_qp_snap *sn)
 	 * call on it in this image starts it (ep_engine_add, its reads).
 	 */
 	atomic_store(&qp->state, ESOCK_QPS_RTS);
-	log_info("[qp %u fd %d] carried over: MPA rev %u, CRC %s, peer profile %s%s", qp->num, fd,
-		 qp->info.mpa_rev, qp->info.crc ? "on" : "off", qp->prof->name,
+	log_info("[qp %u fd %d] carried over: MPA rev %u, CRC %s, peer profile %s, %u octets read ahead%s",
+		 qp->num, fd, qp->info.mpa_rev, qp->info.crc ? "on" : "off", qp->prof->name, sn->stage_len,
 		 qp->tx_hold ? ", first FPDU still to come" : "");
 	return 0;
 }

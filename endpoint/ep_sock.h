@@ -151,10 +151,14 @@ struct ep_qp_snap {
 	uint64_t fpdus;
 	bool tx_hold, rtr_pending, rx_wait, half_close, tx_pack;
 	uint32_t stage_len;          /* octets read from TCP, not yet handled (at an FPDU start) */
-	uint8_t stage[EP_STAGE_LEN];
 };
-int ep_qp_snapshot(struct esock_qp *qp, struct ep_qp_snap *sn, bool keep);
-int ep_qp_resume(struct esock_qp *qp, int fd, const struct ep_qp_snap *sn);
+/*
+ * Those octets travel beside the record, only as many as there are (up to
+ * EP_STAGE_LEN): ep_qp_snapshot copies them to |stage| (|cap| octets of
+ * room, -ENOSPC if too few), ep_qp_resume takes them from there.
+ */
+int ep_qp_snapshot(struct esock_qp *qp, struct ep_qp_snap *sn, bool keep, uint8_t *stage, size_t cap);
+int ep_qp_resume(struct esock_qp *qp, int fd, const struct ep_qp_snap *sn, const uint8_t *stage);
 
 /* ---- the engine ---- */
 

@@ -292,7 +292,7 @@ int sock_share_claim(struct esock_sock *s);
 bool sock_share_leave(struct esock_sock *s, bool *quiesced);
 void sock_share_exit(struct esock_sock *s);
 /* sock_conn.c / sock_wc.c, for it */
-int sock_conn_resume(struct esock_sock *s, const struct ep_qp_snap *sn);
+int sock_conn_resume(struct esock_sock *s, const struct ep_qp_snap *sn, const uint8_t *stage);
 int sock_pool_inject(struct esock_sock *s, const void *data, uint32_t len);
 void sock_handle_wc(struct esock_sock *s, const struct esock_wc *wc);
 

@@ -4,9 +4,10 @@
  * with it: the new image after exec (sock_handoff.c) and, after fork, the
  * process that uses the connection next (sock_share.c).  The record holds
  * what the socket layer knows (options, the peer's announcement, end and
- * shutdown flags), the QP's snapshot (MSNs, octets read from TCP and not
- * yet handled: ep_qp_snapshot) and the messages that arrived but were not
- * read yet, each a uint32_t length and its octets.
+ * shutdown flags) and the QP's snapshot (MSNs: ep_qp_snapshot), then the
+ * octets read from TCP and not yet handled (qp.stage_len of them), then the
+ * messages that arrived but were not read yet, each a uint32_t length and
+ * its octets.
  */
 #include "config.h"
 
@@ -30,7 +31,7 @@ struct carry_rec {
 
 size_t sock_carry_cap(const struct esock_sock *s)
 {
-	return sizeof(struct carry_rec) +
+	return sizeof(struct carry_rec) + EP_STAGE_LEN +
 	       (size_t)s->o.rdepth * ((size_t)s->o.rsize + sizeof(uint32_t));
 }
 
@@ -65,8 +66,9 @@ ssize_t sock_carry_write(struct esock_sock *s, uint8_t *buf, size_t cap, bool dr
 	if (s->st != SOCK_CONNECTED || !s->qp || s->async_api || s->err || s->inflight)
 		return s->async_api ? -EOPNOTSUPP : -EBUSY;
 	memset(r, 0, sizeof(*r));
-	if ((rc = ep_qp_snapshot(s->qp, &r->qp, true)) < 0)
+	if ((rc = ep_qp_snapshot(s->qp, &r->qp, true, buf + at, cap - at)) < 0)
 		return rc;
+	at += r->qp.stage_len;
 	sock_drain(s); /* (quiesced now: nothing completes behind this) */
 	r->magic = CARRY_MAGIC;
 	r->o = s->o;
@@ -121,8 +123,11 @@ int sock_carry_read(struct esock_sock *s, const uint8_t *buf, size_t len)
 	s->shut_rd = r->shut_rd;
 	s->shut_wr = r->shut_wr;
 	s->nagle = r->nagle;
-	if ((rc = sock_conn_resume(s, &r->qp)) < 0)
+	if (r->len - at < r->qp.stage_len)
+		return -EINVAL;
+	if ((rc = sock_conn_resume(s, &r->qp, buf + at)) < 0)
 		return rc;
+	at += r->qp.stage_len;
 	for (uint32_t k = 0; k < r->nmsgs; k++) {
 		uint32_t n;
 

@@ -195,7 +195,7 @@ static void connected(struct esock_sock *s, bool initiator)
  * went on with the connection since), which goes without a word on the
  * wire: its pool's messages and queued sends were that process's.
  */
-int sock_conn_resume(struct esock_sock *s, const struct ep_qp_snap *sn)
+int sock_conn_resume(struct esock_sock *s, const struct ep_qp_snap *sn, const uint8_t *stage)
 {
 	bool borrowed = true;
 	int rc, fd = s->fd;
@@ -214,7 +214,7 @@ int sock_conn_resume(struct esock_sock *s, const struct ep_qp_snap *sn)
 	} else if ((rc = make_qp(s)) < 0) {
 		return rc;
 	}
-	if ((rc = ep_qp_resume(s->qp, fd, sn)) < 0)
+	if ((rc = ep_qp_resume(s->qp, fd, sn, stage)) < 0)
 		return rc;
 	ep_qp_set_fd(s->qp, ep_qp_fd(s->qp), borrowed);
 	if (!s->peer_esock)
