@@ -43,4 +43,10 @@ awk '/^server memory the traffic added/ {
 	printf "connscale: traffic added %.1f KB per busy DDPMODE connection\n", kb }
 END { if (!found) { print "FAIL: no busy memory line"; exit 1 } }' "$out/summary.txt" ||
 	{ cat "$out/summary.txt"; exit 1; }
-echo "connscale: 200 connections plain and DDPMODE, summary and plot: ok"
+# Connections set up 16 at a time (non-blocking connects through the MPA exchange): every step completes.
+CONNSCALE_INFLIGHT=16 timeout 120 sh "$(dirname "$0")/connscale.sh" 300 100 0 1024 0 "$out/if" >"$out/log" 2>&1 ||
+	{ cat "$out/log"; echo "FAIL: connscale.sh with 16 in flight"; exit 1; }
+for f in plain ddp; do
+	[ "$(grep -c '^[1-9][0-9]*,' "$out/if/$f.csv")" -eq 3 ] || { cat "$out/if/$f.csv"; echo "FAIL: $f steps in flight"; exit 1; }
+done
+echo "connscale: 200 connections plain and DDPMODE, summary and plot; 300 set up 16 at a time: ok"

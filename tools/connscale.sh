@@ -11,6 +11,8 @@
 #   (defaults: 2000 500 200 4096 2 connscale-out)
 #   CONNSCALE_CPUS=split|same: client and server on CPUs 0 and 1, or both on 0
 #   (a sequential client's setup rate is latency: where the two run decides it)
+#   CONNSCALE_INFLIGHT=K: up to K connections set up at once (the server's
+#   accept rate under many clients: CPU, not one connection's latency)
 set -eu
 b=${top_builddir:-.}
 bin=$b/tools/esock-connscale
@@ -18,7 +20,7 @@ lib=${ESOCK_LIB:-$b/.libs/libesock.so}
 max=${1:-2000} step=${2:-500} active=${3:-200} bytes=${4:-4096} secs=${5:-2} out=${6:-connscale-out}
 [ -x "$bin" ] && [ -f "$lib" ] || { echo "connscale: build first ($bin, $lib)"; exit 77; }
 mkdir -p "$out"
-machine="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $(nproc) cores, kernel $(uname -r), $(date -u +%Y-%m-%d), CPUs ${CONNSCALE_CPUS:-not pinned}"
+machine="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $(nproc) cores, kernel $(uname -r), $(date -u +%Y-%m-%d), CPUs ${CONNSCALE_CPUS:-not pinned}, ${CONNSCALE_INFLIGHT:-1} in flight"
 echo "# $machine" | tee "$out/machine.txt"
 "$bin" "$max" "$step" "$active" "$bytes" "$secs" >"$out/plain.csv"
 LD_PRELOAD=$lib ESOCK_DDPMODE=all "$bin" "$max" "$step" "$active" "$bytes" "$secs" >"$out/ddp.csv"

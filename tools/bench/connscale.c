@@ -11,6 +11,12 @@
  *   esock-connscale MAX STEP [ACTIVE BYTES SECONDS]
  *   CONNSCALE_CPUS=split|same   client on CPU 0, server on CPU 1 (split) or
  *                               both on CPU 0 (same); default: the scheduler's
+ *   CONNSCALE_INFLIGHT=K        up to K connections being set up at once
+ *                               (non-blocking connects; default 1: one after
+ *                               another, so the step's rate is one connection's
+ *                               latency; with K > 1 it is what the two
+ *                               processes' CPUs can do, a server's accept rate
+ *                               under many clients)
  *
  * Output: CSV lines "conns,step_ms,conn_per_s,srv_rss_kb,srv_fds,cli_rss_kb,cli_fds,
  * connect_us,rtt_us" (the step's medians of connect's time and of the first
@@ -22,12 +28,14 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,6 +179,82 @@ static int open_one(const struct sockaddr_in *sa, double *connect_us, double *rt
 	return fd;
 }
 
+/*
+ * |k| connections into |fds|, up to |inflight| of them being set up at once: a
+ * non-blocking connect, then (once writable) the one-octet round trip; each
+ * is made blocking again when done.  Per connection its connect and round
+ * trip times (µs) as open_one gives them.
+ */
+static void open_many(const struct sockaddr_in *sa, int *fds, int k, int inflight, double *cus, double *rus)
+{
+	enum { CONNECTING, WRITING, READING };
+	int ep = epoll_create1(0), started = 0, done = 0, busy = 0;
+	double *t0 = calloc((size_t)k, sizeof(double)), *t1 = calloc((size_t)k, sizeof(double));
+	char *st = calloc((size_t)k, 1);
+
+	if (ep < 0 || !t0 || !t1 || !st)
+		die("open_many");
+	while (done < k) {
+		struct epoll_event ev[64];
+		int n;
+
+		for (; busy < inflight && started < k; started++, busy++) {
+			int i = started, fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+			struct epoll_event e = { .events = EPOLLOUT, .data.u32 = (uint32_t)i };
+
+			t0[i] = now_s();
+			if (fd < 0 || (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0 && errno != EINPROGRESS))
+				die("connect");
+			fds[i] = fd;
+			if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e) < 0)
+				die("epoll_ctl (setup)");
+		}
+		if ((n = epoll_wait(ep, ev, 64, 10000)) <= 0)
+			die("epoll_wait (setup)");
+		for (int j = 0; j < n; j++) {
+			int i = (int)ev[j].data.u32, fd = fds[i], one = 1, err = 0;
+			socklen_t el = sizeof(err);
+			char c = 'x';
+			struct epoll_event e = { .events = EPOLLIN, .data.u32 = (uint32_t)i };
+
+			if (st[i] == CONNECTING) {
+				if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0 || err) {
+					errno = err ? err : errno;
+					die("connect (non-blocking)");
+				}
+				t1[i] = now_s();
+				setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+				st[i] = WRITING;
+			}
+			if (st[i] == WRITING) {
+				ssize_t w = write(fd, &c, 1);
+
+				if (w < 0 && errno == EAGAIN)
+					continue; /* (writable again later: still in for EPOLLOUT) */
+				if (w != 1 || epoll_ctl(ep, EPOLL_CTL_MOD, fd, &e) < 0)
+					die("first write");
+				st[i] = READING;
+				continue;
+			}
+			ssize_t r = read(fd, &c, 1);
+
+			if (r < 0 && errno == EAGAIN)
+				continue;
+			if (r != 1 || epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL) < 0 ||
+			    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0)
+				die("first round trip");
+			cus[i] = (t1[i] - t0[i]) * 1e6;
+			rus[i] = (now_s() - t1[i]) * 1e6;
+			busy--;
+			done++;
+		}
+	}
+	close(ep);
+	free(t0);
+	free(t1);
+	free(st);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -234,7 +318,7 @@ int main(int argc, char **argv)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	socklen_t len = sizeof(sa);
-	int max, step, active = 0, lfd, pipefd[2], *fds;
+	int max, step, active = 0, lfd, pipefd[2], *fds, inflight;
 	double *cus, *rus;
 	double secs = 0;
 	size_t bytes = 0;
@@ -252,7 +336,8 @@ int main(int argc, char **argv)
 		bytes = (size_t)atol(argv[4]);
 		secs = atof(argv[5]);
 	}
-	if (max <= 0 || step <= 0 || active < 0 || active > max)
+	inflight = getenv("CONNSCALE_INFLIGHT") ? atoi(getenv("CONNSCALE_INFLIGHT")) : 1;
+	if (max <= 0 || step <= 0 || active < 0 || active > max || inflight < 1)
 		return 2;
 	raise_nofile();
 	signal(SIGPIPE, SIG_IGN);
@@ -288,8 +373,11 @@ int main(int argc, char **argv)
 		int k = n + step > max ? max - n : step;
 		double t0 = now_s(), dt;
 
-		for (int i = 0; i < k; i++)
-			fds[n + i] = open_one(&sa, &cus[i], &rus[i]);
+		if (inflight > 1)
+			open_many(&sa, fds + n, k, inflight, cus, rus);
+		else
+			for (int i = 0; i < k; i++)
+				fds[n + i] = open_one(&sa, &cus[i], &rus[i]);
 		dt = now_s() - t0;
 		n += k;
 		printf("%d,%.1f,%.0f,%ld,%ld,%ld,%ld,%.1f,%.1f\n", n, dt * 1e3, k / dt, rss_kb(srv),
