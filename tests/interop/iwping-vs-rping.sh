@@ -29,7 +29,8 @@
 # (the capture shows it; our endpoint answered with the Terminate RFC 5044 asks for) is a
 # known siw defect (docs/interop.md, "siw sends a wrong CRC"): such cases, and only they,
 # run once more (OUTDIR/retry), and must pass then.  IWPING_ONLY="NAME ..." runs only
-# those cases.
+# those cases.  IWPING_GUEST_SETUP="SHELL LINES" runs in the guest before the cases (a
+# sysctl, say: docs/interop.md reproduces siw's wrong CRC with a small tcp_wmem).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -82,11 +83,12 @@ command -v jq >/dev/null || skip "jq is missing"
 [ "$(id -u)" -eq 0 ] || skip "needs root (network namespace and tap device)"
 [ -c /dev/net/tun ] || skip "no /dev/net/tun"
 [ -f "$RIG_DIR/groot.stamp" ] || skip "the siw rig is not prepared (siw-rig.sh prepare)"
-guest_head="" rig_files=""
+guest_head=${IWPING_GUEST_SETUP:-} rig_files=""
 if [ "${IWPING_GUEST:-rping}" = verbs ]; then
 	grep -q '^#define ESOCK_HAVE_VERBS 1' "$build/config.h" || skip "built without the verbs backend"
-	guest_head='RPING=/iwping
-export ESOCK_BACKEND=verbs'
+	guest_head="$guest_head
+RPING=/iwping
+export ESOCK_BACKEND=verbs"
 	rig_files="$build/tools/iwping/iwping=/iwping"
 fi
 
