@@ -1412,13 +1412,14 @@ static void loop(void)
 				tmo = tmo < 0 || tmo > 1000 ? 1000 : tmo;
 			}
 		}
-		if (!work && !tmo && (cpuq.yield_shared || (++idle_rounds & 15) == 0)) {
+		if (!work && !tmo && !shared && (cpuq.yield_shared || (++idle_rounds & 15) == 0)) {
 			/*
 			 * Spinning: a host on this CPU (or a thread that runs a
 			 * little now and then) gets it to make its next call.  A yield
 			 * that gave the CPU away says so: then every round yields,
 			 * else one in sixteen (a yield between looks delays the look
-			 * on a core of its own).
+			 * on a core of its own).  Not beside a busy thread (shared):
+			 * there a yield gives away a whole slice.
 			 */
 			int64_t t0 = now_us();
 
