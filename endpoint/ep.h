@@ -460,6 +460,9 @@ struct esock_conn_req {
 	bool sniffing;            /* the listener hands out plain TCP: peeking, nothing read */
 	bool plain;               /* a plain TCP connection (sniffing said so) */
 	bool watched;             /* in the listener's epoll set */
+	uint64_t seq;             /* the listener's count of accepted connections, this one's */
+	uint64_t drops_at;        /* the listener's drops when it was accepted */
+	bool lowest;              /* accepted in the call that hands it out: its number is the lowest free */
 	/*
 	 * esock_accept failing leaves |fd| open, the request freed (the socket
 	 * layer: the descriptor is the application's, which closes it itself).

@@ -307,12 +307,14 @@ static int start_run(struct esock_qp *qp)
 	/*
 	 * FPDUs may already wait behind the Reply, and the engine drops what
 	 * it hears before it has the QP (in_engine): a look now.  Not when
-	 * nothing can be there and nobody's event was dropped: a lazy QP the
-	 * engine does not read, whose peer waits for our RTR (the caller's
-	 * reads and waits watch its socket from now on).  A system call a
-	 * connection less.
+	 * nothing of ours was read past the start frames and nobody's event
+	 * was dropped: a lazy QP the engine does not read (the caller's reads
+	 * and waits watch its socket from now on) whose peer waits for our
+	 * RTR, or whose peer's first FPDU can only follow our Reply (a
+	 * responder: the listener read the Request and nothing behind it).
+	 * A system call a connection less on either end.
 	 */
-	bool look = !(qp->lazy && qp->rtr_pending && !ep_engine_reads(qp));
+	bool look = !(qp->lazy && (qp->rtr_pending || qp->tx_hold) && !ep_engine_reads(qp));
 
 	ep_qp_progress(qp, (look ? EP_WANT_RX | EP_WANT_DRAIN : 0) | EP_WANT_TX);
 	return 0;

@@ -56,6 +56,7 @@ struct esock_listener {
 	int64_t armed_deadline;  /* what the timer is set for, or -1 (not set, or it fired) */
 	int timeout_ms, sniff_ms, max_pending;
 	uint64_t completed;
+	uint64_t adopted, drops;  /* connections accepted from the backlog; closed by drop() */
 };
 
 static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -145,6 +146,7 @@ static void drop(struct esock_listener *l, size_t i, bool reset, const char *why
 		ep_close_reset(r->fd);
 	else
 		esock_fd_close(r->fd);
+	l->drops++;
 	free(r);
 	pend_remove(l, i);
 }
@@ -259,6 +261,8 @@ static void adopt(struct esock_listener *l, int fd, const struct sockaddr_storag
 	}
 	r->be = &esock_user_backend;
 	r->fd = fd;
+	r->seq = ++l->adopted;
+	r->drops_at = l->drops;
 	r->remote = *peer;
 	r->sniffing = l->sniff_ms > 0;
 	r->deadline = ep_now_ms() + (r->sniffing ? l->sniff_ms : l->timeout_ms);
@@ -591,12 +595,24 @@ int user_get_request(struct esock_listener *l, struct esock_conn_req **out,
 	for (;;) {
 		struct pollfd p = { .events = POLLIN };
 		int rc, left;
+		uint64_t mark;
 
 		pthread_mutex_lock(&l->lock);
+		mark = l->adopted;
 		rc = l->ndone ? 0 : progress(l);
 		if (l->ndone) {
-			*out = l->done[0];
+			struct esock_conn_req *r = l->done[0];
+
 			memmove(l->done, l->done + 1, --l->ndone * sizeof(*l->done));
+			/*
+			 * Accepted from the backlog just now, and no descriptor
+			 * of ours closed since: the kernel gave it the lowest
+			 * free number then, as accept would (only another
+			 * thread's close can have freed a lower one, as with
+			 * accept itself).
+			 */
+			r->lowest = r->seq > mark && r->drops_at == l->drops;
+			*out = r;
 			rc = 1;
 		}
 		p.fd = l->epfd;
@@ -662,8 +678,11 @@ int user_conn_req_fd(const struct esock_conn_req *r)
 
 int ep_conn_req_lowest_fd(struct esock_conn_req *r)
 {
-	int fd = REAL(fcntl)(r->fd, F_DUPFD_CLOEXEC, 0); /* (close-on-exec, as accepted: sock_conn.c) */
+	int fd;
 
+	if (r->lowest) /* (two system calls a connection less) */
+		return r->fd;
+	fd = REAL(fcntl)(r->fd, F_DUPFD_CLOEXEC, 0); /* (close-on-exec, as accepted: sock_conn.c) */
 	if (fd < 0)
 		return -errno;
 	if (fd > r->fd) { /* none lower is free */

@@ -25,6 +25,8 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -34,6 +36,7 @@
 
 #include <esock/esock.h>
 
+#include "libesock/sock_stat.h"
 #include "tests/unit/testutil.h"
 
 static const int one = 1;
@@ -1577,6 +1580,65 @@ START_TEST(passthrough_family)
 }
 END_TEST
 
+/* Slots of this process's counters file in use, and whether |fd| owns one. */
+static unsigned stat_slots_used(int fd, bool *has)
+{
+	char path[64];
+	int f;
+	struct esock_stat_file *m;
+	unsigned n = 0;
+
+	snprintf(path, sizeof(path), "%s/%s%d", ESOCK_STAT_DIR, ESOCK_STAT_PREFIX, (int)getpid());
+	f = open(path, O_RDONLY);
+	ck_assert_msg(f >= 0, "%s: %s", path, strerror(errno));
+	m = mmap(NULL, sizeof(*m), PROT_READ, MAP_SHARED, f, 0);
+	ck_assert(m != MAP_FAILED);
+	close(f);
+	*has = false;
+	for (unsigned i = 0; i < m->nslots; i++)
+		if (__atomic_load_n(&m->slot[i].used, __ATOMIC_ACQUIRE)) {
+			n++;
+			*has = *has || m->slot[i].fd == fd;
+		}
+	munmap(m, sizeof(*m));
+	return n;
+}
+
+/*
+ * More DDPMODE sockets than counter slots: the ones beyond count privately
+ * (no slot is looked for while all are taken: a scan of them all cost 1 %
+ * of a connection's setup), and a slot given back goes to the next socket.
+ */
+START_TEST(stat_slots_when_all_taken)
+{
+	enum { N = ESOCK_STAT_SLOTS + 8 };
+	struct rlimit rl = { N + 64, N + 64 };
+	static int fds[N];
+	bool has;
+	unsigned before;
+	int late;
+
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return; /* (no room for the sockets here: nothing to check) */
+	fds[0] = ddp_socket(); /* (the file exists from the first one on) */
+	before = stat_slots_used(fds[0], &has) - 1;
+	ck_assert(has);
+	for (int i = 1; i < N; i++)
+		fds[i] = ddp_socket();
+	ck_assert_uint_eq(stat_slots_used(fds[N - 1], &has), ESOCK_STAT_SLOTS);
+	ck_assert(!has);
+	close(fds[3]);
+	late = ddp_socket();
+	ck_assert_uint_eq(stat_slots_used(late, &has), ESOCK_STAT_SLOTS);
+	ck_assert_msg(has, "the slot given back went to nobody");
+	close(late);
+	for (int i = 0; i < N; i++)
+		if (i != 3)
+			close(fds[i]);
+	ck_assert_uint_eq(stat_slots_used(-1, &has), before);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sock");
@@ -1610,6 +1672,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, epoll_edge_mixed_oneshot);
 	tcase_add_test(tc, epoll_edge_added_after_data);
 	tcase_add_test(tc, epoll_nonblocking_connect);
+	tcase_add_test(tc, stat_slots_when_all_taken);
 	suite_add_tcase(s, tc);
 	return s;
 }

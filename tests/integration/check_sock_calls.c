@@ -7,7 +7,7 @@
  * beyond FD_SETSIZE, a descriptor dup2'd onto stdout before exec, closefrom
  * and close_range around the library's own descriptors, poll under an
  * RLIMIT_NOFILE of 1, a connect that completes before the server accepts,
- * a poll for room woken when room comes.
+ * a poll for room woken when room comes, accept on the lowest free number.
  */
 #include "config.h"
 
@@ -555,6 +555,44 @@ START_TEST(connect_before_accept)
 END_TEST
 
 /*
+ * accept gives the lowest free descriptor, as libc's does (inetd-style
+ * servers close 0 and accept onto it).  The listener takes connections from
+ * the backlog ahead of accept (a poll on it reads their Requests): one
+ * taken then is handed out on the lowest number free at accept, one taken
+ * within accept itself keeps the number the kernel gave it just then.
+ */
+START_TEST(accept_gives_lowest_fd)
+{
+	struct sockaddr_in sa;
+	int lfd = listener(0, 0, &sa), gap = open("/dev/null", O_RDONLY), cli[2], srv[2], probe;
+	struct pollfd p = { .fd = lfd, .events = POLLIN };
+
+	ck_assert_int_ge(gap, 0);
+	/* Taken ahead (by the poll), handed out after a lower number came free. */
+	cli[0] = ddp_socket(0);
+	ck_assert_int_eq(connect(cli[0], (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(poll(&p, 1, 5000), 1);
+	close(gap);
+	srv[0] = accept(lfd, NULL, NULL);
+	ck_assert_int_eq(srv[0], gap);
+	/* Taken within accept: the number a new descriptor would get now. */
+	cli[1] = ddp_socket(0);
+	ck_assert_int_eq(connect(cli[1], (struct sockaddr *)&sa, sizeof(sa)), 0);
+	probe = dup(0);
+	ck_assert_int_ge(probe, 0);
+	close(probe);
+	srv[1] = accept(lfd, NULL, NULL);
+	ck_assert_int_eq(srv[1], probe);
+	for (int i = 0; i < 2; i++) {
+		still_works(cli[i], srv[i]);
+		close(srv[i]);
+		close(cli[i]);
+	}
+	close(lfd);
+}
+END_TEST
+
+/*
  * A writer that waits in poll for room is woken when room comes.  The
  * socket layer's sends complete quietly (no wake-up for a completion nobody
  * waits for); a poller asking for POLLOUT while every send slot was taken,
@@ -636,6 +674,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, closefrom_keeps_the_library);
 	tcase_add_test(tc, poll_within_nofile_limit);
 	tcase_add_test(tc, connect_before_accept);
+	tcase_add_test(tc, accept_gives_lowest_fd);
 	tcase_add_test(tc, poll_out_wakes_for_room);
 	suite_add_tcase(s, tc);
 	return s;
