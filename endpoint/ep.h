@@ -282,6 +282,8 @@ struct esock_qp {
 	 * sockets that expose memory to one-sided operations.
 	 */
 	bool lazy;
+	int (*rq_refill)(void *arg); /* posts a receive as a Send finds none (ep_sock.h) */
+	void *rq_refill_arg;
 	bool hold_watch;            /* lazy, held, with sends waiting: the engine reads for the first FPDU */
 	_Atomic int state;          /* enum esock_qp_state */
 	atomic_int refs;            /* engine references */

@@ -57,13 +57,21 @@ static int lookup_stag(void *ctx, uint32_t stag, struct esock_ddp_region *out)
 	return ep_mr_region(stag, out);
 }
 
+/* A receive is posted for the next Send (or one was posted now: ep_qp_set_rq_refill). */
+static bool rq_ready(struct esock_qp *qp)
+{
+	return ep_ring_ready(&qp->rqr, qp->rq_next) ||
+	       (qp->rq_refill && qp->rq_refill(qp->rq_refill_arg) > 0 &&
+		ep_ring_ready(&qp->rqr, qp->rq_next));
+}
+
 static int lookup_untagged(void *ctx, uint32_t qn, uint32_t msn, struct esock_ddp_buf *out)
 {
 	struct esock_qp *qp = ctx;
 	struct ep_rqe *r;
 
 	(void)msn;
-	if (qn != ESOCK_DDP_QN_SEND || !ep_ring_ready(&qp->rqr, qp->rq_next))
+	if (qn != ESOCK_DDP_QN_SEND || !rq_ready(qp))
 		return -ENOENT;
 	r = EP_RQE(qp, qp->rq_next);
 	out->addr = r->num_sge ? (uint8_t *)(uintptr_t)r->sge[0].addr : NULL;
@@ -584,7 +592,7 @@ static int must_wait(struct esock_qp *qp)
 		return 0; /* not a Send, or malformed: the parser says what it is */
 	if (esock_ddp_place_msg_buf(&qp->place, qn, msn))
 		return 0; /* a later segment of a message that has its buffer */
-	return ep_ring_ready(&qp->rqr, qp->rq_next) ? 0 : 1;
+	return rq_ready(qp) ? 0 : 1;
 }
 
 /* Moves the unconsumed stage octets to its start, to read more behind them. */

@@ -81,6 +81,12 @@ void ep_qp_set_rtr_cork(struct esock_qp *qp, bool cork)
 	qp->rtr_cork = cork;
 }
 
+void ep_qp_set_rq_refill(struct esock_qp *qp, int (*refill)(void *arg), void *arg)
+{
+	qp->rq_refill_arg = arg;
+	qp->rq_refill = refill;
+}
+
 void ep_qp_set_linger(struct esock_qp *qp, bool abort)
 {
 	qp->linger_known = true;

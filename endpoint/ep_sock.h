@@ -83,6 +83,14 @@ const struct esock_conn_info *ep_qp_info(const struct esock_qp *qp);
  */
 void ep_qp_set_rtr_cork(struct esock_qp *qp, bool cork);
 void ep_qp_set_linger(struct esock_qp *qp, bool abort);
+/*
+ * Receives posted as Sends arrive: when a Send finds none posted, the QP
+ * calls |refill|(|arg|) from whichever thread reads it, which may post one
+ * (esock_post_recv) and returns 1 if it did, 0 if none is to be had (the
+ * message then waits, or is a peer error, as without the hook).  It must
+ * take no lock a caller of the QP's progress may hold (a leaf lock only).
+ */
+void ep_qp_set_rq_refill(struct esock_qp *qp, int (*refill)(void *arg), void *arg);
 /* An initiator that has the Reply and waits before its first FPDU (a peer profile's delay). */
 bool ep_connect_settling(const struct esock_qp *qp);
 

@@ -259,6 +259,7 @@ static struct esock_sock *sock_make(int fd, const struct esock_sock *ls, int bor
 		s->lock = keep;
 		atomic_store(&s->refs, refs);
 	}
+	pthread_mutex_init(&s->pool_lock, NULL); /* (never held by a recycled one) */
 	s->fd = fd;
 	s->cloexec_fd = -1;
 	if (ls) {
@@ -404,17 +405,12 @@ static void release_free(struct esock_sock *s)
 		s->cq = NULL;
 	if (s->pd && esock_pd_free(s->pd) == 0)
 		s->pd = NULL;
-	sock_region_free(s->rbuf, s->rbuf_len);
-	free(s->rdone);
-	free(s->rlen);
-	free(s->repost);
+	sock_pool_free(s);
 	sock_slots_release(s);
 	sock_stat_detach(s);
 	if (s->fd_private) /* the application's descriptors are all closed: ours goes too */
 		esock_fd_close(s->fd);
 	s->fd_private = false;
-	s->rbuf = NULL;
-	s->rdone = s->rlen = s->repost = NULL;
 	pthread_mutex_unlock(&s->lock);
 	sock_recycle(s);
 }
@@ -523,6 +519,7 @@ void sock_fork_child(void)
 		struct esock_sock *s = live[i];
 
 		pthread_mutex_init(&s->lock, NULL);
+		pthread_mutex_init(&s->pool_lock, NULL);
 		atomic_store(&s->refs, 0);
 		s->waiters = 0;
 		if (s->qp)

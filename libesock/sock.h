@@ -8,10 +8,11 @@
  *
  * Data: every write is one RDMA Send per chunk of at most the peer's receive
  * size; blocking writes send straight from the caller's memory, non-blocking
- * ones copy into a bounded set of send slots.  Receives land in a bounded
- * pool of posted buffers; reads copy out of them in order and repost each
- * buffer once it is consumed.  Between two esock peers (both announce it in
- * the MPA private data) a full pool stops TCP reading instead of Terminating.
+ * ones copy into a bounded set of send slots.  Receives land in buffers the
+ * process's sockets share, posted as Sends arrive (at most rdepth messages
+ * wait per connection); reads copy out of them in order and give each back
+ * once it is read.  Between two esock peers (both announce it in the MPA
+ * private data) a full pool stops TCP reading instead of Terminating.
  *
  * Lifetime: socks are never freed, only recycled (type-stable memory), so a
  * call that raced with close() touches a valid object and finds, on its
@@ -66,9 +67,6 @@ struct ep_qp_snap;
 struct sock_share;
 struct sock_off;
 
-/* Receive buffers posted at first (sock_pool.c: the target grows when they ran out). */
-#define SOCK_RPOST_START 8
-
 #define SOCK_SLOT_SIZE 65536
 #define SOCK_SLOTS_MAX 16
 
@@ -107,23 +105,20 @@ struct esock_sock {
 	struct esock_listener *lst; /* listening: reads MPA Requests without blocking */
 	struct esock_mr *all_mr;    /* local-only key for sends from any caller memory */
 
-	/* Receive pool: rdepth buffers of rsize octets, ring of completed ones. */
-	uint8_t *rbuf;              /* sock_region_alloc'd, rbuf_len octets */
-	size_t rbuf_len;
-	struct esock_mr *rmr;
-	uint32_t *rdone;            /* buffer indices in arrival order */
-	uint32_t *rlen;             /* message length per buffer */
+	/*
+	 * Receive pool: rdepth slots, each holding a buffer of rsize octets
+	 * (sock_rxbuf.c, shared by the process's sockets) from the moment a
+	 * Send needs one (the QP's refill hook posts it) until the
+	 * application has read its message; a ring of completed ones.
+	 */
+	uint8_t **rbufs;            /* slot -> its buffer, NULL while free */
+	uint32_t *rdone;            /* slots in arrival order */
+	uint32_t *rlen;             /* message length per slot */
 	uint32_t rhead, rcount;     /* ring of rdone */
 	uint32_t roff;              /* octets of the head message already read */
 	uint64_t rready;            /* octets ready to read */
-	/*
-	 * Buffers not posted, most recently consumed on top (a stack): only
-	 * rtarget are kept posted, so a connection's messages cycle through a
-	 * few warm buffers instead of touching every page of the pool.
-	 */
-	uint32_t *repost, nrepost;
-	uint32_t rposted;           /* receives posted, not yet completed */
-	uint32_t rtarget;           /* how many to keep posted (grows when the pool ran dry) */
+	pthread_mutex_t pool_lock;  /* repost and nrepost (a leaf: the refill hook takes it) */
+	uint32_t *repost, nrepost;  /* free slots (a stack) */
 
 	/* Send slots taken from the process's pool (sock_slots.c), by Send in flight. */
 	uint32_t slots[SOCK_SLOTS_MAX];
@@ -333,11 +328,16 @@ void sock_drain(struct esock_sock *s);       /* takes completions (lock held) */
 unsigned sock_ready(struct esock_sock *s, unsigned events); /* poll bits now true */
 int sock_shutdown(struct esock_sock *s, int how);
 int sock_pool_setup(struct esock_sock *s);
-void sock_pool_post_all(struct esock_sock *s);
+/* The QP's refill hook (ep_qp_set_rq_refill; |arg| is the socket): posts one receive. */
+int sock_pool_refill(void *arg);
 void sock_pool_forget(struct esock_sock *s);
-void sock_pool_repost(struct esock_sock *s);
+void sock_pool_free(struct esock_sock *s);
 int sock_resume(struct esock_sock *s);       /* after fork: drive it in this process */
-/* sock_pool.c: a consumed buffer back (|now|: post at once), the pool opened to its target. */
+/*
+ * sock_pool.c: a consumed slot back (|now|: a QP that waits for a receive
+ * goes on at once, else once a quarter of the slots are free); the pool
+ * opened (a QP that waits goes on).
+ */
 void sock_pool_return(struct esock_sock *s, uint32_t idx, bool now);
 void sock_pool_open(struct esock_sock *s);
 void sock_slot_done(struct esock_sock *s, uint32_t id);

@@ -88,7 +88,7 @@ ssize_t sock_carry_write(struct esock_sock *s, uint8_t *buf, size_t cap, bool dr
 			return -ENOSPC;
 		}
 		memcpy(buf + at, &len, sizeof(len));
-		memcpy(buf + at + sizeof(len), s->rbuf + (size_t)idx * (size_t)s->o.rsize + off, len);
+		memcpy(buf + at + sizeof(len), s->rbufs[idx] + off, len);
 		at += sizeof(len) + len;
 	}
 	r->len = (uint32_t)at;

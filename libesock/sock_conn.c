@@ -77,9 +77,7 @@ static bool peer_agrees(void *arg, const struct esock_conn_info *info)
 	struct esock_sock *s = arg;
 
 	heard(s, info->private_data, info->private_data_len);
-	if (!s->peer_esock)
-		sock_pool_post_all(s); /* RDMA rules: its Sends must find receives posted */
-	return s->peer_esock;
+	return s->peer_esock; /* (a plain peer's Sends find receives: posted as they come) */
 }
 
 static void conn_param(struct esock_sock *s, struct esock_conn_param *p, uint8_t *pd)
@@ -138,6 +136,7 @@ static int new_qp(struct esock_sock *s)
 	ep_qp_set_fd(s->qp, -1, true); /* it will run on the application's descriptor */
 	ep_qp_set_linger(s->qp, s->linger_abort); /* (followed by sock_linger_set) */
 	ep_qp_set_lazy(s->qp, ep_engine_lazy_ok() && !s->async_api);
+	ep_qp_set_rq_refill(s->qp, sock_pool_refill, s); /* receives as Sends come (sock_pool.c) */
 	/* Our RTR goes with the first message (ep_sock.h): every wait for input here pushes it. */
 	ep_qp_set_rtr_cork(s->qp, !s->async_api);
 	return 0;
@@ -210,15 +209,12 @@ int sock_conn_resume(struct esock_sock *s, const struct ep_qp_snap *sn, const ui
 		sock_pool_forget(s);
 		if ((rc = new_qp(s)) < 0)
 			return rc;
-		sock_pool_repost(s);
 	} else if ((rc = make_qp(s)) < 0) {
 		return rc;
 	}
 	if ((rc = ep_qp_resume(s->qp, fd, sn, stage)) < 0)
 		return rc;
 	ep_qp_set_fd(s->qp, ep_qp_fd(s->qp), borrowed);
-	if (!s->peer_esock)
-		sock_pool_post_all(s); /* RDMA rules: a plain peer's Sends find receives posted */
 	s->st = SOCK_CONNECTED;
 	s->suspended = true; /* as a forked copy: started by the first call here (sock_resume) */
 	sock_stat_describe(s);
@@ -679,11 +675,9 @@ void sock_teardown(struct esock_sock *s, bool graceful)
 		s->lst = NULL;
 	}
 	sock_api_release(s);
-	if (s->rmr)
-		esock_mr_dereg(s->rmr);
 	if (s->all_mr)
 		esock_mr_dereg(s->all_mr);
-	s->rmr = s->all_mr = NULL;
+	s->all_mr = NULL;
 	pthread_mutex_unlock(&s->lock);
 }
 

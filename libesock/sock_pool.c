@@ -15,6 +15,7 @@
 #include "endpoint/ep_sock.h"
 #include "libc/real.h"
 #include "libesock/sock.h"
+#include "libesock/sock_rxbuf.h"
 #include "libesock/sock_stat.h"
 #include "util/log.h"
 
@@ -83,76 +84,111 @@ void sock_region_free(void *p, size_t len)
 }
 
 /*
- * Consumed buffers go back in batches of a quarter of the posted target (or
- * all it lacks once nothing is left to read).  Between two esock peers a
- * pool with nothing posted stops the QP reading TCP; reposting one buffer at
- * a time would resume it for one message at a time: a small read and a TCP
- * window update for every message (measured: 1000-octet writes at 0.1x TCP
- * on one CPU).
+ * Receives are posted as Sends arrive (sock_pool_refill, the QP's hook), a
+ * buffer taken from the process's shared ones for each (sock_rxbuf.c), and
+ * the buffer goes back as soon as the application has read the message:
+ * whatever the number of connections, messages land in the few buffers
+ * freed last, still in cache, and an idle connection holds none.  (Posted
+ * ahead, a buffer per connection waited with its page for the next
+ * message: a page fault for every new connection's first message, and over
+ * 1000 busy connections their pages fell out of the caches: 0.56x plain
+ * TCP's throughput there against 0.84x over ten.)
  *
- * Only rtarget buffers are posted, taken from the top of the stack of free
- * ones (the most recently consumed, still in cache): posting all rdepth
- * made small messages cycle through every buffer of the pool, one first
- * touch per buffer (64 pages, 256 KiB of resident memory per connection,
- * and 30 000 page faults a second over 1000 busy connections).  The target
- * starts small and doubles whenever the QP found nothing posted (it paused
- * reading: rx_paused), up to rdepth; towards a plain RDMA peer, whose Send
- * without a posted receive is fatal, all are posted from the start.
+ * A slot stays taken until its message is read, so at most rdepth messages
+ * wait per connection.  Between two esock peers a Send that finds every
+ * slot taken stops the QP reading TCP (it waits for a receive); it reads
+ * on once a quarter of the slots are free again, or at once when nothing
+ * is left to read: resumed for one message at a time it would make a
+ * small read and a TCP window update for every message (measured:
+ * 1000-octet writes at 0.1x TCP on one CPU).  A plain RDMA peer's Send
+ * without a receive is its error, as with posted buffers.
  */
+static void slot_push(struct esock_sock *s, uint32_t idx)
+{
+	pthread_mutex_lock(&s->pool_lock);
+	s->repost[s->nrepost++] = idx;
+	pthread_mutex_unlock(&s->pool_lock);
+}
+
+int sock_pool_refill(void *arg)
+{
+	struct esock_sock *s = arg;
+	struct esock_recv_wr wr = { .num_sge = 1 };
+	struct esock_sge sge;
+	uint32_t idx;
+	uint8_t *b;
+
+	pthread_mutex_lock(&s->pool_lock);
+	if (!s->repost || !s->nrepost || !s->qp || !s->all_mr) { /* (no pool yet, or all taken) */
+		pthread_mutex_unlock(&s->pool_lock);
+		return 0;
+	}
+	idx = s->repost[--s->nrepost];
+	pthread_mutex_unlock(&s->pool_lock);
+	if (!(b = sock_rxbuf_get((size_t)s->o.rsize))) {
+		slot_push(s, idx);
+		return 0;
+	}
+	s->rbufs[idx] = b;
+	sge = (struct esock_sge){ .addr = (uintptr_t)b, .length = (uint32_t)s->o.rsize,
+				  .lkey = esock_mr_stag(s->all_mr) };
+	wr.wr_id = SOCK_WR_RECV | idx;
+	wr.sg_list = &sge;
+	if (esock_post_recv(s->qp, &wr, NULL) < 0) {
+		s->rbufs[idx] = NULL;
+		sock_rxbuf_put(b, (size_t)s->o.rsize);
+		slot_push(s, idx);
+		return 0;
+	}
+	return 1;
+}
+
 void sock_pool_open(struct esock_sock *s)
 {
-	struct esock_recv_wr wr[64];
-	struct esock_sge sge[64];
-
-	if (s->qp && ep_qp_rx_paused(s->qp) && s->rtarget < (uint32_t)s->o.rdepth) {
-		s->rtarget *= 2;
-		if (s->rtarget > (uint32_t)s->o.rdepth)
-			s->rtarget = (uint32_t)s->o.rdepth;
-	}
-	while (s->nrepost && s->rposted < s->rtarget && s->qp) {
-		uint32_t n = s->rtarget - s->rposted;
-
-		if (n > s->nrepost)
-			n = s->nrepost;
-		if (n > 64)
-			n = 64;
-		for (uint32_t k = 0; k < n; k++) {
-			uint32_t i = s->repost[s->nrepost - 1 - k];
-
-			sge[k] = (struct esock_sge){
-				.addr = (uintptr_t)(s->rbuf + (size_t)i * (size_t)s->o.rsize),
-				.length = (uint32_t)s->o.rsize, .lkey = esock_mr_stag(s->rmr) };
-			wr[k] = (struct esock_recv_wr){ .wr_id = SOCK_WR_RECV | i, .sg_list = &sge[k],
-							.num_sge = 1, .next = k + 1 < n ? &wr[k + 1] : NULL };
-		}
-		if (esock_post_recv(s->qp, wr, NULL) < 0)
-			break;
-		s->nrepost -= n;
-		s->rposted += n;
-	}
+	if (s->qp && ep_qp_rx_paused(s->qp))
+		sock_pool_refill(s); /* (posting resumes the QP's reading: user_post_recv) */
 }
 
 void sock_pool_return(struct esock_sock *s, uint32_t idx, bool now)
 {
-	uint32_t batch = s->rtarget / 4;
+	uint32_t quarter = (uint32_t)s->o.rdepth / 4, free_now;
 
+	sock_rxbuf_put(s->rbufs[idx], (size_t)s->o.rsize);
+	s->rbufs[idx] = NULL;
+	pthread_mutex_lock(&s->pool_lock);
 	s->repost[s->nrepost++] = idx;
-	if (now || s->rtarget - s->rposted >= (batch ? batch : 1))
+	free_now = s->nrepost;
+	pthread_mutex_unlock(&s->pool_lock);
+	if (now || free_now >= (quarter ? quarter : 1))
 		sock_pool_open(s);
 }
 
 /*
  * A message read before an exec, not yet by the application (sock_handoff.c):
- * into a buffer that is not posted, ahead of anything the QP receives here.
+ * into a slot that is not posted, ahead of anything the QP receives here.
  */
 int sock_pool_inject(struct esock_sock *s, const void *data, uint32_t len)
 {
 	uint32_t idx;
+	uint8_t *b;
 
-	if (!s->nrepost || len > (uint32_t)s->o.rsize || !len)
-		return len ? -ENOBUFS : 0;
+	if (!len)
+		return 0;
+	if (!s->repost || len > (uint32_t)s->o.rsize)
+		return -ENOBUFS;
+	pthread_mutex_lock(&s->pool_lock);
+	if (!s->nrepost) {
+		pthread_mutex_unlock(&s->pool_lock);
+		return -ENOBUFS;
+	}
 	idx = s->repost[--s->nrepost];
-	memcpy(s->rbuf + (size_t)idx * (size_t)s->o.rsize, data, len);
+	pthread_mutex_unlock(&s->pool_lock);
+	if (!(b = sock_rxbuf_get((size_t)s->o.rsize))) {
+		slot_push(s, idx);
+		return -ENOBUFS;
+	}
+	memcpy(b, data, len);
+	s->rbufs[idx] = b;
 	s->rdone[(s->rhead + s->rcount) % (uint32_t)s->o.rdepth] = idx;
 	s->rlen[idx] = len;
 	s->rcount++;
@@ -172,54 +208,55 @@ void sock_pool_forget(struct esock_sock *s)
 
 	while (s->cq && esock_cq_poll(s->cq, 32, wc) > 0)
 		;
+	for (uint32_t i = 0; s->rbufs && i < n; i++)
+		if (s->rbufs[i]) {
+			sock_rxbuf_put(s->rbufs[i], (size_t)s->o.rsize);
+			s->rbufs[i] = NULL;
+		}
 	for (uint32_t i = 0; s->repost && i < n; i++)
 		s->repost[i] = n - 1 - i;
 	s->nrepost = s->repost ? n : 0;
-	s->rposted = s->rhead = s->rcount = s->roff = 0;
+	s->rhead = s->rcount = s->roff = 0;
 	s->rready = 0;
 	sock_slots_release(s);
 	s->inflight = 0;
 	s->direct_done = s->direct_seq;
 }
 
-/* The first receives of a fresh QP on a pool (sock_pool_forget'd). */
-void sock_pool_repost(struct esock_sock *s)
-{
-	s->rtarget = s->o.rdepth < SOCK_RPOST_START ? (uint32_t)s->o.rdepth : SOCK_RPOST_START;
-	sock_pool_open(s);
-}
-
-/* Towards a plain RDMA peer every buffer is posted (called before the QP receives). */
-void sock_pool_post_all(struct esock_sock *s)
-{
-	s->rtarget = (uint32_t)s->o.rdepth;
-	sock_pool_open(s);
-}
-
 int sock_pool_setup(struct esock_sock *s)
 {
-	size_t n = (size_t)s->o.rdepth, sz = (size_t)s->o.rsize;
-	int rc;
+	size_t n = (size_t)s->o.rdepth;
 
 	if (n == 0)
 		return 0;
-	s->rbuf_len = n * sz;
-	s->rbuf = sock_region_alloc(s->rbuf_len);
+	s->rbufs = calloc(n, sizeof(*s->rbufs));
 	s->rdone = calloc(n, sizeof(*s->rdone));
 	s->rlen = calloc(n, sizeof(*s->rlen));
 	s->repost = calloc(n, sizeof(*s->repost));
-	if (!s->rbuf || !s->rdone || !s->rlen || !s->repost)
+	if (!s->rbufs || !s->rdone || !s->rlen || !s->repost)
 		return -ENOMEM;
-	if ((rc = esock_mr_reg(s->pd, s->rbuf, n * sz, ESOCK_ACCESS_LOCAL_WRITE, 0, &s->rmr)) < 0)
-		return rc;
-	/* All free, buffer 0 on top; the first rtarget go out now. */
+	/* All free, slot 0 on top. */
+	pthread_mutex_lock(&s->pool_lock);
 	for (uint32_t i = 0; i < n; i++)
 		s->repost[i] = (uint32_t)n - 1 - i;
 	s->nrepost = (uint32_t)n;
-	s->rposted = 0;
-	s->rtarget = n < SOCK_RPOST_START ? (uint32_t)n : SOCK_RPOST_START;
-	sock_pool_open(s);
-	return s->rposted == s->rtarget ? 0 : -ENOMEM;
+	pthread_mutex_unlock(&s->pool_lock);
+	sock_pool_open(s); /* (a Send that came before the pool waits for it) */
+	return 0;
+}
+
+/* The pool's memory back, its buffers to the process's (the socket is recycled). */
+void sock_pool_free(struct esock_sock *s)
+{
+	for (uint32_t i = 0; s->rbufs && i < (uint32_t)s->o.rdepth; i++)
+		sock_rxbuf_put(s->rbufs[i], (size_t)s->o.rsize);
+	free(s->rbufs);
+	free(s->rdone);
+	free(s->rlen);
+	free(s->repost);
+	s->rbufs = NULL;
+	s->rdone = s->rlen = s->repost = NULL;
+	s->nrepost = 0;
 }
 
 /* A Send from slot |id| completed: the slot goes back to the pool. */

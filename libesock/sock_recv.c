@@ -33,7 +33,7 @@ static size_t copy_out(struct esock_sock *s, const struct iovec *iov, int iovcnt
 		vo -= iov[vi++].iov_len;
 	while (q < s->rcount && vi < iovcnt) {
 		uint32_t idx = s->rdone[(s->rhead + q) % (uint32_t)s->o.rdepth];
-		const uint8_t *m = s->rbuf + (size_t)idx * (size_t)s->o.rsize;
+		const uint8_t *m = s->rbufs[idx];
 		size_t n = s->rlen[idx] - off, room = iov[vi].iov_len - vo;
 
 		if (n > room)

@@ -71,8 +71,6 @@ void sock_handle_wc(struct esock_sock *s, const struct esock_wc *wc)
 
 	switch (kind) {
 	case SOCK_WR_RECV:
-		if (s->rposted)
-			s->rposted--;
 		if (wc->status != ESOCK_WC_SUCCESS) {
 			ended(s, wc);
 			break;

@@ -14,6 +14,13 @@ tests_unit_check_vb_keys_SOURCES = tests/unit/check_vb_keys.c kpatch/verbs/vb_ke
 tests_unit_check_vb_keys_CFLAGS = $(AM_CFLAGS)
 tests_unit_check_vb_keys_LDADD = tests/unit/libtestutil.la $(CHECK_LIBS) -lpthread
 
+# The socket layer's shared receive buffers: plain C over mmap.
+TEST_PROGS += tests/unit/check_sock_rxbuf
+tests_unit_check_sock_rxbuf_SOURCES = tests/unit/check_sock_rxbuf.c libesock/sock_rxbuf.c
+# Own object names: sock_rxbuf.c is also built by libtool for libesock_sock.la.
+tests_unit_check_sock_rxbuf_CFLAGS = $(AM_CFLAGS)
+tests_unit_check_sock_rxbuf_LDADD = tests/unit/libtestutil.la $(CHECK_LIBS) -lpthread
+
 # Shell tests run by $(SHELL), never under valgrind.
 TEST_EXTENSIONS = .sh
 SH_LOG_COMPILER = $(SHELL)
