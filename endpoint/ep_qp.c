@@ -445,6 +445,15 @@ static int queue_recv(struct esock_qp *qp, const struct esock_recv_wr *wr)
 	return 0;
 }
 
+/* Receives were posted: flushed at once on a dead QP, or a Send that waited for one goes on. */
+static void recv_posted(struct esock_qp *qp)
+{
+	if (atomic_load(&qp->state) == ESOCK_QPS_ERROR || atomic_load(&qp->rx_eof))
+		ep_qp_progress(qp, EP_WANT_FLUSH);
+	else if (atomic_load(&qp->rx_paused)) /* a Send was waiting for this buffer */
+		ep_qp_progress(qp, EP_WANT_RX | EP_WANT_DRAIN);
+}
+
 int user_post_recv(struct esock_qp *qp, struct esock_recv_wr *wr,
 				 struct esock_recv_wr **bad_wr)
 {
@@ -455,11 +464,25 @@ int user_post_recv(struct esock_qp *qp, struct esock_recv_wr *wr,
 			break;
 	if (rc < 0 && bad_wr)
 		*bad_wr = wr;
-	if (atomic_load(&qp->state) == ESOCK_QPS_ERROR || atomic_load(&qp->rx_eof))
-		ep_qp_progress(qp, EP_WANT_FLUSH);
-	else if (atomic_load(&qp->rx_paused)) /* a Send was waiting for this buffer */
-		ep_qp_progress(qp, EP_WANT_RX | EP_WANT_DRAIN);
+	recv_posted(qp);
 	return rc;
+}
+
+int ep_qp_post_recv_local(struct esock_qp *qp, void *addr, uint32_t len, uint64_t wr_id)
+{
+	uint32_t pos;
+	struct ep_rqe *r;
+
+	if (qp->max_recv_sge < 1 || !ep_ring_claim(&qp->rqr, &pos))
+		return -ENOMEM;
+	r = EP_RQE(qp, pos);
+	r->wr_id = wr_id;
+	r->num_sge = 1;
+	r->sge[0] = (struct esock_sge){ .addr = (uintptr_t)addr, .length = len };
+	r->len = len;
+	ep_ring_publish(&qp->rqr, pos);
+	recv_posted(qp);
+	return 0;
 }
 
 int user_qp_disconnect(struct esock_qp *qp)

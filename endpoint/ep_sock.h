@@ -91,6 +91,12 @@ void ep_qp_set_linger(struct esock_qp *qp, bool abort);
  * take no lock a caller of the QP's progress may hold (a leaf lock only).
  */
 void ep_qp_set_rq_refill(struct esock_qp *qp, int (*refill)(void *arg), void *arg);
+/*
+ * One receive into |len| octets at |addr|, memory the socket layer owns
+ * (its pool): no key to look up, which esock_post_recv would do for every
+ * buffer (a table slot per connection: a cache miss per message over many).
+ */
+int ep_qp_post_recv_local(struct esock_qp *qp, void *addr, uint32_t len, uint64_t wr_id);
 /* An initiator that has the Reply and waits before its first FPDU (a peer profile's delay). */
 bool ep_connect_settling(const struct esock_qp *qp);
 

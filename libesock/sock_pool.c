@@ -113,13 +113,11 @@ static void slot_push(struct esock_sock *s, uint32_t idx)
 int sock_pool_refill(void *arg)
 {
 	struct esock_sock *s = arg;
-	struct esock_recv_wr wr = { .num_sge = 1 };
-	struct esock_sge sge;
 	uint32_t idx;
 	uint8_t *b;
 
 	pthread_mutex_lock(&s->pool_lock);
-	if (!s->repost || !s->nrepost || !s->qp || !s->all_mr) { /* (no pool yet, or all taken) */
+	if (!s->repost || !s->nrepost || !s->qp) { /* (no pool yet, or all taken) */
 		pthread_mutex_unlock(&s->pool_lock);
 		return 0;
 	}
@@ -130,11 +128,7 @@ int sock_pool_refill(void *arg)
 		return 0;
 	}
 	s->rbufs[idx] = b;
-	sge = (struct esock_sge){ .addr = (uintptr_t)b, .length = (uint32_t)s->o.rsize,
-				  .lkey = esock_mr_stag(s->all_mr) };
-	wr.wr_id = SOCK_WR_RECV | idx;
-	wr.sg_list = &sge;
-	if (esock_post_recv(s->qp, &wr, NULL) < 0) {
+	if (ep_qp_post_recv_local(s->qp, b, (uint32_t)s->o.rsize, SOCK_WR_RECV | idx) < 0) {
 		s->rbufs[idx] = NULL;
 		sock_rxbuf_put(b, (size_t)s->o.rsize);
 		slot_push(s, idx);
