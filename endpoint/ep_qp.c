@@ -383,8 +383,17 @@ static int queue_send(struct esock_qp *qp, const struct esock_send_wr *wr)
 
 	if (!op || (op->sge_max && wr->num_sge > op->sge_max))
 		return -EINVAL;
-	if ((rc = check_sges(qp, wr->sg_list, wr->num_sge, qp->max_sge, op->sge_access, &len)) < 0)
+	if ((wr->send_flags & EP_SEND_LOCAL) && !op->read) {
+		len = 0;
+		if ((uint32_t)wr->num_sge > qp->max_sge || (wr->num_sge && !wr->sg_list))
+			return -EINVAL;
+		for (int i = 0; i < wr->num_sge; i++)
+			len += wr->sg_list[i].length;
+		if (len > UINT32_MAX)
+			return -EMSGSIZE;
+	} else if ((rc = check_sges(qp, wr->sg_list, wr->num_sge, qp->max_sge, op->sge_access, &len)) < 0) {
 		return rc;
+	}
 	if (!ep_ring_claim(&qp->sqr, &pos))
 		return -ENOMEM;
 	e = EP_SQE(qp, pos);

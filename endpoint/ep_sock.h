@@ -29,6 +29,13 @@
  * then wakes for messages, not for the completions of its own writes.
  */
 #define EP_SEND_QUIET 0x80000000u
+/*
+ * Another of the socket layer's own send flags: its SGEs are the process's
+ * memory it sends from (a caller's buffer, a send slot), local access only,
+ * so no key is looked up for them (a table slot per connection: a cache
+ * miss per message over many connections).
+ */
+#define EP_SEND_LOCAL 0x40000000u
 
 /* What a progress call is asked to do. */
 enum {

@@ -281,6 +281,12 @@ static int post(int fd, int op, void *buf, size_t len, uint64_t raddr, uint32_t 
 		rc = i;
 		goto out;
 	}
+	/* A local-only key for the operations' buffers, whatever memory they are in. */
+	if (!s->all_mr && (rc = esock_mr_reg(s->pd, (void *)(uintptr_t)4096, ((size_t)1 << 47) - 4096,
+					     ESOCK_ACCESS_LOCAL_WRITE, 0, &s->all_mr)) < 0) {
+		s->user_ops[i].used = false;
+		goto out;
+	}
 	sge.addr = (uintptr_t)buf;
 	sge.length = (uint32_t)len;
 	sge.lkey = esock_mr_stag(s->all_mr);

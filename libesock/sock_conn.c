@@ -119,11 +119,7 @@ static int new_qp(struct esock_sock *s)
 		return rc;
 	if (!s->cq && (rc = ep_sock_cq_create(sock_cq_depth(s->o.rdepth), &s->cq)) < 0)
 		return rc;
-	/* A local-only key for sends straight from the caller's memory. */
-	if (!s->all_mr && (rc = esock_mr_reg(s->pd, (void *)(uintptr_t)4096,
-					     ((size_t)1 << 47) - 4096, ESOCK_ACCESS_LOCAL_WRITE, 0,
-					     &s->all_mr)) < 0)
-		return rc;
+	/* (Reads and writes need no key: EP_SEND_LOCAL, ep_qp_post_recv_local; sock_api.c's ops do.) */
 	qa.pd = s->pd;
 	qa.send_cq = qa.recv_cq = s->cq;
 	qa.sq_depth = SOCK_SQ_DEPTH;

@@ -67,7 +67,7 @@ static ssize_t send_direct(struct esock_sock *s, const struct iovec *iov, int io
 	int vi = 0;
 	size_t vo = 0, posted = 0;
 	uint64_t last = s->direct_seq;
-	uint32_t lkey = esock_mr_stag(s->all_mr);
+	uint32_t lkey = 0; /* (EP_SEND_LOCAL: no key) */
 	int rc = 0;
 
 	while (posted < total) {
@@ -107,7 +107,7 @@ static ssize_t send_direct(struct esock_sock *s, const struct iovec *iov, int io
 			wr[k] = (struct esock_send_wr){
 				.wr_id = SOCK_WR_DIRECT | ((s->direct_seq + (uint64_t)k + 1) & 0xffffffffu),
 				.sg_list = sge[k], .num_sge = n, .opcode = ESOCK_WR_SEND,
-				.send_flags = ESOCK_SEND_SIGNALED | EP_SEND_QUIET };
+				.send_flags = ESOCK_SEND_SIGNALED | EP_SEND_QUIET | EP_SEND_LOCAL };
 			if (k)
 				wr[k - 1].next = &wr[k];
 		}
@@ -207,7 +207,7 @@ static void file_unread(struct src *src, size_t n)
 static ssize_t send_slots(struct esock_sock *s, struct src *src, size_t total, size_t chunk,
 			  bool block, int64_t end)
 {
-	uint32_t lkey = esock_mr_stag(s->all_mr); /* (the whole address space, local access) */
+	uint32_t lkey = 0; /* (EP_SEND_LOCAL: the process's memory, no key) */
 	size_t sent = 0;
 	bool at_end = false;
 	int rc = 0;
@@ -243,7 +243,8 @@ static ssize_t send_slots(struct esock_sock *s, struct src *src, size_t total, s
 			sge[k] = (struct esock_sge){ (uintptr_t)dst, (uint32_t)n, lkey };
 			wr[k] = (struct esock_send_wr){ .wr_id = SOCK_WR_SLOT | slot[k], .sg_list = &sge[k],
 							.num_sge = 1, .opcode = ESOCK_WR_SEND,
-							.send_flags = ESOCK_SEND_SIGNALED | EP_SEND_QUIET };
+							.send_flags = ESOCK_SEND_SIGNALED | EP_SEND_QUIET |
+								      EP_SEND_LOCAL };
 			if (k)
 				wr[k - 1].next = &wr[k];
 			listed += (size_t)n;
