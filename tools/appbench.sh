@@ -26,7 +26,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 top_builddir=$(cd "${top_builddir:-.}" && pwd)
 export top_builddir
 # The tests' helpers: a temporary directory, free ports, servers by PID, cleanup.
-. "$here/../tests/apps/common.sh"
+apps_dir=$here/../tests/apps
+. "$apps_dir/common.sh"
 . "$here/../tests/apps/nginx-conf.sh"
 mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)

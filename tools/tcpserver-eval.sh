@@ -67,7 +67,8 @@ head -c 4096 /dev/urandom >"$tmp/www/4k"
 head -c 16384 /dev/urandom >"$tmp/www/16k"
 chmod 755 "$tmp" "$tmp/www"
 chmod 644 "$tmp/www"/*
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+. "$here/../tests/apps/ports.sh"
+port=$(free_port)
 . "$here/../tests/apps/nginx-conf.sh"
 nginx_conf "$port" 1 1024 "master_process off;" "keepalive_requests 1000000;" "backlog=4096"
 

@@ -51,24 +51,8 @@ fail() {
 	exit 1
 }
 
-# port_used PORT: any TCP socket (listening, connected, TIME_WAIT) on it.
-port_used() {
-	hex=$(printf ':%04X ' "$1")
-	cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '{print $2" "}' | grep -q "$hex"
-}
-
-# free_port: a random port in 10000-31999 that no TCP socket uses now (below the
-# kernel's ephemeral range, so no client socket of a neighbouring test takes it).
-free_port() {
-	i=0
-	while [ $i -lt 50 ]; do
-		p=$(( $(od -An -N2 -tu2 /dev/urandom) % 22000 + 10000 ))
-		port_used "$p" || { echo "$p"; return 0; }
-		i=$((i + 1))
-	done
-	echo "no free port found" >&2
-	exit 99
-}
+# (A script elsewhere that sources this file says where it is: apps_dir.)
+. "${apps_dir:-$(dirname "$0")}/ports.sh"
 
 # start NAME CMD...: CMD in the background, bounded by srv_limit, output in
 # $tmp/NAME.log; its PID is remembered for cleanup and left in $srv_pid.

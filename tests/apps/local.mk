@@ -15,4 +15,4 @@ APP_TESTS = tests/apps/curl-nginx.sh tests/apps/redis.sh tests/apps/rsync-daemon
 	tests/apps/node-http.sh tests/apps/haproxy.sh tests/apps/postgres.sh tests/apps/git-daemon.sh \
 	tests/apps/sshd.sh
 TESTS += $(APP_TESTS)
-EXTRA_DIST += $(APP_TESTS) tests/apps/common.sh tests/apps/nginx-conf.sh
+EXTRA_DIST += $(APP_TESTS) tests/apps/common.sh tests/apps/nginx-conf.sh tests/apps/ports.sh

@@ -33,15 +33,7 @@ if ldd "$b/.libs/libesock.so" 2>/dev/null | grep -q libasan; then
 	exit 77
 fi
 wait_file() { for i in $(seq 1 100); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() {
-	for i in $(seq 1 100); do
-		python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1",int(sys.argv[1])),1).close()' "$1" \
-			2>/dev/null && return 0
-		sleep 0.05
-	done
-	return 1
-}
+. "$(dirname "$0")/../apps/ports.sh"
 nfds() { ls "/proc/$1/fd" | wc -l; }
 # The listening socket on PORT is tcpserverd's, not the program's (it is offloaded).
 owned_by_d() {

@@ -54,7 +54,8 @@ mkdir -p "$tmp/www" "$tmp/cache"
 head -c 4096 /dev/urandom >"$tmp/www/4k"
 chmod 755 "$tmp" "$tmp/www"
 chmod 644 "$tmp/www/4k"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+. "$here/../apps/ports.sh"
+port=$(free_port)
 . "$here/../apps/nginx-conf.sh"
 nginx_conf "$port" 1 1024 "master_process off;" "keepalive_requests 1000000;" "backlog=4096"
 
@@ -67,11 +68,7 @@ rps() {
 			taskset -c "$c0" nginx -e "$tmp/nginx.err" -p "$tmp" -c "$tmp/nginx.conf" & npid=$!
 	fi
 	pids="$pids $npid"
-	for i in $(seq 1 100); do
-		python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1",int(sys.argv[1])),1).close()' "$port" \
-			2>/dev/null && break
-		sleep 0.05
-	done
+	wait_port "$port" || fail "$1 $2: nginx does not take connections"
 	taskset -c "$c1" ab -q $2 -c 8 -t 2 -n 1000000 "http://127.0.0.1:$port/4k" >"$tmp/ab.log" 2>&1
 	kill "$npid"
 	wait "$npid" 2>/dev/null
