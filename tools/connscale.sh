@@ -13,6 +13,11 @@
 #   (a sequential client's setup rate is latency: where the two run decides it)
 #   CONNSCALE_INFLIGHT=K: up to K connections set up at once (the server's
 #   accept rate under many clients: CPU, not one connection's latency)
+#   CONNSCALE_ROUNDS=R: R rounds, plain and DDPMODE in turn (which goes first
+#   alternates), and the ratios' medians over the rounds in rounds.txt: on a
+#   shared machine one pair of runs can be a quarter apart (plain TCP's
+#   throughput was seen at either 500 or 645 MB/s from one run to the next).
+#   The summary and the plot are the first round's.
 set -eu
 b=${top_builddir:-.}
 bin=$b/tools/esock-connscale
@@ -21,9 +26,20 @@ max=${1:-2000} step=${2:-500} active=${3:-200} bytes=${4:-4096} secs=${5:-2} out
 [ -x "$bin" ] && [ -f "$lib" ] || { echo "connscale: build first ($bin, $lib)"; exit 77; }
 mkdir -p "$out"
 machine="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $(nproc) cores, kernel $(uname -r), $(date -u +%Y-%m-%d), CPUs ${CONNSCALE_CPUS:-not pinned}, ${CONNSCALE_INFLIGHT:-1} in flight"
-echo "# $machine" | tee "$out/machine.txt"
-"$bin" "$max" "$step" "$active" "$bytes" "$secs" >"$out/plain.csv"
-LD_PRELOAD=$lib ESOCK_DDPMODE=all "$bin" "$max" "$step" "$active" "$bytes" "$secs" >"$out/ddp.csv"
+rounds=${CONNSCALE_ROUNDS:-1}
+echo "# $machine, $rounds round(s)" | tee "$out/machine.txt"
+plain_run() { "$bin" "$max" "$step" "$active" "$bytes" "$secs" >"$1"; }
+ddp_run() { LD_PRELOAD=$lib ESOCK_DDPMODE=all "$bin" "$max" "$step" "$active" "$bytes" "$secs" >"$1"; }
+r=1
+while [ "$r" -le "$rounds" ]; do
+	sfx=; [ "$r" -gt 1 ] && sfx=.$r
+	if [ $((r % 2)) -eq 1 ]; then
+		plain_run "$out/plain.csv$sfx"; ddp_run "$out/ddp.csv$sfx"
+	else
+		ddp_run "$out/ddp.csv$sfx"; plain_run "$out/plain.csv$sfx"
+	fi
+	r=$((r + 1))
+done
 
 # Per step: ratio of setup rates; memory and fds per connection above the empty process.
 awk -F, '
@@ -48,6 +64,39 @@ END {
 	c = n[k]
 	if (busy[0] && busy[1]) printf "server memory the traffic added: plain %.1f KB, DDPMODE %.1f KB per active connection\n", (busy[0] - rss[0, c]) / '"$active"', (busy[1] - rss[1, c]) / '"$active"'
 }' "$out/plain.csv" "$out/ddp.csv" | tee "$out/summary.txt"
+
+# Over the rounds: per step the setup ratio of each round and their median;
+# the throughput ratio of each round, its median, and DDPMODE's own MB/s.
+if [ "$rounds" -gt 1 ]; then
+	r=1 files=
+	while [ "$r" -le "$rounds" ]; do
+		sfx=; [ "$r" -gt 1 ] && sfx=.$r
+		files="$files $out/plain.csv$sfx $out/ddp.csv$sfx"
+		r=$((r + 1))
+	done
+	# shellcheck disable=SC2086 # the list of files
+	awk -F, '
+	function med(v, n,   i, j, t) {
+		for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+		return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+	}
+	FNR == 1 { d = FILENAME ~ /ddp/; if (!d) round++; next }
+	$1 == "throughput" { tp[round, d] = $4; next }
+	$1 == "busy" || $1 == 0 { next }
+	{ rate[round, d, $1] = $3; if (!seen[$1]++) step[++ns] = $1 }
+	END {
+		printf "%8s  %-40s %7s\n", "conns", "setup ratio per round", "median"
+		for (k = 1; k <= ns; k++) {
+			c = step[k]; n = 0; line = ""
+			for (i = 1; i <= round; i++) if (rate[i, 0, c] > 0) { v[++n] = rate[i, 1, c] / rate[i, 0, c]; line = line sprintf("%.2f ", v[n]) }
+			printf "%8d  %-40s %7.2f\n", c, line, n ? med(v, n) : 0
+		}
+		n = 0; line = ""; m = 0
+		for (i = 1; i <= round; i++) if (tp[i, 0] > 0) { v[++n] = tp[i, 1] / tp[i, 0]; w[n] = tp[i, 1]; line = line sprintf("%.2f ", v[n]) }
+		if (n) { mr = med(v, n); for (i = 1; i <= n; i++) v[i] = w[i]
+			printf "throughput ratio per round: %s median %.2f; DDPMODE median %.1f MB/s\n", line, mr, med(v, n) }
+	}' $files | tee "$out/rounds.txt"
+fi
 
 # The plot: server memory (MB) and cumulative setup time (s) against connections.
 awk -F, -v max="$max" -v machine="$machine" '
@@ -77,4 +126,4 @@ END {
 	printf "<text x=\"%d\" y=\"%d\">%s</text>\n", 20 + L, H + 52, machine
 	printf "</svg>\n"
 }' "$out/plain.csv" "$out/ddp.csv" >"$out/connscale.svg"
-echo "connscale: CSVs, summary.txt and connscale.svg in $out"
+echo "connscale: CSVs, summary.txt$([ "$rounds" -gt 1 ] && echo ", rounds.txt") and connscale.svg in $out"
