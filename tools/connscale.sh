@@ -41,24 +41,26 @@ while [ "$r" -le "$rounds" ]; do
 	r=$((r + 1))
 done
 
-# Per step: ratio of setup rates; memory and fds per connection above the empty process.
+# Per step: ratio of setup rates; memory and fds per connection above the empty process;
+# CPU time per connection, both processes (all their threads) together.
 awk -F, '
 FNR == 1 { next }
 $1 == "throughput" { tp[FILENAME ~ /ddp/] = $4; next }
 $1 == "busy" { busy[FILENAME ~ /ddp/] = $3; next }
 FNR == 2 { base_rss[FILENAME ~ /ddp/] = $4; base_fds[FILENAME ~ /ddp/] = $5; next }
 { d = FILENAME ~ /ddp/; rate[d, $1] = $3; rss[d, $1] = $4; fds[d, $1] = $5; con[d, $1] = $8; rtt[d, $1] = $9
+  cpu[d, $1] = $10 + $11
   if (!d) n[++k] = $1 }
 END {
-	printf "%8s %12s %12s %7s %14s %14s %9s %9s %17s %17s\n", "conns", "plain conn/s", "ddp conn/s", "ratio",
-	       "plain KB/conn", "ddp KB/conn", "plain fd", "ddp fd", "connect us p/d", "1st rtt us p/d"
+	printf "%8s %12s %12s %7s %14s %14s %9s %9s %17s %17s %17s\n", "conns", "plain conn/s", "ddp conn/s", "ratio",
+	       "plain KB/conn", "ddp KB/conn", "plain fd", "ddp fd", "connect us p/d", "1st rtt us p/d", "CPU us/conn p/d"
 	for (i = 1; i <= k; i++) {
 		c = n[i]
-		printf "%8d %12.0f %12.0f %7.2f %14.1f %14.1f %9.2f %9.2f %8.1f/%8.1f %8.1f/%8.1f\n", c, rate[0, c], rate[1, c],
+		printf "%8d %12.0f %12.0f %7.2f %14.1f %14.1f %9.2f %9.2f %8.1f/%8.1f %8.1f/%8.1f %8.1f/%8.1f\n", c, rate[0, c], rate[1, c],
 		       rate[0, c] ? rate[1, c] / rate[0, c] : 0,
 		       (rss[0, c] - base_rss[0]) / c, (rss[1, c] - base_rss[1]) / c,
 		       (fds[0, c] - base_fds[0]) / c, (fds[1, c] - base_fds[1]) / c,
-		       con[0, c], con[1, c], rtt[0, c], rtt[1, c]
+		       con[0, c], con[1, c], rtt[0, c], rtt[1, c], cpu[0, c], cpu[1, c]
 	}
 	if (tp[0]) printf "throughput over '"$active"' connections, '"$bytes"'-octet messages: plain %.1f MB/s, DDPMODE %.1f MB/s, ratio %.2f\n", tp[0], tp[1], tp[1] / tp[0]
 	c = n[k]

@@ -19,8 +19,10 @@
  *                               under many clients)
  *
  * Output: CSV lines "conns,step_ms,conn_per_s,srv_rss_kb,srv_fds,cli_rss_kb,cli_fds,
- * connect_us,rtt_us" (the step's medians of connect's time and of the first
- * round trip after it), "throughput,active,bytes,MB_per_s" and
+ * connect_us,rtt_us,cli_cpu_us,srv_cpu_us" (the step's medians of connect's
+ * time and of the first round trip after it; each process's CPU time per
+ * connection of the step, all its threads: steadier than a rate on a shared
+ * machine), "throughput,active,bytes,MB_per_s" and
  * "busy,active,srv_rss_kb" (the server's memory after the traffic).
  */
 #include "config.h"
@@ -101,6 +103,39 @@ static long nfds(pid_t pid)
 		n += d->d_name[0] != '.';
 	closedir(dir);
 	return n;
+}
+
+/*
+ * CPU time of all of |pid|'s threads so far (ns), from each one's schedstat:
+ * nanoseconds, where /proc/PID/stat counts 10 ms ticks.  The process's
+ * threads that already ended are not in it (none of ours end while it runs).
+ */
+static double cpu_ns(pid_t pid)
+{
+	char path[64];
+	struct dirent *d;
+	double ns = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if (!(dir = opendir(path)))
+		return 0;
+	while ((d = readdir(dir))) {
+		char p[320];
+		unsigned long long run = 0;
+		FILE *f;
+
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "/proc/%d/task/%s/schedstat", (int)pid, d->d_name);
+		if ((f = fopen(p, "r"))) {
+			if (fscanf(f, "%llu", &run) == 1)
+				ns += (double)run;
+			fclose(f);
+		}
+	}
+	closedir(dir);
+	return ns;
 }
 
 /* The server: accept everything, echo everything, until the client goes. */
@@ -367,11 +402,12 @@ int main(int argc, char **argv)
 	if (!(fds = calloc((size_t)max, sizeof(*fds))) || !(cus = calloc((size_t)step, sizeof(*cus))) ||
 	    !(rus = calloc((size_t)step, sizeof(*rus))))
 		die("calloc");
-	printf("conns,step_ms,conn_per_s,srv_rss_kb,srv_fds,cli_rss_kb,cli_fds,connect_us,rtt_us\n");
-	printf("0,0,0,%ld,%ld,%ld,%ld,0,0\n", rss_kb(srv), nfds(srv), rss_kb(getpid()), nfds(getpid()));
+	printf("conns,step_ms,conn_per_s,srv_rss_kb,srv_fds,cli_rss_kb,cli_fds,connect_us,rtt_us,"
+	       "cli_cpu_us,srv_cpu_us\n");
+	printf("0,0,0,%ld,%ld,%ld,%ld,0,0,0,0\n", rss_kb(srv), nfds(srv), rss_kb(getpid()), nfds(getpid()));
 	for (int n = 0; n < max;) {
 		int k = n + step > max ? max - n : step;
-		double t0 = now_s(), dt;
+		double c0 = cpu_ns(getpid()), s0 = cpu_ns(srv), t0 = now_s(), dt, c1, s1;
 
 		if (inflight > 1)
 			open_many(&sa, fds + n, k, inflight, cus, rus);
@@ -379,9 +415,12 @@ int main(int argc, char **argv)
 			for (int i = 0; i < k; i++)
 				fds[n + i] = open_one(&sa, &cus[i], &rus[i]);
 		dt = now_s() - t0;
+		c1 = cpu_ns(getpid());
+		s1 = cpu_ns(srv);
 		n += k;
-		printf("%d,%.1f,%.0f,%ld,%ld,%ld,%ld,%.1f,%.1f\n", n, dt * 1e3, k / dt, rss_kb(srv),
-		       nfds(srv), rss_kb(getpid()), nfds(getpid()), median(cus, k), median(rus, k));
+		printf("%d,%.1f,%.0f,%ld,%ld,%ld,%ld,%.1f,%.1f,%.1f,%.1f\n", n, dt * 1e3, k / dt, rss_kb(srv),
+		       nfds(srv), rss_kb(getpid()), nfds(getpid()), median(cus, k), median(rus, k),
+		       (c1 - c0) / 1e3 / k, (s1 - s0) / 1e3 / k);
 		fflush(stdout);
 	}
 	if (active) {
