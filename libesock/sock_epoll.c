@@ -52,7 +52,8 @@ struct ep_entry {
 	int fd;                  /* the application's descriptor */
 	int wfd;                 /* what the kernel's set watches for it (a listener), or -1 */
 	struct esock_cq *wcq;    /* the CQ that rings the set's doorbell for it, or NULL */
-	int sfd;                 /* a lazy QP's socket in the kernel's set (its input is read here), or -1 */
+	int sfd;                 /* its socket in the kernel's set (socket_watch), or -1 */
+	uint32_t sev;            /* ... for these events */
 	bool rx_kick;            /* that socket had news: read it at the next look */
 	bool rx_end;             /* ... a FIN, reset or error among it: read to the end */
 	bool lst_kick;           /* a listener's poll descriptor had news: look at its backlog */
@@ -445,22 +446,55 @@ static struct esock_qp *lazy_qp(const struct ep_entry *e)
 }
 
 /*
- * A lazy QP's socket into the kernel's set (or out of it, once the QP is
- * not lazy any more; or moved, when the QP moved to another descriptor).
+ * The socket |e| watches in the kernel's set, and for what (*events): a lazy
+ * QP's, for its input; a connecting one's, for TCP's completion and then
+ * the MPA Reply, which drive the exchange (sock_ready).  Unwatched, a
+ * connect went on only at the 10 ms look at pending entries: a
+ * non-blocking connect waited for in epoll_wait took 10.5 ms, 0.2 plain.
+ * -1: none.
+ */
+static int socket_watch(const struct ep_entry *e, uint32_t *events)
+{
+	struct esock_qp *qp = lazy_qp(e);
+	struct esock_sock *s = e->s;
+
+	*events = EPOLLIN | EPOLLRDHUP | EPOLLET;
+	if (qp)
+		return ep_qp_fd(qp);
+	if ((s->st == SOCK_TCP_CONNECTING || s->st == SOCK_MPA_CONNECTING) && !s->off && s->fd >= 0) {
+		*events |= EPOLLOUT;
+		return s->fd;
+	}
+	*events = 0;
+	return -1;
+}
+
+/*
+ * |e|'s socket into the kernel's set as socket_watch says (or out of it,
+ * once there is nothing to watch; or moved, when the QP moved to another
+ * descriptor).
  */
 static int watch_socket(int epfd, struct ep_entry *e)
 {
-	struct esock_qp *qp = lazy_qp(e);
-	int want = qp ? ep_qp_fd(qp) : -1;
+	uint32_t events;
+	int want = socket_watch(e, &events);
 
-	if (want == e->sfd)
+	if (want == e->sfd && events == e->sev)
 		return 0;
+	if (want >= 0 && want == e->sfd) { /* connected on the descriptor it connected on */
+		struct epoll_event ev = { .events = events, .data.u64 = mark_of(e->fd) };
+
+		if (REAL(epoll_ctl)(epfd, EPOLL_CTL_MOD, want, &ev) < 0)
+			return -errno;
+		e->sev = events;
+		return 0;
+	}
 	if (e->sfd >= 0) /* (fails harmlessly when that descriptor is closed already) */
 		REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, e->sfd, NULL);
 	e->sfd = -1;
+	e->sev = 0;
 	if (want >= 0) {
-		struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET,
-					  .data.u64 = mark_of(e->fd) };
+		struct epoll_event ev = { .events = events, .data.u64 = mark_of(e->fd) };
 
 		if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, want, &ev) < 0)
 			return -errno;
@@ -471,6 +505,7 @@ static int watch_socket(int epfd, struct ep_entry *e)
 		 * programs that add and delete their sockets around each request.
 		 */
 		e->sfd = want;
+		e->sev = events;
 	}
 	return 0;
 }
@@ -627,8 +662,13 @@ static uint32_t entry_events(struct epset *st, int epfd, struct ep_entry *e, boo
 	if (s->st == SOCK_TCP_CONNECTING || s->st == SOCK_MPA_CONNECTING)
 		*again = *pending = true;
 	/* It began to listen, connected, or changed its QP's ways since: watch it as it is now. */
-	if (watched_fd(s) != e->wfd || (lazy_qp(e) ? ep_qp_fd(lazy_qp(e)) : -1) != e->sfd)
-		(void)watch(st, epfd, e);
+	{
+		uint32_t sev;
+		int sfd = socket_watch(e, &sev);
+
+		if (watched_fd(s) != e->wfd || sfd != e->sfd || sev != e->sev)
+			(void)watch(st, epfd, e);
+	}
 	if (e->rx_kick) {
 		struct esock_qp *qp = lazy_qp(e);
 
