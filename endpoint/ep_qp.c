@@ -355,15 +355,16 @@ int ep_qp_reads_init(struct esock_qp *qp)
 
 /* ---- posting ---- */
 
+/* !|keys|: the socket layer's own memory (EP_SEND_LOCAL), no key to look up. */
 static int check_sges(struct esock_qp *qp, const struct esock_sge *sg, int n, uint32_t max,
-		      unsigned need, uint64_t *len)
+		      unsigned need, bool keys, uint64_t *len)
 {
 	uint64_t total = 0;
 
 	if (n < 0 || (uint32_t)n > max || (n && !sg))
 		return -EINVAL;
 	for (int i = 0; i < n; i++) {
-		if (ep_mr_check_sge(qp->pd, &sg[i], need) < 0)
+		if (keys && ep_mr_check_sge(qp->pd, &sg[i], need) < 0)
 			return -EACCES;
 		total += sg[i].length;
 	}
@@ -383,17 +384,9 @@ static int queue_send(struct esock_qp *qp, const struct esock_send_wr *wr)
 
 	if (!op || (op->sge_max && wr->num_sge > op->sge_max))
 		return -EINVAL;
-	if ((wr->send_flags & EP_SEND_LOCAL) && !op->read) {
-		len = 0;
-		if ((uint32_t)wr->num_sge > qp->max_sge || (wr->num_sge && !wr->sg_list))
-			return -EINVAL;
-		for (int i = 0; i < wr->num_sge; i++)
-			len += wr->sg_list[i].length;
-		if (len > UINT32_MAX)
-			return -EMSGSIZE;
-	} else if ((rc = check_sges(qp, wr->sg_list, wr->num_sge, qp->max_sge, op->sge_access, &len)) < 0) {
+	if ((rc = check_sges(qp, wr->sg_list, wr->num_sge, qp->max_sge, op->sge_access,
+			      !(wr->send_flags & EP_SEND_LOCAL) || op->read, &len)) < 0)
 		return rc;
-	}
 	if (!ep_ring_claim(&qp->sqr, &pos))
 		return -ENOMEM;
 	e = EP_SQE(qp, pos);
@@ -440,7 +433,7 @@ static int queue_recv(struct esock_qp *qp, const struct esock_recv_wr *wr)
 	int rc;
 
 	if ((rc = check_sges(qp, wr->sg_list, wr->num_sge, qp->max_recv_sge, ESOCK_ACCESS_LOCAL_WRITE,
-			      &len)) < 0)
+			      true, &len)) < 0)
 		return rc;
 	if (!ep_ring_claim(&qp->rqr, &pos))
 		return -ENOMEM;

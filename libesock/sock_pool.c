@@ -110,24 +110,35 @@ static void slot_push(struct esock_sock *s, uint32_t idx)
 	pthread_mutex_unlock(&s->pool_lock);
 }
 
+/* A free slot with a buffer of the process's in it; false when none (no pool yet, all taken). */
+static bool slot_take(struct esock_sock *s, uint32_t *idx)
+{
+	uint8_t *b;
+
+	pthread_mutex_lock(&s->pool_lock);
+	if (!s->repost || !s->nrepost) {
+		pthread_mutex_unlock(&s->pool_lock);
+		return false;
+	}
+	*idx = s->repost[--s->nrepost];
+	pthread_mutex_unlock(&s->pool_lock);
+	if (!(b = sock_rxbuf_get((size_t)s->o.rsize))) {
+		slot_push(s, *idx);
+		return false;
+	}
+	s->rbufs[*idx] = b;
+	return true;
+}
+
 int sock_pool_refill(void *arg)
 {
 	struct esock_sock *s = arg;
 	uint32_t idx;
 	uint8_t *b;
 
-	pthread_mutex_lock(&s->pool_lock);
-	if (!s->repost || !s->nrepost || !s->qp) { /* (no pool yet, or all taken) */
-		pthread_mutex_unlock(&s->pool_lock);
+	if (!s->qp || !slot_take(s, &idx))
 		return 0;
-	}
-	idx = s->repost[--s->nrepost];
-	pthread_mutex_unlock(&s->pool_lock);
-	if (!(b = sock_rxbuf_get((size_t)s->o.rsize))) {
-		slot_push(s, idx);
-		return 0;
-	}
-	s->rbufs[idx] = b;
+	b = s->rbufs[idx];
 	if (ep_qp_post_recv_local(s->qp, b, (uint32_t)s->o.rsize, SOCK_WR_RECV | idx) < 0) {
 		s->rbufs[idx] = NULL;
 		sock_rxbuf_put(b, (size_t)s->o.rsize);
@@ -164,25 +175,12 @@ void sock_pool_return(struct esock_sock *s, uint32_t idx, bool now)
 int sock_pool_inject(struct esock_sock *s, const void *data, uint32_t len)
 {
 	uint32_t idx;
-	uint8_t *b;
 
 	if (!len)
 		return 0;
-	if (!s->repost || len > (uint32_t)s->o.rsize)
+	if (len > (uint32_t)s->o.rsize || !slot_take(s, &idx))
 		return -ENOBUFS;
-	pthread_mutex_lock(&s->pool_lock);
-	if (!s->nrepost) {
-		pthread_mutex_unlock(&s->pool_lock);
-		return -ENOBUFS;
-	}
-	idx = s->repost[--s->nrepost];
-	pthread_mutex_unlock(&s->pool_lock);
-	if (!(b = sock_rxbuf_get((size_t)s->o.rsize))) {
-		slot_push(s, idx);
-		return -ENOBUFS;
-	}
-	memcpy(b, data, len);
-	s->rbufs[idx] = b;
+	memcpy(s->rbufs[idx], data, len);
 	s->rdone[(s->rhead + s->rcount) % (uint32_t)s->o.rdepth] = idx;
 	s->rlen[idx] = len;
 	s->rcount++;
