@@ -4,19 +4,25 @@
  * (default 500: 1000 QPs; 5000 pairs are the 10 000 QPs of the issue, run by
  * hand), both ends in this process, one listener, one PD and one CQ per
  * side.  Every pair moves one Send, checked octet by octet, and a QP costs
- * one descriptor, its socket: no eventfd per CQ, no private copy.
+ * one descriptor, its socket: no eventfd per CQ, no private copy.  And the
+ * descriptor table is grown before the engine's thread exists (growing a
+ * table shared by threads waits for an RCU grace period in the kernel).
  */
 #include "config.h"
 
 #include <arpa/inet.h>
 #include <check.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "tests/integration/ep_pair.h"
 #include "tests/unit/testutil.h"
@@ -80,6 +86,77 @@ static void *accept_all(void *arg)
 	}
 	return NULL;
 }
+
+/* The kernel's descriptor table size for this process (FDSize in its status). */
+static long fd_table_size(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long n = -1;
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "FDSize: %ld", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+/*
+ * In a child (the first engine of its process): soft limit 5000, one pair of
+ * QPs connected with ESOCK_FD_RESERVE set to |reserve| (NULL: unset), then
+ * the table's size must be within [lo, hi).  Exit status 0: as expected;
+ * 2: the table is not; 3: a descriptor was left at the top; 4: setup failed.
+ */
+static int table_after_engine(const char *reserve, long lo, long hi)
+{
+	pid_t pid = fork();
+	int st;
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct rlimit rl;
+		struct ep_pair p;
+		long before, after;
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+			_exit(4);
+		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > 5000 ? 5000 : rl.rlim_max;
+		if (rl.rlim_cur < 5000 || setrlimit(RLIMIT_NOFILE, &rl) != 0)
+			_exit(5); /* (a hard limit below 5000: nothing to show) */
+		if (reserve)
+			setenv("ESOCK_FD_RESERVE", reserve, 1);
+		else
+			unsetenv("ESOCK_FD_RESERVE");
+		before = fd_table_size();
+		if (before < 0 || before >= 4096 || ep_pair_open(&p, NULL, NULL) != 0 || p.accept_rc != 0)
+			_exit(4);
+		after = fd_table_size();
+		ep_pair_close(&p);
+		if (after < lo || after >= hi)
+			_exit(2);
+		if (fcntl(4999, F_GETFD) >= 0)
+			_exit(3);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+START_TEST(fd_table_grown_before_engine)
+{
+	int rc = table_after_engine(NULL, 5000, 1 << 20);
+
+	if (rc == 5) {
+		fprintf(stderr, "fd_table_grown_before_engine: hard descriptor limit below 5000: skipped\n");
+		return;
+	}
+	ck_assert_msg(rc == 0, "descriptor table after the engine started: status %d", rc);
+	ck_assert_int_eq(table_after_engine("0", 0, 2000), 0); /* off: as the kernel grows it */
+	ck_assert_int_eq(table_after_engine("3000", 3000, 4097), 0); /* that many, not the limit */
+}
+END_TEST
 
 START_TEST(many_qps)
 {
@@ -169,6 +246,7 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("scale");
 
 	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, fd_table_grown_before_engine); /* (first: its engine is the process's first) */
 	tcase_add_test(tc, many_qps);
 	suite_add_tcase(s, tc);
 	return s;
