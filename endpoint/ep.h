@@ -97,6 +97,9 @@ struct esock_cq {
 	_Atomic int efd;       /* its own eventfd, or -1 (none asked for) */
 	atomic_int armed;      /* 0, 1 any completion, 2 solicited only */
 	atomic_int sleepers;
+	/* ep_cq.c look_first: waits to go before the next look ahead of sleeping, the last step */
+	_Atomic uint8_t look_skip, look_step;
+	atomic_uint sleeps;    /* times a waiter slept in poll() (diagnostics, tests) */
 	atomic_int refs;       /* QPs bound */
 	pthread_mutex_t lock;  /* the lists below */
 	struct esock_qp **qps; /* bound QPs, for progress while waiting */

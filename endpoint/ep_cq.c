@@ -415,6 +415,35 @@ static int progress_pinned(struct esock_cq *cq, struct esock_qp **qps, int *m, i
 }
 
 /*
+ * Whether a waiter should read its sockets once before it spins or sleeps.
+ * A reader that comes back after the answer arrived (a client that writes
+ * to many connections, then reads them in turn) finds its message there:
+ * one read, where poll() then read is two system calls (plain TCP's
+ * blocking read is one).  A ping-pong reader comes back before the answer:
+ * the look is an EAGAIN for nothing.  So the CQ learns: a look that found
+ * nothing skips the next 1, 3, 7, then 15 waits' looks; one that found
+ * something makes the next wait look again.
+ */
+static bool look_first(struct esock_cq *cq)
+{
+	uint8_t k = atomic_load_explicit(&cq->look_skip, memory_order_relaxed);
+
+	if (k == 0)
+		return true;
+	atomic_store_explicit(&cq->look_skip, (uint8_t)(k - 1), memory_order_relaxed);
+	return false;
+}
+
+static void look_found(struct esock_cq *cq, bool found)
+{
+	uint8_t step = atomic_load_explicit(&cq->look_step, memory_order_relaxed);
+
+	step = found ? 0 : (uint8_t)(step >= 15 ? 15 : step * 2 + 1);
+	atomic_store_explicit(&cq->look_step, step, memory_order_relaxed);
+	atomic_store_explicit(&cq->look_skip, step, memory_order_relaxed);
+}
+
+/*
  * The caller's thread does the receiving: the engine leaves the bound QPs'
  * input alone meanwhile (detached), so one message never wakes two threads.
  * First it polls for a while, yielding the CPU between rounds: on one CPU
@@ -437,6 +466,12 @@ int user_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_ms
 	m = pin_bound(cq, qps);
 	for (int i = 0; i < m; i++)
 		ep_engine_detach(qps[i]);
+	if (m && look_first(cq)) {
+		got = progress_pinned(cq, qps, &m, n, wc);
+		look_found(cq, got != 0);
+		if (got)
+			goto out;
+	}
 	/* Yield first: on one CPU the peer runs and answers before we look. */
 	while (t < end && ep_spin(&spin_end)) {
 		int small = 0;
@@ -471,6 +506,7 @@ int user_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_ms
 			sleeper_del(cq, efd);
 			break;
 		}
+		atomic_fetch_add_explicit(&cq->sleeps, 1, memory_order_relaxed);
 		rc = sleep_on(cq, qps, m, left, efd);
 		sleeper_del(cq, efd);
 		t = ep_now_us();

@@ -11,6 +11,7 @@
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <esock/mpa.h>
@@ -177,6 +178,53 @@ START_TEST(mulpdu_follows_mss)
 }
 END_TEST
 
+/*
+ * A waiter whose message is already in its socket takes it with one read,
+ * without sleeping in poll() first.  b's QP is lazy (its callers read its
+ * input, as a socket's), so nobody else reads it; spinning is off for this
+ * program (main), so only the look ahead of the sleep can find it.
+ */
+START_TEST(waiting_message_without_sleep)
+{
+	struct ep_pair p;
+	struct esock_mr *ms, *md;
+	uint8_t *src = pattern(4096, 5), *dst = calloc(1, 4096);
+	struct esock_wc wc;
+	unsigned before = 0;
+	int queued = 0;
+
+	ep_side_init(&p.a);
+	ep_side_init(&p.b);
+	ep_qp_set_lazy(p.b.qp, true);
+	ck_assert_int_eq(ep_pair_open_sides(&p, NULL, NULL), 0);
+	ck_assert_int_eq(p.accept_rc, 0);
+	ms = ep_reg(&p.a, src, 4096, 0);
+	md = ep_reg(&p.b, dst, 4096, ESOCK_ACCESS_LOCAL_WRITE);
+	for (int round = 0; round < 3; round++) {
+		ep_post_recv1(&p.b, 70 + (uint64_t)round, dst, 4096, esock_mr_stag(md));
+		ck_assert_int_eq(ep_post_send1(&p.a, 7, ESOCK_WR_SEND, src, 4096, esock_mr_stag(ms), 0, 0), 0);
+		expect_wc(p.a.scq, 7, ESOCK_WC_SEND);
+		if (round == 2) { /* on loopback in b's socket once a's send completed: unread */
+			ck_assert_int_eq(ioctl(p.b.qp->fd, FIONREAD, &queued), 0);
+			ck_assert_int_ge(queued, 4096 + 24);
+			before = atomic_load(&p.b.rcq->sleeps);
+		}
+		ck_assert_int_eq(esock_cq_wait(p.b.rcq, 1, &wc, 5000), 1);
+		ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+		ck_assert_uint_eq(wc.wr_id, 70 + (uint64_t)round);
+		ck_assert_int_eq(memcmp(src, dst, 4096), 0);
+		memset(dst, 0, 4096);
+	}
+	ck_assert_msg(atomic_load(&p.b.rcq->sleeps) == before,
+		      "the message was in the socket, the waiter slept in poll() first");
+	esock_mr_dereg(ms);
+	esock_mr_dereg(md);
+	ep_pair_close(&p);
+	free(src);
+	free(dst);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("endpoint operations");
@@ -187,11 +235,13 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, write_sizes, 0, NSIZES);
 	tcase_add_loop_test(tc, read_sizes, 0, NSIZES);
 	tcase_add_test(tc, mulpdu_follows_mss);
+	tcase_add_test(tc, waiting_message_without_sleep);
 	suite_add_tcase(s, tc);
 	return s;
 }
 
 int main(void)
 {
+	setenv("ESOCK_SPIN_US", "0", 1); /* (waiting_message_without_sleep: sleep or read, no yield) */
 	return tu_run(suite());
 }
