@@ -23,6 +23,7 @@
 #include "libc/ownfd.h"
 #include "libc/real.h"
 #include "util/log.h"
+#include "util/tls.h"
 
 #define WAIT_FDS 32 /* QPs a waiter drives and watches at once */
 int user_cq_create(int depth, struct esock_cq **cq)
@@ -300,7 +301,7 @@ static void unpin(struct esock_qp **qps, int m, int64_t now_ms)
  * The calling thread's eventfd for sleeping on CQs (closed when the thread
  * ends): one per thread, not one per CQ.
  */
-static __thread int my_efd = -1;
+static ESOCK_TLS int my_efd = -1;
 static pthread_key_t efd_key;
 static pthread_once_t efd_once = PTHREAD_ONCE_INIT;
 

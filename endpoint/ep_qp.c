@@ -24,6 +24,7 @@
 #include "libc/ownfd.h"
 #include "libc/real.h"
 #include "util/log.h"
+#include "util/tls.h"
 
 static void qp_free(struct esock_qp *qp)
 {
@@ -155,7 +156,7 @@ int user_qp_last_error(const struct esock_qp *qp, struct esock_qp_error *e)
  * torn down) they are void, an application thread's left beside them not.
  */
 /* Quiesces this thread holds: its own wishes wait for it, they cannot wait it out. */
-static _Thread_local unsigned quiescing;
+static ESOCK_TLS unsigned quiescing;
 
 void ep_qp_fork_child_thread(void)
 {

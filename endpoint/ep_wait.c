@@ -13,13 +13,14 @@
 
 #include "endpoint/ep.h"
 #include "util/env.h"
+#include "util/tls.h"
 
 #define SPIN_LOST_US 200     /* a spin round this long: the CPU went to somebody else ... */
 #define SPIN_PAID 4          /* ... unless it brought this many completions */
 #define SPIN_OFF_US 1000000  /* then no spinning for this long (this thread) */
 
-static __thread int64_t spin_off_until; /* ep_now_us() before which this thread does not spin */
-static __thread bool spin_long;         /* the last yield took a slice; not yet judged */
+static ESOCK_TLS int64_t spin_off_until; /* ep_now_us() before which this thread does not spin */
+static ESOCK_TLS bool spin_long;          /* the last yield took a slice; not yet judged */
 
 int64_t ep_now_us(void)
 {

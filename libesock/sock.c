@@ -21,6 +21,7 @@
 #include "libesock/sock.h"
 #include "util/env.h"
 #include "util/log.h"
+#include "util/tls.h"
 
 static pthread_mutex_t free_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct esock_sock *free_list;
@@ -68,8 +69,8 @@ static void live_del(struct esock_sock *s)
  * that call to leave (sock_release_fd).
  */
 #define HELD_MAX 8
-static __thread struct esock_sock *held[HELD_MAX];
-static __thread unsigned nheld;
+static ESOCK_TLS struct esock_sock *held[HELD_MAX];
+static ESOCK_TLS unsigned nheld;
 
 static void hold(struct esock_sock *s)
 {

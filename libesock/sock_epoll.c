@@ -47,6 +47,7 @@
 #include "libc/real.h"
 #include "libesock/sock.h"
 #include "libesock/sock_off.h"
+#include "util/tls.h"
 
 struct ep_entry {
 	int fd;                  /* the application's descriptor */
@@ -86,7 +87,7 @@ struct epset {
 #define OFF_KEY 0xfffffffeu  /* ... and of the offload channel's bell */
 
 /* The set whose epoll_wait pumps the offload channel in this thread: its kicks need no ring. */
-static __thread struct epset *pumping;
+static ESOCK_TLS struct epset *pumping;
 
 atomic_int sock_epoll_regs; /* DDPMODE entries in all sets: 0 lets epoll_wait pass */
 atomic_bool sock_epoll_used; /* a marker was ever registered (pass-through filters them) */

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -32,20 +33,21 @@ struct rxclass {
 	size_t carve_left;
 };
 
+/* Classes are only ever added (under classes_lock), each published by ncls's release store. */
 static pthread_mutex_t classes_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rxclass cls[CLASSES];
-static int ncls;
+static atomic_int ncls;
 
 static void fork_prepare(void)
 {
 	pthread_mutex_lock(&classes_lock);
-	for (int i = 0; i < ncls; i++)
+	for (int i = 0; i < atomic_load(&ncls); i++)
 		pthread_mutex_lock(&cls[i].lock);
 }
 
 static void fork_done(void)
 {
-	for (int i = ncls - 1; i >= 0; i--)
+	for (int i = atomic_load(&ncls) - 1; i >= 0; i--)
 		pthread_mutex_unlock(&cls[i].lock);
 	pthread_mutex_unlock(&classes_lock);
 }
@@ -55,22 +57,28 @@ static void atfork_once(void)
 	pthread_atfork(fork_prepare, fork_done, fork_done);
 }
 
+/* The class of |size|: found without a lock (every message's get and put), added under it. */
 static struct rxclass *class_of(size_t size)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct rxclass *c = NULL;
+	int n = atomic_load_explicit(&ncls, memory_order_acquire);
 
+	for (int i = 0; i < n; i++)
+		if (cls[i].size == size)
+			return &cls[i];
 	pthread_once(&once, atfork_once);
 	pthread_mutex_lock(&classes_lock);
-	for (int i = 0; i < ncls && !c; i++)
+	n = atomic_load_explicit(&ncls, memory_order_relaxed);
+	for (int i = 0; i < n && !c; i++)
 		if (cls[i].size == size)
 			c = &cls[i];
-	if (!c && ncls < CLASSES) {
-		c = &cls[ncls];
+	if (!c && n < CLASSES) {
+		c = &cls[n];
 		pthread_mutex_init(&c->lock, NULL);
 		c->size = size;
 		c->hot_max = HOT_BYTES / size > HOT_MIN ? HOT_BYTES / size : HOT_MIN;
-		ncls++; /* (published under classes_lock: lookups take it too) */
+		atomic_store_explicit(&ncls, n + 1, memory_order_release);
 	}
 	pthread_mutex_unlock(&classes_lock);
 	return c;

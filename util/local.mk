@@ -8,4 +8,5 @@ libesock_core_la_SOURCES += \
 	util/env.h \
 	util/log.c \
 	util/log.h \
+	util/tls.h \
 	util/version.c
