@@ -106,7 +106,8 @@ static long fd_table_size(void)
  * In a child (the first engine of its process): soft limit 5000, one pair of
  * QPs connected with ESOCK_FD_RESERVE set to |reserve| (NULL: unset), then
  * the table's size must be within [lo, hi).  Exit status 0: as expected;
- * 2: the table is not; 3: a descriptor was left at the top; 4: setup failed.
+ * 2: the table is not; 3: a descriptor was left at the top; 4: setup failed;
+ * 5: nothing to show here.
  */
 static int table_after_engine(const char *reserve, long lo, long hi)
 {
@@ -123,13 +124,14 @@ static int table_after_engine(const char *reserve, long lo, long hi)
 			_exit(4);
 		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > 5000 ? 5000 : rl.rlim_max;
 		if (rl.rlim_cur < 5000 || setrlimit(RLIMIT_NOFILE, &rl) != 0)
-			_exit(5); /* (a hard limit below 5000: nothing to show) */
+			_exit(5); /* (a hard limit below 5000: nothing to show either) */
 		if (reserve)
 			setenv("ESOCK_FD_RESERVE", reserve, 1);
 		else
 			unsetenv("ESOCK_FD_RESERVE");
-		before = fd_table_size();
-		if (before < 0 || before >= 4096 || ep_pair_open(&p, NULL, NULL) != 0 || p.accept_rc != 0)
+		if ((before = fd_table_size()) >= 4096)
+			_exit(5); /* (grown already: valgrind keeps its descriptors near the limit) */
+		if (before < 0 || ep_pair_open(&p, NULL, NULL) != 0 || p.accept_rc != 0)
 			_exit(4);
 		after = fd_table_size();
 		ep_pair_close(&p);
@@ -149,7 +151,8 @@ START_TEST(fd_table_grown_before_engine)
 	int rc = table_after_engine(NULL, 5000, 1 << 20);
 
 	if (rc == 5) {
-		fprintf(stderr, "fd_table_grown_before_engine: hard descriptor limit below 5000: skipped\n");
+		fprintf(stderr, "fd_table_grown_before_engine: hard descriptor limit below 5000 or the "
+			"table grown before the test: skipped\n");
 		return;
 	}
 	ck_assert_msg(rc == 0, "descriptor table after the engine started: status %d", rc);
