@@ -89,20 +89,48 @@ static long rss_kb(pid_t pid)
 	return kb;
 }
 
-static long nfds(pid_t pid)
+/*
+ * Calls |each| (when not NULL) for every entry of /proc/PID/SUB but . and ..;
+ * returns how many there were, or -1 if the directory cannot be read.
+ */
+static long proc_entries(pid_t pid, const char *sub, void (*each)(pid_t, const char *, void *),
+			 void *arg)
 {
 	char path[64];
 	struct dirent *d;
 	long n = 0;
 	DIR *dir;
 
-	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, sub);
 	if (!(dir = opendir(path)))
 		return -1;
 	while ((d = readdir(dir)))
-		n += d->d_name[0] != '.';
+		if (d->d_name[0] != '.') {
+			n++;
+			if (each)
+				each(pid, d->d_name, arg);
+		}
 	closedir(dir);
 	return n;
+}
+
+static long nfds(pid_t pid)
+{
+	return proc_entries(pid, "fd", NULL, NULL);
+}
+
+static void add_task_ns(pid_t pid, const char *tid, void *arg)
+{
+	char p[320];
+	unsigned long long run = 0;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/%d/task/%s/schedstat", (int)pid, tid);
+	if ((f = fopen(p, "r"))) {
+		if (fscanf(f, "%llu", &run) == 1)
+			*(double *)arg += (double)run;
+		fclose(f);
+	}
 }
 
 /*
@@ -112,29 +140,9 @@ static long nfds(pid_t pid)
  */
 static double cpu_ns(pid_t pid)
 {
-	char path[64];
-	struct dirent *d;
 	double ns = 0;
-	DIR *dir;
 
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	if (!(dir = opendir(path)))
-		return 0;
-	while ((d = readdir(dir))) {
-		char p[320];
-		unsigned long long run = 0;
-		FILE *f;
-
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(p, sizeof(p), "/proc/%d/task/%s/schedstat", (int)pid, d->d_name);
-		if ((f = fopen(p, "r"))) {
-			if (fscanf(f, "%llu", &run) == 1)
-				ns += (double)run;
-			fclose(f);
-		}
-	}
-	closedir(dir);
+	proc_entries(pid, "task", add_task_ns, &ns);
 	return ns;
 }
 
