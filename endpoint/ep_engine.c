@@ -387,7 +387,7 @@ static void reserve_fd_table(int some_fd)
 		return;
 	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)cap)
 		cap = (int)rl.rlim_cur;
-	/* (A limit of 256 or less: the kernel's own first table and one growth at most.) */
+	/* (A limit of 256 or less: two growths at most past the first table of 64.) */
 	if (cap > 256 && (fd = REAL(fcntl)(some_fd, F_DUPFD_CLOEXEC, cap - 1)) >= 0)
 		REAL(close)(fd);
 }
