@@ -176,7 +176,8 @@ struct ep_rx_cur {
 };
 
 /* The message being transmitted. */
-enum ep_tx_kind { EP_TX_NONE, EP_TX_SQ, EP_TX_READ_RESP, EP_TX_TERM, EP_TX_RTR };
+/* EP_TX_NOW: a socket's message sent in the caller's call, without a send WR (ep_tx_send_now). */
+enum ep_tx_kind { EP_TX_NONE, EP_TX_SQ, EP_TX_READ_RESP, EP_TX_TERM, EP_TX_RTR, EP_TX_NOW };
 
 struct ep_tx_cur {
 	enum ep_tx_kind kind;
@@ -186,6 +187,7 @@ struct ep_tx_cur {
 	int num_sge;
 	struct esock_sge resp_sge;   /* Read Response source as one piece */
 	struct esock_rdmap_read_req read_req; /* Read Request being sent */
+	uint32_t now_len;        /* EP_TX_NOW: its payload */
 	bool last_fpdu_built;
 };
 
@@ -252,6 +254,12 @@ void ep_batch_add(struct ep_batch *b, struct esock_mpa_tx *tx, const void *lo, s
 int ep_batch_frame(struct ep_batch *b, struct esock_mpa_tx *tx, const struct iovec *ulpdu, int cnt);
 /* Writes what is left: 1 all out, 0 the socket is full, or -errno. */
 int ep_batch_write(struct ep_batch *b, int fd);
+/*
+ * Copies the unwritten octets that lie outside the batch (a caller's memory)
+ * into its scratch, so that the caller may reuse that memory at once.  False
+ * when the scratch has too little room (nothing changed then).
+ */
+bool ep_batch_own(struct ep_batch *b);
 
 
 struct esock_qp {
@@ -374,6 +382,20 @@ struct esock_qp {
 	uint8_t *stage;             /* received octets not yet fed to MPA (NULL when none: ep_spare.h) */
 	size_t stage_off, stage_len;
 	bool rx_small;              /* the last FPDU was small: the next stage read is large (ep_rx.c) */
+	/*
+	 * ep_qp_recv_now: whole Sends go straight into the caller's buffer
+	 * instead of a posted receive, in order, while |on|: only a message
+	 * whose every octet is in memory (rx_whole_len), so that it is placed
+	 * and done within the call, never half-way when the caller returns.
+	 */
+	struct {
+		uint8_t *buf;
+		size_t room, promised, filled;
+		uint32_t msgs;
+		bool one, on;
+	} rxt;
+	size_t rx_whole_len;        /* the segment being placed is a whole message of that payload (else SIZE_MAX) */
+	bool rx_in_whole;           /* ... an FPDU that came whole is being handled (on_whole) */
 	bool rx_wait;               /* esock_conn_param.wait_for_recv */
 	/*
 	 * A FIN between FPDUs, with no Read outstanding, ends only the receive
@@ -383,6 +405,8 @@ struct esock_qp {
 	bool half_close;
 	atomic_bool rx_eof;         /* that FIN came */
 	atomic_bool rx_paused;      /* a Send waits for a receive to be posted */
+	atomic_bool rx_held;        /* a whole Send waits in the stage for its reader (ep_qp_rx_look) */
+	atomic_uint rx_hold_gen;    /* ... counts the looks that held newly read octets */
 	struct ep_connecting *connecting; /* initiator's MPA exchange in progress (ep_conn.c) */
 };
 
@@ -404,7 +428,9 @@ void ep_qp_update_mulpdu(struct esock_qp *qp);
 
 /* ep_tx.c / ep_rx.c (token holder) */
 void ep_tx_progress(struct esock_qp *qp);
-void ep_rx_progress(struct esock_qp *qp, bool drain);
+/* ep_qp_send_now's work, the token held. */
+int ep_tx_send_now(struct esock_qp *qp, const struct iovec *iov, int iovcnt, size_t len);
+void ep_rx_progress(struct esock_qp *qp, bool drain, bool look);
 /* Queues a Terminate about segment |seg| for reason |t|; the QP then fails. */
 void ep_tx_terminate(struct esock_qp *qp, const struct esock_term *t, const uint8_t *seg,
 		     size_t len);

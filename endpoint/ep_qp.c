@@ -163,6 +163,23 @@ void ep_qp_fork_child_thread(void)
 	quiescing = 0; /* (the child's copies were let go: ep_engine.c's fork handler) */
 }
 
+/* The token holder's work for the wishes |w| (|look|: ep_qp_rx_look's reading). */
+static void serve(struct esock_qp *qp, unsigned w, bool look)
+{
+	int st = atomic_load(&qp->state);
+
+	if (st == ESOCK_QPS_RTS || st == ESOCK_QPS_CLOSING) {
+		if (w & EP_WANT_RX)
+			ep_rx_progress(qp, w & EP_WANT_DRAIN, look);
+		if (w & (EP_WANT_TX | EP_WANT_RX))
+			ep_tx_progress(qp);
+	}
+	if (atomic_load(&qp->state) == ESOCK_QPS_ERROR)
+		ep_qp_flush(qp);
+	else if (atomic_load(&qp->rx_eof))
+		ep_qp_flush_rq(qp); /* half-closed: receives posted since end at once */
+}
+
 void ep_qp_progress(struct esock_qp *qp, unsigned want)
 {
 	if (want & EP_WANT_ENGINE)
@@ -187,7 +204,6 @@ void ep_qp_progress(struct esock_qp *qp, unsigned want)
 			continue;
 		}
 		unsigned w = atomic_exchange(&qp->want, 0), e = atomic_exchange(&qp->want_eng, 0);
-		int st = atomic_load(&qp->state);
 
 		/*
 		 * An event the engine took before it let go of the QP is not
@@ -199,18 +215,71 @@ void ep_qp_progress(struct esock_qp *qp, unsigned want)
 		else
 			w |= e & ~(unsigned)(EP_WANT_RX | EP_WANT_TX | EP_WANT_DRAIN);
 
-		if (st == ESOCK_QPS_RTS || st == ESOCK_QPS_CLOSING) {
-			if (w & EP_WANT_RX)
-				ep_rx_progress(qp, w & EP_WANT_DRAIN);
-			if (w & (EP_WANT_TX | EP_WANT_RX))
-				ep_tx_progress(qp);
-		}
-		if (atomic_load(&qp->state) == ESOCK_QPS_ERROR)
-			ep_qp_flush(qp);
-		else if (atomic_load(&qp->rx_eof))
-			ep_qp_flush_rq(qp); /* half-closed: receives posted since end at once */
+		serve(qp, w, false);
 		atomic_store(&qp->busy, false);
 	}
+}
+
+/* Lets go of the token taken without ep_qp_progress; wishes left meanwhile are served. */
+static void token_release(struct esock_qp *qp)
+{
+	atomic_store(&qp->busy, false);
+	if (atomic_load(&qp->want) || atomic_load(&qp->want_eng))
+		ep_qp_progress(qp, 0);
+}
+
+void ep_qp_rx_look(struct esock_qp *qp, bool drain)
+{
+	bool f = false;
+
+	if (!atomic_compare_exchange_strong(&qp->busy, &f, true)) {
+		ep_qp_progress(qp, EP_WANT_RX | (drain ? EP_WANT_DRAIN : 0));
+		return;
+	}
+	serve(qp, EP_WANT_RX | (drain ? EP_WANT_DRAIN : 0), true);
+	token_release(qp);
+}
+
+ssize_t ep_qp_recv_now(struct esock_qp *qp, void *buf, size_t len, bool one, uint32_t *msgs)
+{
+	bool f = false;
+	int st;
+	ssize_t n;
+
+	*msgs = 0;
+	if (!atomic_compare_exchange_strong(&qp->busy, &f, true))
+		return -EAGAIN;
+	st = atomic_load(&qp->state);
+	/* Completions not yet taken come first: the caller reads them, then calls again. */
+	if ((st != ESOCK_QPS_RTS && st != ESOCK_QPS_CLOSING) || ep_cq_count(qp->rcq)) {
+		token_release(qp);
+		return -EAGAIN;
+	}
+	qp->rxt.buf = buf;
+	qp->rxt.room = len;
+	qp->rxt.promised = qp->rxt.filled = 0;
+	qp->rxt.msgs = 0;
+	qp->rxt.one = one;
+	qp->rxt.on = len > 0;
+	serve(qp, EP_WANT_RX, false);
+	qp->rxt.on = false;
+	n = (ssize_t)qp->rxt.filled;
+	*msgs = qp->rxt.msgs;
+	token_release(qp);
+	return n;
+}
+
+int ep_qp_send_now(struct esock_qp *qp, const struct iovec *iov, int iovcnt, size_t len)
+{
+	bool f = false;
+	int rc;
+
+	/* Taken (by the engine, a reader, a quiesce): the queued path serves it in turn. */
+	if (!atomic_compare_exchange_strong(&qp->busy, &f, true))
+		return -EAGAIN;
+	rc = ep_tx_send_now(qp, iov, iovcnt, len);
+	token_release(qp);
+	return rc;
 }
 
 void ep_qp_uncork(struct esock_qp *qp)

@@ -65,13 +65,46 @@ static bool rq_ready(struct esock_qp *qp)
 		ep_ring_ready(&qp->rqr, qp->rq_next));
 }
 
+#define RX_NOW_COOKIE (1ull << 63) /* the buffer of ep_qp_recv_now, not an RQ position */
+
+/*
+ * The caller's buffer (ep_qp_recv_now) takes a whole message when no posted
+ * receive is being filled before it and it has room (a posted one still
+ * empty stays for later messages: the socket layer's own, posted as Sends
+ * came); the first message that goes elsewhere or completes elsewhere ends
+ * it (deliver_recvs), so that the caller reads them in order.
+ */
+static bool take_now(struct esock_qp *qp, struct esock_ddp_buf *out)
+{
+	size_t len = qp->rx_whole_len;
+
+	if (!qp->rxt.on)
+		return false;
+	if (qp->rq_next != qp->rq_done || len == SIZE_MAX || len == 0 ||
+	    len > qp->rxt.room - qp->rxt.promised) {
+		qp->rxt.on = false;
+		return false;
+	}
+	out->addr = qp->rxt.buf + qp->rxt.promised;
+	out->len = len;
+	out->cookie = RX_NOW_COOKIE;
+	qp->rxt.promised += len;
+	if (qp->rxt.one)
+		qp->rxt.on = false;
+	return true;
+}
+
 static int lookup_untagged(void *ctx, uint32_t qn, uint32_t msn, struct esock_ddp_buf *out)
 {
 	struct esock_qp *qp = ctx;
 	struct ep_rqe *r;
 
 	(void)msn;
-	if (qn != ESOCK_DDP_QN_SEND || !rq_ready(qp))
+	if (qn != ESOCK_DDP_QN_SEND)
+		return -ENOENT;
+	if (take_now(qp, out))
+		return 0;
+	if (!rq_ready(qp))
 		return -ENOENT;
 	r = EP_RQE(qp, qp->rq_next);
 	out->addr = r->num_sge ? (uint8_t *)(uintptr_t)r->sge[0].addr : NULL;
@@ -213,6 +246,8 @@ static void on_place_hdr(struct esock_qp *qp, const uint8_t *peek, size_t n, siz
 		return term_at(qp, ESOCK_TERM_LAYER_DDP, ESOCK_TERM_DDP_ETYPE_UNTAGGED, (uint8_t)rc,
 			       ESOCK_TERM_HDRCT_M | ESOCK_TERM_HDRCT_D, peek, c->ulpdu_len);
 	}
+	qp->rx_whole_len = qp->rxt.on && qp->rx_in_whole && c->m.ddp.last && c->m.ddp.mo == 0
+				   ? c->payload_len : SIZE_MAX;
 	rc = esock_ddp_place_prepare(&qp->place, &c->m.ddp, c->payload_len, op->place_access, &dst,
 				     &pl);
 	if (rc < 0)
@@ -233,8 +268,13 @@ static void on_place_hdr(struct esock_qp *qp, const uint8_t *peek, size_t n, siz
 		const struct esock_ddp_buf *b = esock_ddp_place_msg_buf(&qp->place, c->m.ddp.qn,
 									 c->m.ddp.msn);
 
-		if (b)
+		if (b && b->cookie == RX_NOW_COOKIE) {
+			c->iovcnt = 1;
+			c->iov[0].iov_base = b->addr + c->m.ddp.mo;
+			c->iov[0].iov_len = c->payload_len;
+		} else if (b) {
 			slice_sges(c, EP_RQE(qp, (uint32_t)b->cookie), c->m.ddp.mo, c->payload_len);
+		}
 	}
 	put_payload(c, peek + hl, n - hl);
 }
@@ -295,6 +335,12 @@ static void deliver_recvs(struct esock_qp *qp, unsigned flags, uint32_t inval)
 	struct esock_ddp_completion dc;
 
 	while (esock_ddp_place_poll(&qp->place, &dc) == 1) {
+		if (dc.buf.cookie == RX_NOW_COOKIE) { /* in the caller's buffer: no completion */
+			qp->rxt.filled += dc.len;
+			qp->rxt.msgs++;
+			continue;
+		}
+		qp->rxt.on = false; /* (a message in a posted receive: those behind it follow it) */
 		struct esock_wc wc = { .wr_id = EP_RQE(qp, (uint32_t)dc.buf.cookie)->wr_id,
 				       .status = ESOCK_WC_SUCCESS, .opcode = ESOCK_WC_RECV,
 				       .byte_len = (uint32_t)dc.len, .qp_num = qp->num,
@@ -451,7 +497,9 @@ static void on_whole(struct esock_qp *qp, const struct esock_mpa_ev *ev)
 	h.type = ESOCK_MPA_EV_HDR;
 	h.len = k;
 	h.ulpdu_len = (uint16_t)ev->len;
+	qp->rx_in_whole = true;
 	on_hdr(qp, &h);
+	qp->rx_in_whole = false;
 	if (!rx_alive(qp))
 		return;
 	if (ev->len > k)
@@ -562,6 +610,20 @@ static int feed_direct(struct esock_qp *qp, size_t n)
 }
 
 /*
+ * The untagged header at |p| (behind the MPA length, markers off) is that of
+ * a whole message the caller's buffer of ep_qp_recv_now has room for.
+ */
+static bool now_fits(const struct esock_qp *qp, const uint8_t *p)
+{
+	size_t ulen = esock_get_be16(p), pay = ulen - ESOCK_DDP_UNTAGGED_HLEN;
+
+	return qp->rxt.on && !qp->info.markers_rx && qp->rq_next == qp->rq_done &&
+	       (p[ESOCK_MPA_LEN_LEN] & ESOCK_DDP_CTRL_L) &&
+	       esock_get_be32(p + ESOCK_MPA_LEN_LEN + 14) == 0 && pay > 0 &&
+	       pay <= qp->rxt.room - qp->rxt.promised;
+}
+
+/*
  * With wait_for_recv: between FPDUs, looks at the next header in the stage
  * before MPA consumes it.  Returns 0 to go on, 1 when it is a Send that needs
  * a receive buffer and none is posted (stop reading: TCP pushes back), 2 when
@@ -592,7 +654,28 @@ static int must_wait(struct esock_qp *qp)
 		return 0; /* not a Send, or malformed: the parser says what it is */
 	if (esock_ddp_place_msg_buf(&qp->place, qn, msn))
 		return 0; /* a later segment of a message that has its buffer */
+	if (now_fits(qp, p))
+		return 0; /* the caller's buffer takes it (no receive posted for it) */
 	return rq_ready(qp) ? 0 : 1;
+}
+
+/*
+ * A look (EP_WANT_LOOK) keeps back the FPDU at the stage's head when it is a
+ * whole Send, next in order, markers off: its reader places it.
+ */
+static bool held_send(const struct esock_qp *qp)
+{
+	const uint8_t *p = qp->stage + qp->stage_off, *d = p + ESOCK_MPA_LEN_LEN;
+	size_t avail = qp->stage_len - qp->stage_off, ulen;
+
+	if (qp->info.markers_rx || !esock_mpa_rx_idle(&qp->rx) ||
+	    avail < ESOCK_MPA_LEN_LEN + ESOCK_DDP_UNTAGGED_HLEN)
+		return false;
+	ulen = esock_get_be16(p);
+	return !(d[0] & ESOCK_DDP_CTRL_T) && (d[0] & ESOCK_DDP_CTRL_L) &&
+	       ulen > ESOCK_DDP_UNTAGGED_HLEN && esock_get_be32(d + 6) == ESOCK_DDP_QN_SEND &&
+	       esock_get_be32(d + 10) == qp->msn_rx[ESOCK_DDP_QN_SEND] && esock_get_be32(d + 14) == 0 &&
+	       esock_mpa_fpdu_len(ulen, false, 0) <= avail;
 }
 
 /* Moves the unconsumed stage octets to its start, to read more behind them. */
@@ -610,21 +693,37 @@ static void stage_compact(struct esock_qp *qp)
  * epoll is edge-triggered: it asks to |drain| to EAGAIN, or a FIN that came
  * with the last data would go unnoticed.
  */
-static void rx_progress(struct esock_qp *qp, bool drain)
+static void rx_progress(struct esock_qp *qp, bool drain, bool look)
 {
-	bool drained = false;
+	bool drained = false, empty = false, fresh = false;
+	ssize_t late = 1; /* the end or error a read brought while a Send was held */
 
 	atomic_store(&qp->rx_paused, false);
+	atomic_store(&qp->rx_held, false);
 	while (rx_alive(qp)) {
-		size_t asked = 0, direct;
+		size_t asked = 1, direct = 0;
+		bool behind = false; /* reading behind a held Send */
 		int w = 0;
 		ssize_t n;
 
-		if (qp->stage_off < qp->stage_len && qp->rx_wait && (w = must_wait(qp)) == 1) {
+		if (look && qp->stage_off < qp->stage_len && held_send(qp)) {
+			if (empty) { /* the socket is read empty: the reader places it */
+				if (fresh) /* (new octets: a new edge for edge-triggered watchers) */
+					atomic_fetch_add(&qp->rx_hold_gen, 1);
+				atomic_store(&qp->rx_held, true);
+				return;
+			}
+			stage_compact(qp);
+			if (qp->stage_len + STAGE_TAIL > EP_STAGE_LEN)
+				look = false; /* no room to read behind it: placed as always */
+			else
+				behind = true; /* what else came, behind it */
+		}
+		if (!behind && qp->stage_off < qp->stage_len && qp->rx_wait && (w = must_wait(qp)) == 1) {
 			atomic_store(&qp->rx_paused, true); /* esock_post_recv resumes */
 			return;
 		}
-		if (qp->stage_off < qp->stage_len && w != 2) {
+		if (!behind && qp->stage_off < qp->stage_len && w != 2) {
 			n = feed(qp, qp->stage + qp->stage_off, qp->stage_len - qp->stage_off);
 			if (n < 0)
 				return;
@@ -632,9 +731,26 @@ static void rx_progress(struct esock_qp *qp, bool drain)
 			continue;
 		}
 		stage_compact(qp);
-		if (drained)
+		if (drained && !behind && late > 0)
 			return;
-		n = read_some(qp, &direct, &asked);
+		if (late <= 0) {
+			n = late;
+			late = 1;
+		} else {
+			n = read_some(qp, &direct, &asked);
+		}
+		fresh = fresh || n > 0;
+		if (behind) {
+			if (n == -EAGAIN || n == -EWOULDBLOCK || (n > 0 && !drain && (size_t)n < asked))
+				empty = true;
+			if (n <= 0 && !empty) {
+				late = n; /* the stage first, then this */
+				look = false;
+				continue;
+			}
+			if (n <= 0)
+				continue;
+		}
 		if (n == -EAGAIN || n == -EWOULDBLOCK)
 			return;
 		/* (Still holding for its first FPDU, the peer's FIN ends it all: we could never send.) */
@@ -675,7 +791,7 @@ static void rx_progress(struct esock_qp *qp, bool drain)
 }
 
 /* The stage is held only while it holds octets: an idle QP keeps none (ep_spare.h). */
-void ep_rx_progress(struct esock_qp *qp, bool drain)
+void ep_rx_progress(struct esock_qp *qp, bool drain, bool look)
 {
 	if (!qp->stage) {
 		bool fresh;
@@ -690,7 +806,7 @@ void ep_rx_progress(struct esock_qp *qp, bool drain)
 		}
 		qp->stage_off = qp->stage_len = 0;
 	}
-	rx_progress(qp, drain);
+	rx_progress(qp, drain, look);
 	if (qp->stage_off == qp->stage_len) {
 		ep_spare_put(EP_SPARE_STAGE, qp->stage);
 		qp->stage = NULL;

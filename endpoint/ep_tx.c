@@ -51,6 +51,8 @@ static uint64_t cur_len(const struct esock_qp *qp)
 {
 	if (qp->txc.kind == EP_TX_SQ)
 		return wire_len(qp->txc.sqe);
+	if (qp->txc.kind == EP_TX_NOW)
+		return qp->txc.now_len;
 	return qp->txc.kind == EP_TX_READ_RESP ? qp->txc.resp_sge.length : 0;
 }
 
@@ -187,7 +189,7 @@ static void msg_done(struct esock_qp *qp)
 		qp->irq_n--;
 	} else if (c->kind == EP_TX_TERM) {
 		ep_qp_fail(qp, &qp->err.term, true, -EPROTO, ESOCK_WC_WR_FLUSH_ERR);
-	}
+	} /* (EP_TX_NOW: no WR to complete) */
 	c->kind = EP_TX_NONE;
 	c->last_fpdu_built = false;
 }
@@ -577,4 +579,92 @@ void ep_tx_progress(struct esock_qp *qp)
 		REAL(shutdown)(qp->fd, SHUT_WR);
 		ep_qp_fail(qp, NULL, false, 0, ESOCK_WC_WR_FLUSH_ERR);
 	}
+}
+
+/*
+ * The socket layer's direct path: a Send of |len| octets from the caller's
+ * memory, built and written in the caller's call, without a send WR, its
+ * completion or a copy into a send slot.  Only when nothing else is to go
+ * out before it (the send queue and the batch empty, no RTR, Read Response
+ * or Terminate waiting, the first FPDU not held back), so the stream's order
+ * is the order of the calls.  Octets TCP does not take at once are copied
+ * into the batch (at most EP_SEND_NOW_MAX) and go as the socket drains, as
+ * a queued message's would: the caller's memory is free on return.
+ */
+#define NOW_MULPDU_MIN 1024 /* (an MSS below that: the queued path) */
+_Static_assert(EP_SEND_NOW_MAX + (EP_SEND_NOW_MAX / (NOW_MULPDU_MIN - ESOCK_RDMAP_HDR_MAX) + 1) *
+			       EP_BATCH_FPDU_SCRATCH <=
+		       sizeof(((struct ep_batch *)0)->scratch),
+	       "a message sent now fits the batch's scratch with its FPDUs' plans");
+
+static bool now_ok(const struct esock_qp *qp, int iovcnt, size_t len)
+{
+	const struct ep_txwork *w = qp->txw;
+
+	return len <= EP_SEND_NOW_MAX && iovcnt <= EP_SGE_MAX && qp->mulpdu >= NOW_MULPDU_MIN &&
+	       atomic_load(&qp->state) == ESOCK_QPS_RTS && qp->txc.kind == EP_TX_NONE &&
+	       !qp->term_pending && !qp->tx_hold && !qp->rtr_pending && !qp->irq_n &&
+	       (!w || (!w->batch.left && !w->batch.ends_msg)) && !ep_ring_ready(&qp->sqr, qp->sq_tx);
+}
+
+int ep_tx_send_now(struct esock_qp *qp, const struct iovec *iov, int iovcnt, size_t len)
+{
+	struct esock_sge sge[EP_SGE_MAX];
+	struct ep_tx_cur *c = &qp->txc;
+	struct esock_rdmap_msg m;
+	struct ep_batch *b;
+	int n = 0, rc;
+
+	if (!now_ok(qp, iovcnt, len))
+		return -EAGAIN;
+	if (!qp->txw && !(qp->txw = ep_txwork_get(qp->info.crc, qp->info.markers_tx, qp->tx_pos,
+						   qp->tx_pack)))
+		return -EAGAIN; /* (the queued path reports it) */
+	b = &qp->txw->batch;
+	for (int i = 0; i < iovcnt; i++)
+		if (iov[i].iov_len)
+			sge[n++] = (struct esock_sge){ (uintptr_t)iov[i].iov_base, (uint32_t)iov[i].iov_len, 0 };
+	esock_rdmap_msg_init(&m, ESOCK_RDMAP_SEND);
+	m.ddp.msn = qp->msn_tx[ESOCK_DDP_QN_SEND]++;
+	c->kind = EP_TX_NOW;
+	c->now_len = (uint32_t)len;
+	c->sge = sge;
+	c->num_sge = n;
+	ep_sockbuf_msg(qp, len);
+	seg_start(qp, &m, len);
+	do {
+		if ((rc = build_fpdu(qp)) < 0 || (!c->last_fpdu_built && !ep_batch_room(b))) {
+			struct esock_term t = { 0 };
+
+			c->sge = NULL;
+			esock_term_set(&t, ESOCK_TERM_LAYER_RDMAP, ESOCK_TERM_RDMAP_ETYPE_CATASTROPHIC,
+				       ESOCK_TERM_RDMAP_CATASTROPHIC_STREAM, 0);
+			ep_qp_fail(qp, &t, false, -EPROTO, ESOCK_WC_LOC_QP_OP_ERR);
+			return -EPIPE;
+		}
+	} while (!c->last_fpdu_built);
+	c->sge = NULL; /* (the batch points at the payload now) */
+	b->ends_msg = true;
+	rc = write_batch(qp) ? 1 : atomic_load(&qp->state) == ESOCK_QPS_ERROR ? -1 : 0;
+	batch_written(qp);
+	if (rc < 0)
+		return -EPIPE;
+	if (rc == 0) { /* the rest goes as the socket drains (write_batch asked for room) */
+		if (!ep_batch_own(b)) { /* cannot happen: the assertion above */
+			struct esock_term t = { 0 };
+
+			esock_term_set(&t, ESOCK_TERM_LAYER_RDMAP, ESOCK_TERM_RDMAP_ETYPE_CATASTROPHIC,
+				       ESOCK_TERM_RDMAP_CATASTROPHIC_STREAM, 0);
+			ep_qp_fail(qp, &t, false, -ENOBUFS, ESOCK_WC_LOC_QP_OP_ERR);
+			return -EPIPE;
+		}
+		return 0;
+	}
+	b->ends_msg = false;
+	msg_done(qp);
+	if (qp->tx_more)
+		push_held(qp);
+	qp->tx_pos = ep_txwork_put(qp->txw);
+	qp->txw = NULL;
+	return 0;
 }

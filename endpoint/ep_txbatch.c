@@ -174,3 +174,29 @@ int ep_batch_write(struct ep_batch *b, int fd)
 	b->more = false;
 	return 1;
 }
+
+bool ep_batch_own(struct ep_batch *b)
+{
+	const uint8_t *lo = (const uint8_t *)b, *hi = lo + sizeof(*b);
+	size_t need = 0;
+
+	for (int i = b->next; i < b->cnt; i++) {
+		const uint8_t *p = b->iov[i].iov_base;
+
+		if (p < lo || p >= hi)
+			need += b->iov[i].iov_len;
+	}
+	if (need > sizeof(b->scratch) - b->used)
+		return false;
+	for (int i = b->next; i < b->cnt; i++) {
+		struct iovec *v = &b->iov[i];
+		const uint8_t *p = v->iov_base;
+
+		if (p >= lo && p < hi)
+			continue;
+		memcpy(b->scratch + b->used, p, v->iov_len);
+		v->iov_base = b->scratch + b->used;
+		b->used += v->iov_len;
+	}
+	return true;
+}

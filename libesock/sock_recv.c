@@ -91,11 +91,40 @@ int64_t sock_timeo_deadline(int ms)
 	return ms > 0 ? ep_now_ms() + ms : -1;
 }
 
+/*
+ * Nothing waits in the pool: a lazy QP's input is read now, and whole
+ * messages go straight into the caller's buffer from octet |*got| on (one
+ * copy, no receive buffer, no completion; ep_qp_recv_now).  Returns what it
+ * placed, 0 when it looked and placed nothing (what came may be in the
+ * pool), -EAGAIN when it could not look.
+ */
+static ssize_t recv_now(struct esock_sock *s, const struct iovec *iov, int iovcnt, size_t *got)
+{
+	size_t vo = *got;
+	uint32_t msgs;
+	ssize_t n;
+	int vi = 0;
+
+	while (vi < iovcnt && vo >= iov[vi].iov_len)
+		vo -= iov[vi++].iov_len;
+	if (vi == iovcnt)
+		return -EAGAIN;
+	n = ep_qp_recv_now(s->qp, (uint8_t *)iov[vi].iov_base + vo, iov[vi].iov_len - vo,
+			   s->o.msgmode, &msgs);
+	if (n > 0) {
+		*got += (size_t)n;
+		s->stats->rx_msgs += msgs;
+		s->stats->rx_now += msgs;
+		s->stats->rx_bytes += (uint64_t)n;
+	}
+	return n;
+}
+
 ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags,
 		  int *msg_flags)
 {
 	size_t want = 0, got = 0;
-	bool trunc = false, block, pulled = false;
+	bool trunc = false, block, pulled = false, now_done = false;
 	int64_t end = -2; /* SO_RCVTIMEO, read when a wait begins */
 	ssize_t rc;
 
@@ -129,6 +158,25 @@ ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 			if (!got)
 				rc = -s->err;
 			break;
+		}
+		if (!now_done && !(flags & MSG_PEEK) && s->qp && ep_qp_lazy(s->qp)) {
+			ssize_t n = recv_now(s, iov, iovcnt, &got);
+
+			now_done = true;
+			if (n >= 0)
+				pulled = true; /* (it looked at the socket) */
+			if (n > 0 && (s->o.msgmode || got == want || !(flags & MSG_WAITALL))) {
+				sock_drain(s); /* messages behind those went to the pool */
+				if (s->rcount && !s->o.msgmode) {
+					size_t skip = got;
+
+					copy_out(s, iov, iovcnt, false, &skip, &trunc);
+					got = skip;
+				}
+				break;
+			}
+			if (n >= 0)
+				continue; /* what did not fit is in the pool now */
 		}
 		/* Nothing left to read: every consumed buffer goes back before we stop. */
 		sock_pool_open(s);

@@ -377,6 +377,20 @@ ssize_t sock_send_ex(struct esock_sock *s, const struct iovec *iov, int iovcnt, 
 		return send_end(s, -EMSGSIZE, total, flags);
 	block = all || (!s->nonblock && !(flags & MSG_DONTWAIT));
 	/*
+	 * A small message with nothing queued before it goes in this call: no
+	 * send WR, no completion to collect, no copy into a slot.
+	 */
+	if (total <= EP_SEND_NOW_MAX && total <= chunk &&
+	    (rc = ep_qp_send_now(s->qp, iov, iovcnt, total)) != -EAGAIN) {
+		if (rc == 0) {
+			s->stats->tx_msgs++;
+			s->stats->tx_now++;
+			s->stats->tx_bytes += total;
+			rc = (ssize_t)total;
+		}
+		return send_end(s, rc, total, flags);
+	}
+	/*
 	 * A blocking write sends from the caller's memory and returns once all
 	 * of it is handed to TCP; with SO_SNDTIMEO it may return early, so it
 	 * copies into the send slots instead (its memory is free at once).

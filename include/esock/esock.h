@@ -80,6 +80,12 @@ struct esock_sock_stats {
 	uint64_t terminates, fallbacks;
 	uint32_t peer_msg_max;   /* largest Send the peer accepts */
 	int peer_is_esock;       /* the peer announced esock's socket layer */
+	/*
+	 * Of tx_msgs and rx_msgs, those that took the direct path: written in
+	 * the call without a queued work request, or placed straight into the
+	 * reader's buffer without a receive buffer (docs/sockets.md).
+	 */
+	uint64_t tx_now, rx_now;
 };
 
 /* ---- The extended calls (ESOCK_GET_API) ---- */

@@ -317,6 +317,91 @@ START_TEST(direct_write_takes_completions)
 }
 END_TEST
 
+/* Echoes 1000-octet pieces one by one, |n| of them (each a Send of its own). */
+struct piece_echo {
+	int lfd, n;
+	pthread_t th;
+};
+
+static void *piece_echo_main(void *arg)
+{
+	struct piece_echo *e = arg;
+	int c = accept(e->lfd, NULL, NULL);
+	char buf[1000];
+
+	for (int i = 0; c >= 0 && i < e->n; i++) {
+		size_t got = 0;
+
+		while (got < sizeof(buf)) {
+			ssize_t k = read(c, buf + got, sizeof(buf) - got);
+
+			if (k <= 0)
+				goto out;
+			got += (size_t)k;
+		}
+		if (write(c, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+			break;
+	}
+out:
+	if (c >= 0)
+		close(c);
+	return NULL;
+}
+
+/*
+ * Small messages take the direct path both ways: a write with nothing
+ * queued before it goes out in the call (tx_now), and whole messages that
+ * came before their reader go straight into its buffer (rx_now): read after
+ * they came, read after epoll_wait said they did (its look leaves them for
+ * the reader), and read with MSG_WAITALL, which they fill exactly (it must
+ * return).  Every octet arrives, in order.
+ */
+START_TEST(small_messages_direct)
+{
+	static char out[50 * 1000], in[50 * 1000];
+	uint64_t rng = tu_rng_seed("small_messages_direct");
+	struct piece_echo e = { .n = 150 };
+	struct esock_sock_stats st0, st1;
+	struct epoll_event ev = { .events = EPOLLIN }, got;
+	struct sockaddr_in sa;
+	socklen_t sl;
+	int fd, ep;
+
+	e.lfd = listener(true, &sa);
+	ck_assert_int_eq(pthread_create(&e.th, NULL, piece_echo_main, &e), 0);
+	fd = ddp_connect(&sa);
+	ep = epoll_create1(0);
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
+	tu_rng_fill(&rng, out, sizeof(out));
+	for (int round = 0; round < 3; round++) {
+		sl = sizeof(st0);
+		ck_assert_int_eq(getsockopt(fd, SOL_ESOCK, ESOCK_STATS, &st0, &sl), 0);
+		for (int i = 0; i < 50; i++)
+			write_all(fd, out + i * 1000, 1000);
+		if (round == 1)
+			ck_assert_int_eq(epoll_wait(ep, &got, 1, 5000), 1);
+		usleep(200000); /* the echoes come meanwhile */
+		memset(in, 0, sizeof(in));
+		if (round == 2)
+			ck_assert_int_eq(recv(fd, in, sizeof(in), MSG_WAITALL), (ssize_t)sizeof(in));
+		else
+			read_all(fd, in, sizeof(in));
+		tu_assert_mem(in, out, sizeof(in));
+		sl = sizeof(st1);
+		ck_assert_int_eq(getsockopt(fd, SOL_ESOCK, ESOCK_STATS, &st1, &sl), 0);
+		/* (the very first write waits for nothing but carries the RTR: queued) */
+		ck_assert_uint_ge(st1.tx_now - st0.tx_now, round ? 50 : 49);
+		ck_assert_uint_eq(st1.rx_msgs - st0.rx_msgs, 50);
+		ck_assert_msg(st1.rx_now - st0.rx_now > 0, "round %d: rx_now %llu of %llu", round,
+			      (unsigned long long)(st1.rx_now - st0.rx_now), (unsigned long long)(st1.rx_msgs - st0.rx_msgs));
+	}
+	close(ep);
+	close(fd);
+	pthread_join(e.th, NULL);
+	close(e.lfd);
+}
+END_TEST
+
 /* A temporary file of |len| octets of |data|; its descriptor (already unlinked). */
 static int temp_file(const char *data, size_t len)
 {
@@ -1735,6 +1820,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, big_write_fills_queue, 0, 2);
 	tcase_add_loop_test(tc, sendfile_into_slots, 0, 2);
 	tcase_add_test(tc, direct_write_takes_completions);
+	tcase_add_test(tc, small_messages_direct);
 	tcase_add_test(tc, options_and_api);
 	tcase_add_test(tc, nonblocking);
 	tcase_add_test(tc, waitall_and_select);
