@@ -405,8 +405,6 @@ struct esock_qp {
 	bool half_close;
 	atomic_bool rx_eof;         /* that FIN came */
 	atomic_bool rx_paused;      /* a Send waits for a receive to be posted */
-	atomic_bool rx_held;        /* a whole Send waits in the stage for its reader (ep_qp_rx_look) */
-	atomic_uint rx_hold_gen;    /* ... counts the looks that held newly read octets */
 	struct ep_connecting *connecting; /* initiator's MPA exchange in progress (ep_conn.c) */
 };
 
@@ -430,7 +428,7 @@ void ep_qp_update_mulpdu(struct esock_qp *qp);
 void ep_tx_progress(struct esock_qp *qp);
 /* ep_qp_send_now's work, the token held. */
 int ep_tx_send_now(struct esock_qp *qp, const struct iovec *iov, int iovcnt, size_t len);
-void ep_rx_progress(struct esock_qp *qp, bool drain, bool look);
+void ep_rx_progress(struct esock_qp *qp, bool drain);
 /* Queues a Terminate about segment |seg| for reason |t|; the QP then fails. */
 void ep_tx_terminate(struct esock_qp *qp, const struct esock_term *t, const uint8_t *seg,
 		     size_t len);

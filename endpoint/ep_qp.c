@@ -163,14 +163,14 @@ void ep_qp_fork_child_thread(void)
 	quiescing = 0; /* (the child's copies were let go: ep_engine.c's fork handler) */
 }
 
-/* The token holder's work for the wishes |w| (|look|: ep_qp_rx_look's reading). */
-static void serve(struct esock_qp *qp, unsigned w, bool look)
+/* The token holder's work for the wishes |w|. */
+static void serve(struct esock_qp *qp, unsigned w)
 {
 	int st = atomic_load(&qp->state);
 
 	if (st == ESOCK_QPS_RTS || st == ESOCK_QPS_CLOSING) {
 		if (w & EP_WANT_RX)
-			ep_rx_progress(qp, w & EP_WANT_DRAIN, look);
+			ep_rx_progress(qp, w & EP_WANT_DRAIN);
 		if (w & (EP_WANT_TX | EP_WANT_RX))
 			ep_tx_progress(qp);
 	}
@@ -215,7 +215,7 @@ void ep_qp_progress(struct esock_qp *qp, unsigned want)
 		else
 			w |= e & ~(unsigned)(EP_WANT_RX | EP_WANT_TX | EP_WANT_DRAIN);
 
-		serve(qp, w, false);
+		serve(qp, w);
 		atomic_store(&qp->busy, false);
 	}
 }
@@ -226,18 +226,6 @@ static void token_release(struct esock_qp *qp)
 	atomic_store(&qp->busy, false);
 	if (atomic_load(&qp->want) || atomic_load(&qp->want_eng))
 		ep_qp_progress(qp, 0);
-}
-
-void ep_qp_rx_look(struct esock_qp *qp, bool drain)
-{
-	bool f = false;
-
-	if (!atomic_compare_exchange_strong(&qp->busy, &f, true)) {
-		ep_qp_progress(qp, EP_WANT_RX | (drain ? EP_WANT_DRAIN : 0));
-		return;
-	}
-	serve(qp, EP_WANT_RX | (drain ? EP_WANT_DRAIN : 0), true);
-	token_release(qp);
 }
 
 ssize_t ep_qp_recv_now(struct esock_qp *qp, void *buf, size_t len, bool one, uint32_t *msgs)
@@ -261,7 +249,7 @@ ssize_t ep_qp_recv_now(struct esock_qp *qp, void *buf, size_t len, bool one, uin
 	qp->rxt.msgs = 0;
 	qp->rxt.one = one;
 	qp->rxt.on = len > 0;
-	serve(qp, EP_WANT_RX, false);
+	serve(qp, EP_WANT_RX);
 	qp->rxt.on = false;
 	n = (ssize_t)qp->rxt.filled;
 	*msgs = qp->rxt.msgs;

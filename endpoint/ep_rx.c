@@ -659,25 +659,6 @@ static int must_wait(struct esock_qp *qp)
 	return rq_ready(qp) ? 0 : 1;
 }
 
-/*
- * A look (EP_WANT_LOOK) keeps back the FPDU at the stage's head when it is a
- * whole Send, next in order, markers off: its reader places it.
- */
-static bool held_send(const struct esock_qp *qp)
-{
-	const uint8_t *p = qp->stage + qp->stage_off, *d = p + ESOCK_MPA_LEN_LEN;
-	size_t avail = qp->stage_len - qp->stage_off, ulen;
-
-	if (qp->info.markers_rx || !esock_mpa_rx_idle(&qp->rx) ||
-	    avail < ESOCK_MPA_LEN_LEN + ESOCK_DDP_UNTAGGED_HLEN)
-		return false;
-	ulen = esock_get_be16(p);
-	return !(d[0] & ESOCK_DDP_CTRL_T) && (d[0] & ESOCK_DDP_CTRL_L) &&
-	       ulen > ESOCK_DDP_UNTAGGED_HLEN && esock_get_be32(d + 6) == ESOCK_DDP_QN_SEND &&
-	       esock_get_be32(d + 10) == qp->msn_rx[ESOCK_DDP_QN_SEND] && esock_get_be32(d + 14) == 0 &&
-	       esock_mpa_fpdu_len(ulen, false, 0) <= avail;
-}
-
 /* Moves the unconsumed stage octets to its start, to read more behind them. */
 static void stage_compact(struct esock_qp *qp)
 {
@@ -693,37 +674,21 @@ static void stage_compact(struct esock_qp *qp)
  * epoll is edge-triggered: it asks to |drain| to EAGAIN, or a FIN that came
  * with the last data would go unnoticed.
  */
-static void rx_progress(struct esock_qp *qp, bool drain, bool look)
+static void rx_progress(struct esock_qp *qp, bool drain)
 {
-	bool drained = false, empty = false, fresh = false;
-	ssize_t late = 1; /* the end or error a read brought while a Send was held */
+	bool drained = false;
 
 	atomic_store(&qp->rx_paused, false);
-	atomic_store(&qp->rx_held, false);
 	while (rx_alive(qp)) {
-		size_t asked = 1, direct = 0;
-		bool behind = false; /* reading behind a held Send */
+		size_t asked = 0, direct;
 		int w = 0;
 		ssize_t n;
 
-		if (look && qp->stage_off < qp->stage_len && held_send(qp)) {
-			if (empty) { /* the socket is read empty: the reader places it */
-				if (fresh) /* (new octets: a new edge for edge-triggered watchers) */
-					atomic_fetch_add(&qp->rx_hold_gen, 1);
-				atomic_store(&qp->rx_held, true);
-				return;
-			}
-			stage_compact(qp);
-			if (qp->stage_len + STAGE_TAIL > EP_STAGE_LEN)
-				look = false; /* no room to read behind it: placed as always */
-			else
-				behind = true; /* what else came, behind it */
-		}
-		if (!behind && qp->stage_off < qp->stage_len && qp->rx_wait && (w = must_wait(qp)) == 1) {
+		if (qp->stage_off < qp->stage_len && qp->rx_wait && (w = must_wait(qp)) == 1) {
 			atomic_store(&qp->rx_paused, true); /* esock_post_recv resumes */
 			return;
 		}
-		if (!behind && qp->stage_off < qp->stage_len && w != 2) {
+		if (qp->stage_off < qp->stage_len && w != 2) {
 			n = feed(qp, qp->stage + qp->stage_off, qp->stage_len - qp->stage_off);
 			if (n < 0)
 				return;
@@ -731,26 +696,9 @@ static void rx_progress(struct esock_qp *qp, bool drain, bool look)
 			continue;
 		}
 		stage_compact(qp);
-		if (drained && !behind && late > 0)
+		if (drained)
 			return;
-		if (late <= 0) {
-			n = late;
-			late = 1;
-		} else {
-			n = read_some(qp, &direct, &asked);
-		}
-		fresh = fresh || n > 0;
-		if (behind) {
-			if (n == -EAGAIN || n == -EWOULDBLOCK || (n > 0 && !drain && (size_t)n < asked))
-				empty = true;
-			if (n <= 0 && !empty) {
-				late = n; /* the stage first, then this */
-				look = false;
-				continue;
-			}
-			if (n <= 0)
-				continue;
-		}
+		n = read_some(qp, &direct, &asked);
 		if (n == -EAGAIN || n == -EWOULDBLOCK)
 			return;
 		/* (Still holding for its first FPDU, the peer's FIN ends it all: we could never send.) */
@@ -791,7 +739,7 @@ static void rx_progress(struct esock_qp *qp, bool drain, bool look)
 }
 
 /* The stage is held only while it holds octets: an idle QP keeps none (ep_spare.h). */
-void ep_rx_progress(struct esock_qp *qp, bool drain, bool look)
+void ep_rx_progress(struct esock_qp *qp, bool drain)
 {
 	if (!qp->stage) {
 		bool fresh;
@@ -806,7 +754,7 @@ void ep_rx_progress(struct esock_qp *qp, bool drain, bool look)
 		}
 		qp->stage_off = qp->stage_len = 0;
 	}
-	rx_progress(qp, drain, look);
+	rx_progress(qp, drain);
 	if (qp->stage_off == qp->stage_len) {
 		ep_spare_put(EP_SPARE_STAGE, qp->stage);
 		qp->stage = NULL;

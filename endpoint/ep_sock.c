@@ -51,16 +51,6 @@ bool ep_qp_rx_eof(const struct esock_qp *qp)
 	return atomic_load(&qp->rx_eof);
 }
 
-bool ep_qp_rx_held(const struct esock_qp *qp)
-{
-	return atomic_load(&qp->rx_held);
-}
-
-unsigned ep_qp_rx_hold_gen(const struct esock_qp *qp)
-{
-	return atomic_load(&qp->rx_hold_gen);
-}
-
 bool ep_qp_rx_paused(const struct esock_qp *qp)
 {
 	return atomic_load(&qp->rx_paused);

@@ -74,13 +74,6 @@ bool ep_qp_lazy(const struct esock_qp *qp);
 void ep_qp_set_lazy(struct esock_qp *qp, bool lazy);
 /* The peer's FIN came (half-close towards an esock peer). */
 bool ep_qp_rx_eof(const struct esock_qp *qp);
-/*
- * A whole Send waits, read but not placed, for its reader (ep_qp_rx_look);
- * the generation changes with every look that held newly read octets (an
- * edge for edge-triggered readiness).
- */
-bool ep_qp_rx_held(const struct esock_qp *qp);
-unsigned ep_qp_rx_hold_gen(const struct esock_qp *qp);
 /* A Send waits for a receive to be posted (the QP stopped reading). */
 bool ep_qp_rx_paused(const struct esock_qp *qp);
 /* Restricted mode: the QP waits for room to write (poll its socket for POLLOUT). */
@@ -137,14 +130,6 @@ int ep_qp_send_now(struct esock_qp *qp, const struct iovec *iov, int iovcnt, siz
 ssize_t ep_qp_recv_now(struct esock_qp *qp, void *buf, size_t len, bool one, uint32_t *msgs);
 
 void ep_qp_progress(struct esock_qp *qp, unsigned want);
-/*
- * ep_qp_progress(qp, EP_WANT_RX [| EP_WANT_DRAIN]) for a look at readiness:
- * once the socket is read empty, a whole Send at the head of what was read
- * stays there unplaced (ep_qp_rx_held) for the reader's ep_qp_recv_now to
- * place straight into its buffer.  (Its own call, not a wish: a wish is
- * merged with other threads' wishes, whose waits need completions.)
- */
-void ep_qp_rx_look(struct esock_qp *qp, bool drain);
 /*
  * Serves wishes left for the token holder while nobody held it any more
  * (a fork's quiesce): every call on a connection does, so that a send

@@ -428,8 +428,7 @@ static uint64_t rx_gen(struct esock_sock *s)
 		return sock_off_rx_gen(s);
 	if (s->st == SOCK_LISTENING && s->lst)
 		return ep_listener_completed(s->lst);
-	return s->stats->rx_msgs + (s->qp ? (uint64_t)ep_qp_rx_hold_gen(s->qp) << 32 : 0) +
-	       (s->eof ? 1u << 30 : 0) + (s->err ? 1u << 31 : 0);
+	return s->stats->rx_msgs + (s->eof ? 1u << 30 : 0) + (s->err ? 1u << 31 : 0);
 }
 
 /* A listener's poll descriptor (in the kernel's set), or -1: its CQ rings the bell. */
@@ -679,7 +678,7 @@ static uint32_t entry_events(struct epset *st, int epfd, struct ep_entry *e, boo
 			/* Our own completions need no bell: disarmed until the look is over (rearm). */
 			if (s->cq)
 				ep_cq_disarm(s->cq);
-			ep_qp_rx_look(qp, e->rx_end); /* a whole Send stays for the reader's buffer */
+			ep_qp_progress(qp, EP_WANT_RX | (e->rx_end ? EP_WANT_DRAIN : 0));
 		}
 		e->rx_end = false;
 	}

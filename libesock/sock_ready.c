@@ -249,7 +249,7 @@ unsigned sock_ready(struct esock_sock *s, unsigned events)
 		sock_drain(s);
 		if (!s->rcount)
 			sock_pool_open(s); /* about to sleep: the pool must be open */
-		if (s->rcount || s->eof || s->err || s->shut_rd || (s->qp && ep_qp_rx_held(s->qp)))
+		if (s->rcount || s->eof || s->err || s->shut_rd)
 			r |= POLLIN | POLLRDNORM;
 		if (s->eof)
 			r |= POLLRDHUP;

@@ -352,9 +352,10 @@ out:
  * Small messages take the direct path both ways: a write with nothing
  * queued before it goes out in the call (tx_now), and whole messages that
  * came before their reader go straight into its buffer (rx_now): read after
- * they came, read after epoll_wait said they did (its look leaves them for
- * the reader), and read with MSG_WAITALL, which they fill exactly (it must
- * return).  Every octet arrives, in order.
+ * they came, read after epoll_wait said the first did (it took those into
+ * receive buffers: they are read first, the rest directly), and read with
+ * MSG_WAITALL, which they fill exactly (it must return).  Every octet
+ * arrives, in order.
  */
 START_TEST(small_messages_direct)
 {
