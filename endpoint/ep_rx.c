@@ -618,9 +618,10 @@ static bool now_fits(const struct esock_qp *qp, const uint8_t *p)
 	size_t ulen = esock_get_be16(p), pay = ulen - ESOCK_DDP_UNTAGGED_HLEN;
 
 	return qp->rxt.on && !qp->info.markers_rx && qp->rq_next == qp->rq_done &&
+	       ulen > ESOCK_DDP_UNTAGGED_HLEN && !(p[ESOCK_MPA_LEN_LEN] & ESOCK_DDP_CTRL_T) &&
+	       esock_get_be32(p + ESOCK_MPA_LEN_LEN + 6) == ESOCK_DDP_QN_SEND &&
 	       (p[ESOCK_MPA_LEN_LEN] & ESOCK_DDP_CTRL_L) &&
-	       esock_get_be32(p + ESOCK_MPA_LEN_LEN + 14) == 0 && pay > 0 &&
-	       pay <= qp->rxt.room - qp->rxt.promised;
+	       esock_get_be32(p + ESOCK_MPA_LEN_LEN + 14) == 0 && pay <= qp->rxt.room - qp->rxt.promised;
 }
 
 /*
@@ -659,6 +660,22 @@ static int must_wait(struct esock_qp *qp)
 	return rq_ready(qp) ? 0 : 1;
 }
 
+/*
+ * Between FPDUs, the stage begins with a message the caller's buffer of
+ * ep_qp_recv_now would take, but not all of its FPDU is read yet: fed now,
+ * it would need a posted receive (only an FPDU read whole is placed in the
+ * caller's buffer).
+ */
+static bool now_partial(const struct esock_qp *qp)
+{
+	const uint8_t *p = qp->stage + qp->stage_off;
+	size_t avail = qp->stage_len - qp->stage_off;
+
+	return qp->rxt.on && esock_mpa_rx_idle(&qp->rx) &&
+	       avail >= ESOCK_MPA_LEN_LEN + ESOCK_DDP_UNTAGGED_HLEN && now_fits(qp, p) &&
+	       esock_mpa_fpdu_len(esock_get_be16(p), false, 0) > avail;
+}
+
 /* Moves the unconsumed stage octets to its start, to read more behind them. */
 static void stage_compact(struct esock_qp *qp)
 {
@@ -688,6 +705,8 @@ static void rx_progress(struct esock_qp *qp, bool drain)
 			atomic_store(&qp->rx_paused, true); /* esock_post_recv resumes */
 			return;
 		}
+		if (w == 0 && qp->stage_off < qp->stage_len && now_partial(qp))
+			w = 2; /* read the rest first: then it goes to the caller's buffer */
 		if (qp->stage_off < qp->stage_len && w != 2) {
 			n = feed(qp, qp->stage + qp->stage_off, qp->stage_len - qp->stage_off);
 			if (n < 0)
