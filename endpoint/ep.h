@@ -385,7 +385,7 @@ struct esock_qp {
 	/*
 	 * ep_qp_recv_now: whole Sends go straight into the caller's buffer
 	 * instead of a posted receive, in order, while |on|: only a message
-	 * whose every octet is in memory (rx_whole_len), so that it is placed
+	 * whose every octet is in memory (rx_in_whole), so that it is placed
 	 * and done within the call, never half-way when the caller returns.
 	 */
 	struct {
@@ -394,8 +394,7 @@ struct esock_qp {
 		uint32_t msgs;
 		bool one, on;
 	} rxt;
-	size_t rx_whole_len;        /* the segment being placed is a whole message of that payload (else SIZE_MAX) */
-	bool rx_in_whole;           /* ... an FPDU that came whole is being handled (on_whole) */
+	bool rx_in_whole;           /* an FPDU that came whole is being handled (on_whole) */
 	bool rx_wait;               /* esock_conn_param.wait_for_recv */
 	/*
 	 * A FIN between FPDUs, with no Read outstanding, ends only the receive

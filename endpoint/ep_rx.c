@@ -76,12 +76,14 @@ static bool rq_ready(struct esock_qp *qp)
  */
 static bool take_now(struct esock_qp *qp, struct esock_ddp_buf *out)
 {
-	size_t len = qp->rx_whole_len;
+	const struct ep_rx_cur *c = &qp->rxc; /* (the segment being placed: on_place_hdr) */
+	size_t len = c->payload_len;
 
 	if (!qp->rxt.on)
 		return false;
-	if (qp->rq_next != qp->rq_done || len == SIZE_MAX || len == 0 ||
-	    len > qp->rxt.room - qp->rxt.promised) {
+	/* Only a whole message read whole (on_whole): placed and done before the call returns. */
+	if (qp->rq_next != qp->rq_done || !qp->rx_in_whole || !c->m.ddp.last || c->m.ddp.mo != 0 ||
+	    len == 0 || len > qp->rxt.room - qp->rxt.promised) {
 		qp->rxt.on = false;
 		return false;
 	}
@@ -246,8 +248,6 @@ static void on_place_hdr(struct esock_qp *qp, const uint8_t *peek, size_t n, siz
 		return term_at(qp, ESOCK_TERM_LAYER_DDP, ESOCK_TERM_DDP_ETYPE_UNTAGGED, (uint8_t)rc,
 			       ESOCK_TERM_HDRCT_M | ESOCK_TERM_HDRCT_D, peek, c->ulpdu_len);
 	}
-	qp->rx_whole_len = qp->rxt.on && qp->rx_in_whole && c->m.ddp.last && c->m.ddp.mo == 0
-				   ? c->payload_len : SIZE_MAX;
 	rc = esock_ddp_place_prepare(&qp->place, &c->m.ddp, c->payload_len, op->place_access, &dst,
 				     &pl);
 	if (rc < 0)

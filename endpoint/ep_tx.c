@@ -520,6 +520,16 @@ static void push_held(struct esock_qp *qp)
 		REAL(setsockopt)(qp->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
+/* A local failure on the transmit side (no memory, a plan that cannot be built): the QP ends. */
+static void tx_failed(struct esock_qp *qp, int err)
+{
+	struct esock_term t = { 0 };
+
+	esock_term_set(&t, ESOCK_TERM_LAYER_RDMAP, ESOCK_TERM_RDMAP_ETYPE_CATASTROPHIC,
+		       ESOCK_TERM_RDMAP_CATASTROPHIC_STREAM, 0);
+	ep_qp_fail(qp, &t, false, err, ESOCK_WC_LOC_QP_OP_ERR);
+}
+
 void ep_tx_progress(struct esock_qp *qp)
 {
 	if (qp->tx_hold && hold_expired(qp))
@@ -545,19 +555,11 @@ void ep_tx_progress(struct esock_qp *qp)
 			break;
 		if (!w && !(qp->txw = ep_txwork_get(qp->info.crc, qp->info.markers_tx, qp->tx_pos,
 						     qp->tx_pack))) {
-			struct esock_term t = { 0 };
-
-			esock_term_set(&t, ESOCK_TERM_LAYER_RDMAP, ESOCK_TERM_RDMAP_ETYPE_CATASTROPHIC,
-				       ESOCK_TERM_RDMAP_CATASTROPHIC_STREAM, 0);
-			ep_qp_fail(qp, &t, false, -ENOMEM, ESOCK_WC_LOC_QP_OP_ERR);
+			tx_failed(qp, -ENOMEM);
 			return;
 		}
 		if (fill_batch(qp) < 0) {
-			struct esock_term t = { 0 };
-
-			esock_term_set(&t, ESOCK_TERM_LAYER_RDMAP, ESOCK_TERM_RDMAP_ETYPE_CATASTROPHIC,
-				       ESOCK_TERM_RDMAP_CATASTROPHIC_STREAM, 0);
-			ep_qp_fail(qp, &t, false, -EPROTO, ESOCK_WC_LOC_QP_OP_ERR);
+			tx_failed(qp, -EPROTO);
 			return;
 		}
 	}
@@ -634,12 +636,8 @@ int ep_tx_send_now(struct esock_qp *qp, const struct iovec *iov, int iovcnt, siz
 	seg_start(qp, &m, len);
 	do {
 		if ((rc = build_fpdu(qp)) < 0 || (!c->last_fpdu_built && !ep_batch_room(b))) {
-			struct esock_term t = { 0 };
-
 			c->sge = NULL;
-			esock_term_set(&t, ESOCK_TERM_LAYER_RDMAP, ESOCK_TERM_RDMAP_ETYPE_CATASTROPHIC,
-				       ESOCK_TERM_RDMAP_CATASTROPHIC_STREAM, 0);
-			ep_qp_fail(qp, &t, false, -EPROTO, ESOCK_WC_LOC_QP_OP_ERR);
+			tx_failed(qp, -EPROTO);
 			return -EPIPE;
 		}
 	} while (!c->last_fpdu_built);
@@ -651,19 +649,13 @@ int ep_tx_send_now(struct esock_qp *qp, const struct iovec *iov, int iovcnt, siz
 		return -EPIPE;
 	if (rc == 0) { /* the rest goes as the socket drains (write_batch asked for room) */
 		if (!ep_batch_own(b)) { /* cannot happen: the assertion above */
-			struct esock_term t = { 0 };
-
-			esock_term_set(&t, ESOCK_TERM_LAYER_RDMAP, ESOCK_TERM_RDMAP_ETYPE_CATASTROPHIC,
-				       ESOCK_TERM_RDMAP_CATASTROPHIC_STREAM, 0);
-			ep_qp_fail(qp, &t, false, -ENOBUFS, ESOCK_WC_LOC_QP_OP_ERR);
+			tx_failed(qp, -ENOBUFS);
 			return -EPIPE;
 		}
 		return 0;
 	}
 	b->ends_msg = false;
-	msg_done(qp);
-	if (qp->tx_more)
-		push_held(qp);
+	msg_done(qp); /* (written without MSG_MORE: nothing queued behind it) */
 	qp->tx_pos = ep_txwork_put(qp->txw);
 	qp->txw = NULL;
 	return 0;

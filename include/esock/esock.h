@@ -83,7 +83,7 @@ struct esock_sock_stats {
 	/*
 	 * Of tx_msgs and rx_msgs, those that took the direct path: written in
 	 * the call without a queued work request, or placed straight into the
-	 * reader's buffer without a receive buffer (docs/sockets.md).
+	 * reader's buffer without a receive buffer (docs/libesock.md).
 	 */
 	uint64_t tx_now, rx_now;
 };
