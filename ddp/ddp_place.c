@@ -81,11 +81,16 @@ static int place_tagged(struct esock_ddp_place *p, const struct esock_ddp_hdr *h
 	return 0;
 }
 
+_Static_assert(ESOCK_DDP_MSG_SLOTS <= 8, "one bit per message slot in |used|");
+
 static struct esock_ddp_msg_state *msg_find(struct esock_ddp_place *p, uint32_t qn, uint32_t msn)
 {
-	for (int i = 0; i < ESOCK_DDP_MSG_SLOTS; i++)
-		if (p->msg[i].used && p->msg[i].qn == qn && p->msg[i].msn == msn)
+	for (unsigned u = p->used; u; u &= u - 1) {
+		int i = __builtin_ctz(u);
+
+		if (p->msg[i].qn == qn && p->msg[i].msn == msn)
 			return &p->msg[i];
+	}
 	return NULL;
 }
 
@@ -104,16 +109,18 @@ static int msg_open(struct esock_ddp_place *p, const struct esock_ddp_hdr *h,
 	struct esock_ddp_msg_state *m = msg_find(p, h->qn, h->msn);
 
 	if (!m) {
-		for (int i = 0; i < ESOCK_DDP_MSG_SLOTS && !m; i++)
-			if (!p->msg[i].used)
-				m = &p->msg[i];
-		if (!m)
+		unsigned freeb = ~(unsigned)p->used & ((1u << ESOCK_DDP_MSG_SLOTS) - 1);
+		int i;
+
+		if (!freeb)
 			return fail(p, -ENOSPC, ESOCK_TERM_LAYER_DDP, ESOCK_TERM_DDP_ETYPE_CATASTROPHIC,
 				    ESOCK_TERM_DDP_CATASTROPHIC);
+		i = __builtin_ctz(freeb);
+		m = &p->msg[i];
 		memset(m, 0, sizeof(*m));
 		if (p->cfg.lookup.untagged(p->cfg.lookup.ctx, h->qn, h->msn, &m->buf) < 0)
 			return fail_untagged(p, -ENOBUFS, ESOCK_TERM_DDP_U_NO_BUF);
-		m->used = true;
+		p->used |= (uint8_t)(1u << i);
 		m->qn = h->qn;
 		m->msn = h->msn;
 		m->total = TOTAL_UNKNOWN;
@@ -241,16 +248,17 @@ ESOCK_EXPORT int esock_ddp_place_poll(struct esock_ddp_place *p, struct esock_dd
 {
 	if (p->err)
 		return p->err;
-	for (int i = 0; i < ESOCK_DDP_MSG_SLOTS; i++) {
+	for (unsigned u = p->used; u; u &= u - 1) {
+		int i = __builtin_ctz(u);
 		struct esock_ddp_msg_state *m = &p->msg[i];
 
-		if (m->used && m->done && m->msn == p->next_msn[m->qn]) {
+		if (m->done && m->msn == p->next_msn[m->qn]) {
 			c->qn = m->qn;
 			c->msn = m->msn;
 			c->len = (size_t)m->total;
 			c->buf = m->buf;
 			p->next_msn[m->qn]++;
-			m->used = false;
+			p->used &= (uint8_t)~(1u << i);
 			return 1;
 		}
 	}

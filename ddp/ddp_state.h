@@ -23,8 +23,9 @@
 	int err; \
 	struct esock_term term; \
 	uint32_t next_msn[ESOCK_DDP_QN_MAX]; /* next MSN to deliver, per QN */ \
+	uint8_t used; /* bit i: msg[i] in use (its slots are not scanned: cold over many QPs) */ \
 	struct esock_ddp_msg_state { \
-		bool used, done; \
+		bool done; \
 		uint32_t qn, msn; \
 		struct esock_ddp_buf buf; \
 		uint64_t total;    /* message length once the L segment came, else ~0 */ \

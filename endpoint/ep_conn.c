@@ -352,9 +352,8 @@ int ep_qp_snapshot(struct esock_qp *qp, struct ep_qp_snap *sn, bool keep, uint8_
 		 qp->sq_done != qp->sq_tx || qp->orq_n || qp->irq_n || qp->term_pending ||
 		 qp->rtr_read_out || qp->has_err)
 		rc = -EBUSY;
-	for (int i = 0; rc == 0 && i < ESOCK_DDP_MSG_SLOTS; i++)
-		if (qp->place.msg[i].used)
-			rc = -EBUSY; /* a message half placed */
+	else if (qp->place.used)
+		rc = -EBUSY; /* a message half placed */
 	if (rc == 0) {
 		ep_qp_addrs(qp);
 		memset(sn, 0, sizeof(*sn));
