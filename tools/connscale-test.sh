@@ -28,13 +28,14 @@ out=$(mktemp -d) || exit 99
 trap 'rm -rf "$out"' EXIT
 CONNSCALE_ROUNDS=2 timeout 180 sh "$(dirname "$0")/connscale.sh" 200 100 50 1024 0.2 "$out" >"$out/log" 2>&1 ||
 	{ cat "$out/log"; echo "FAIL: connscale.sh"; exit 1; }
-# Two rounds: per step the two ratios and their median, and the throughput's.
+# Two rounds: per step the two ratios and their median, the throughput's and the CPU per message's.
 [ "$(grep -cE '^ +(100|200) +[0-9.]+ [0-9.]+ +[0-9.]+$' "$out/rounds.txt")" -eq 2 ] &&
-	grep -q '^throughput ratio per round: [0-9.]* [0-9.]*  median [0-9.]*; DDPMODE median [0-9.]* MB/s$' "$out/rounds.txt" ||
+	grep -q '^throughput ratio per round: [0-9.]* [0-9.]*  median [0-9.]*; DDPMODE median [0-9.]* MB/s$' "$out/rounds.txt" &&
+	grep -q '^CPU per message ratio (DDPMODE/plain) per round: [0-9.]* [0-9.]*  median [0-9.]*$' "$out/rounds.txt" ||
 	{ cat "$out/rounds.txt"; echo "FAIL: rounds.txt"; exit 1; }
 for f in plain ddp; do
 	[ "$(grep -c '^[0-9]' "$out/$f.csv")" -eq 3 ] || { cat "$out/$f.csv"; echo "FAIL: $f steps"; exit 1; }
-	grep -q '^throughput,50,1024,' "$out/$f.csv" || { echo "FAIL: $f throughput"; exit 1; }
+	grep -qE '^throughput,50,1024,[0-9.]+,[0-9.]+,[0-9.]+$' "$out/$f.csv" || { echo "FAIL: $f throughput"; exit 1; }
 done
 grep -q '^ *200 ' "$out/summary.txt" && grep -q '^throughput over 50' "$out/summary.txt" &&
 	grep -q '<polyline' "$out/connscale.svg" || { cat "$out/log"; echo "FAIL: summary or plot"; exit 1; }

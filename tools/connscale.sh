@@ -4,8 +4,10 @@
 # esock-connscale runs plainly, then under the preload with ESOCK_DDPMODE=all.
 # Prints per step the setup rate ratio and, per connection, the server's
 # resident memory and descriptors; then the throughput ratio over ACTIVE
-# connections; writes both CSVs and an SVG plot (memory and setup time
-# against the connection count) into OUTDIR.
+# connections and the ratio of CPU time per message (both processes: on a
+# shared machine steadier than the throughput, which others' load moves);
+# writes both CSVs and an SVG plot (memory and setup time against the
+# connection count) into OUTDIR.
 #
 #   top_builddir=build sh tools/connscale.sh [MAX STEP ACTIVE BYTES SECONDS OUTDIR]
 #   (defaults: 2000 500 200 4096 2 connscale-out)
@@ -45,7 +47,7 @@ done
 # CPU time per connection, both processes (all their threads) together.
 awk -F, '
 FNR == 1 { next }
-$1 == "throughput" { tp[FILENAME ~ /ddp/] = $4; next }
+$1 == "throughput" { tp[FILENAME ~ /ddp/] = $4; tcpu[FILENAME ~ /ddp/] = $5 + $6; next }
 $1 == "busy" { busy[FILENAME ~ /ddp/] = $3; next }
 FNR == 2 { base_rss[FILENAME ~ /ddp/] = $4; base_fds[FILENAME ~ /ddp/] = $5; next }
 { d = FILENAME ~ /ddp/; rate[d, $1] = $3; rss[d, $1] = $4; fds[d, $1] = $5; con[d, $1] = $8; rtt[d, $1] = $9
@@ -63,6 +65,7 @@ END {
 		       con[0, c], con[1, c], rtt[0, c], rtt[1, c], cpu[0, c], cpu[1, c]
 	}
 	if (tp[0]) printf "throughput over '"$active"' connections, '"$bytes"'-octet messages: plain %.1f MB/s, DDPMODE %.1f MB/s, ratio %.2f\n", tp[0], tp[1], tp[1] / tp[0]
+	if (tcpu[0] > 0) printf "CPU time per message, both processes: plain %.2f us, DDPMODE %.2f us, ratio %.2f\n", tcpu[0], tcpu[1], tcpu[1] / tcpu[0]
 	c = n[k]
 	if (busy[0] && busy[1]) printf "server memory the traffic added: plain %.1f KB, DDPMODE %.1f KB per active connection\n", (busy[0] - rss[0, c]) / '"$active"', (busy[1] - rss[1, c]) / '"$active"'
 }' "$out/plain.csv" "$out/ddp.csv" | tee "$out/summary.txt"
@@ -83,7 +86,7 @@ if [ "$rounds" -gt 1 ]; then
 		return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
 	}
 	FNR == 1 { d = FILENAME ~ /ddp/; if (!d) round++; next }
-	$1 == "throughput" { tp[round, d] = $4; next }
+	$1 == "throughput" { tp[round, d] = $4; tcpu[round, d] = $5 + $6; next }
 	$1 == "busy" || $1 == 0 { next }
 	{ rate[round, d, $1] = $3; if (!seen[$1]++) step[++ns] = $1 }
 	END {
@@ -97,6 +100,9 @@ if [ "$rounds" -gt 1 ]; then
 		for (i = 1; i <= round; i++) if (tp[i, 0] > 0) { v[++n] = tp[i, 1] / tp[i, 0]; w[n] = tp[i, 1]; line = line sprintf("%.2f ", v[n]) }
 		if (n) { mr = med(v, n); for (i = 1; i <= n; i++) v[i] = w[i]
 			printf "throughput ratio per round: %s median %.2f; DDPMODE median %.1f MB/s\n", line, mr, med(v, n) }
+		n = 0; line = ""
+		for (i = 1; i <= round; i++) if (tcpu[i, 0] > 0) { v[++n] = tcpu[i, 1] / tcpu[i, 0]; line = line sprintf("%.2f ", v[n]) }
+		if (n) printf "CPU per message ratio (DDPMODE/plain) per round: %s median %.2f\n", line, med(v, n)
 	}' $files | tee "$out/rounds.txt"
 fi
 
