@@ -51,6 +51,11 @@ bool ep_qp_rx_eof(const struct esock_qp *qp)
 	return atomic_load(&qp->rx_eof);
 }
 
+bool ep_qp_input_ended(const struct esock_qp *qp)
+{
+	return atomic_load(&qp->rx_eof) || atomic_load(&qp->state) == ESOCK_QPS_ERROR;
+}
+
 bool ep_qp_rx_paused(const struct esock_qp *qp)
 {
 	return atomic_load(&qp->rx_paused);
@@ -112,6 +117,11 @@ void ep_cq_disarm(struct esock_cq *cq)
 uint32_t ep_cq_count(const struct esock_cq *cq)
 {
 	return ep_ring_count(&cq->ring);
+}
+
+bool ep_cq_quiet(const struct esock_cq *cq)
+{
+	return !ep_ring_count(&cq->ring) && !atomic_load_explicit(&cq->overflow, memory_order_relaxed);
 }
 
 uint32_t ep_cq_size(const struct esock_cq *cq)

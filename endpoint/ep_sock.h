@@ -74,6 +74,8 @@ bool ep_qp_lazy(const struct esock_qp *qp);
 void ep_qp_set_lazy(struct esock_qp *qp, bool lazy);
 /* The peer's FIN came (half-close towards an esock peer). */
 bool ep_qp_rx_eof(const struct esock_qp *qp);
+/* Its input ended: the peer's FIN came, or the QP failed (no more receives complete). */
+bool ep_qp_input_ended(const struct esock_qp *qp);
 /* A Send waits for a receive to be posted (the QP stopped reading). */
 bool ep_qp_rx_paused(const struct esock_qp *qp);
 /* Restricted mode: the QP waits for room to write (poll its socket for POLLOUT). */
@@ -258,6 +260,8 @@ bool ep_cq_armed(const struct esock_cq *cq);
 void ep_cq_disarm(struct esock_cq *cq);
 /* Completions waiting to be polled, and how many it holds at most. */
 uint32_t ep_cq_count(const struct esock_cq *cq);
+/* Nothing to poll: no completion waits and none was lost (esock_cq_poll would return 0). */
+bool ep_cq_quiet(const struct esock_cq *cq);
 uint32_t ep_cq_size(const struct esock_cq *cq);
 
 /* ---- listeners ---- */

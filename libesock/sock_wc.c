@@ -131,20 +131,21 @@ static void cq_overflowed(struct esock_sock *s)
 void sock_drain(struct esock_sock *s)
 {
 	struct esock_wc wc[32];
-	int n;
+	int n = 0;
 
 	if (!s->cq)
 		return;
-	while ((n = esock_cq_poll(s->cq, 32, wc)) > 0)
-		for (int i = 0; i < n; i++)
-			sock_handle_wc(s, &wc[i]);
+	/* (Called several times per message, mostly with nothing to take: one look at the ring.) */
+	if (!ep_cq_quiet(s->cq))
+		while ((n = esock_cq_poll(s->cq, 32, wc)) > 0)
+			for (int i = 0; i < n; i++)
+				sock_handle_wc(s, &wc[i]);
 	/*
 	 * The QP may end with no receive posted (all consumed, waiting to be
 	 * reposted): no flush completion then tells us.  Its data completions
 	 * all came before the state changed, so the end can be taken now.
 	 */
-	if (!s->eof && !s->err && s->qp &&
-	    (esock_qp_state(s->qp) == ESOCK_QPS_ERROR || ep_qp_rx_eof(s->qp))) {
+	if (!s->eof && !s->err && s->qp && ep_qp_input_ended(s->qp)) {
 		struct esock_wc end = { .status = ESOCK_WC_WR_FLUSH_ERR };
 
 		while ((n = esock_cq_poll(s->cq, 32, wc)) > 0) /* what came before the change */
