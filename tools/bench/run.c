@@ -75,8 +75,9 @@ static void row(const struct client *c, const struct bench_job *j, const char *t
 {
 	const char *cpus = bench_cpus_name(c->cpus);
 
+	/* (CSV: significant digits, so that a tiny figure of a loaded machine never reads 0.) */
 	if (c->o->csv)
-		printf("%s,%s,%zu,%s,%s,%s,%llu,%.2f,%.2f,%s,%.3f\n", test, bench_op_name(j->op),
+		printf("%s,%s,%zu,%s,%s,%s,%llu,%.6g,%.6g,%s,%.4g\n", test, bench_op_name(j->op),
 		       (size_t)j->size, j->crc ? "on" : "off", j->markers ? "on" : "off", cpus,
 		       (unsigned long long)n, ev, tv, unit, tv > 0 ? ev / tv : 0.0);
 	else
