@@ -163,14 +163,6 @@ void ep_qp_fork_child_thread(void)
 	quiescing = 0; /* (the child's copies were let go: ep_engine.c's fork handler) */
 }
 
-/* Takes the token if nobody holds it (then token_release lets go). */
-static bool token_try(struct esock_qp *qp)
-{
-	bool f = false;
-
-	return atomic_compare_exchange_strong(&qp->busy, &f, true);
-}
-
 /* The token holder's work for the wishes |w|. */
 static void serve(struct esock_qp *qp, unsigned w)
 {
@@ -195,7 +187,9 @@ void ep_qp_progress(struct esock_qp *qp, unsigned want)
 	else
 		atomic_fetch_or(&qp->want, want);
 	while (atomic_load(&qp->want) || atomic_load(&qp->want_eng)) {
-		if (!token_try(qp)) {
+		bool f = false;
+
+		if (!atomic_compare_exchange_strong(&qp->busy, &f, true)) {
 			/*
 			 * A quiesce (a fork, a move, an exec's snapshot) serves no
 			 * wish: an application thread waits it out and goes on itself
@@ -236,11 +230,12 @@ static void token_release(struct esock_qp *qp)
 
 ssize_t ep_qp_recv_now(struct esock_qp *qp, void *buf, size_t len, bool one, uint32_t *msgs)
 {
+	bool f = false;
 	int st;
 	ssize_t n;
 
 	*msgs = 0;
-	if (!token_try(qp))
+	if (!atomic_compare_exchange_strong(&qp->busy, &f, true))
 		return -EAGAIN;
 	st = atomic_load(&qp->state);
 	/* Completions not yet taken come first: the caller reads them, then calls again. */
@@ -262,25 +257,13 @@ ssize_t ep_qp_recv_now(struct esock_qp *qp, void *buf, size_t len, bool one, uin
 	return n;
 }
 
-bool ep_qp_rx_untouched(struct esock_qp *qp)
-{
-	bool yes;
-
-	if (!token_try(qp))
-		return false;
-	yes = atomic_load(&qp->state) == ESOCK_QPS_RTS && !qp->stage && esock_mpa_rx_idle(&qp->rx) &&
-	      qp->rq_next == qp->rq_done && !qp->info.markers_rx && !qp->tx_hold &&
-	      !atomic_load(&qp->rx_paused) && !atomic_load(&qp->rx_eof) && !ep_cq_count(qp->rcq);
-	token_release(qp);
-	return yes;
-}
-
 int ep_qp_send_now(struct esock_qp *qp, const struct iovec *iov, int iovcnt, size_t len)
 {
+	bool f = false;
 	int rc;
 
 	/* Taken (by the engine, a reader, a quiesce): the queued path serves it in turn. */
-	if (!token_try(qp))
+	if (!atomic_compare_exchange_strong(&qp->busy, &f, true))
 		return -EAGAIN;
 	rc = ep_tx_send_now(qp, iov, iovcnt, len);
 	token_release(qp);
@@ -299,7 +282,9 @@ void ep_qp_uncork(struct esock_qp *qp)
 void ep_qp_quiesce(struct esock_qp *qp)
 {
 	for (;;) {
-		if (token_try(qp)) {
+		bool f = false;
+
+		if (atomic_compare_exchange_strong(&qp->busy, &f, true)) {
 			atomic_store(&qp->quiesced, true);
 			quiescing++;
 			return;

@@ -130,13 +130,6 @@ int ep_qp_send_now(struct esock_qp *qp, const struct iovec *iov, int iovcnt, siz
  * (they are older: take them first).
  */
 ssize_t ep_qp_recv_now(struct esock_qp *qp, void *buf, size_t len, bool one, uint32_t *msgs);
-/*
- * Nothing of the QP's input is read yet: no octets held, no message half
- * placed, no completion waiting, the QP running and reading (markers off).
- * What its socket holds then is for ep_qp_recv_now to read, whole.  False
- * also when the token is taken (it cannot tell).
- */
-bool ep_qp_rx_untouched(struct esock_qp *qp);
 
 void ep_qp_progress(struct esock_qp *qp, unsigned want);
 /*

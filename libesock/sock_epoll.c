@@ -428,7 +428,7 @@ static uint64_t rx_gen(struct esock_sock *s)
 		return sock_off_rx_gen(s);
 	if (s->st == SOCK_LISTENING && s->lst)
 		return ep_listener_completed(s->lst);
-	return s->stats->rx_msgs + s->rx_hints + (s->eof ? 1u << 30 : 0) + (s->err ? 1u << 31 : 0);
+	return s->stats->rx_msgs + (s->eof ? 1u << 30 : 0) + (s->err ? 1u << 31 : 0);
 }
 
 /* A listener's poll descriptor (in the kernel's set), or -1: its CQ rings the bell. */
@@ -674,8 +674,7 @@ static uint32_t entry_events(struct epset *st, int epfd, struct ep_entry *e, boo
 		struct esock_qp *qp = lazy_qp(e);
 
 		e->rx_kick = false;
-		/* Left in the socket for the read (sock_rx_defer), or read now (a FIN or error among it: to the end). */
-		if (qp && (e->rx_end || !(want & EPOLLIN) || !sock_rx_defer(s))) {
+		if (qp) {
 			/* Our own completions need no bell: disarmed until the look is over (rearm). */
 			if (s->cq)
 				ep_cq_disarm(s->cq);
