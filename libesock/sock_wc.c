@@ -127,18 +127,27 @@ static void cq_overflowed(struct esock_sock *s)
 	log_error("fd %d: completion queue overflow", s->fd);
 }
 
-void sock_drain(struct esock_sock *s)
+/* Handles every completion in the CQ; the last poll's result (0, or -EOVERFLOW). */
+static int take_all(struct esock_sock *s)
 {
 	struct esock_wc wc[32];
+	int n;
+
+	while ((n = esock_cq_poll(s->cq, 32, wc)) > 0)
+		for (int i = 0; i < n; i++)
+			sock_handle_wc(s, &wc[i]);
+	return n;
+}
+
+void sock_drain(struct esock_sock *s)
+{
 	int n = 0;
 
 	if (!s->cq)
 		return;
 	/* (Called several times per message, mostly with nothing to take: one look at the ring.) */
 	if (!ep_cq_quiet(s->cq))
-		while ((n = esock_cq_poll(s->cq, 32, wc)) > 0)
-			for (int i = 0; i < n; i++)
-				sock_handle_wc(s, &wc[i]);
+		n = take_all(s);
 	/*
 	 * The QP may end with no receive posted (all consumed, waiting to be
 	 * reposted): no flush completion then tells us.  Its data completions
@@ -147,9 +156,7 @@ void sock_drain(struct esock_sock *s)
 	if (!s->eof && !s->err && s->qp && ep_qp_input_ended(s->qp)) {
 		struct esock_wc end = { .status = ESOCK_WC_WR_FLUSH_ERR };
 
-		while ((n = esock_cq_poll(s->cq, 32, wc)) > 0) /* what came before the change */
-			for (int i = 0; i < n; i++)
-				sock_handle_wc(s, &wc[i]);
+		n = take_all(s); /* what came before the change */
 		ended(s, &end);
 	}
 	if (n == -EOVERFLOW)

@@ -32,8 +32,8 @@
 #include <sys/select.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
