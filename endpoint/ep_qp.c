@@ -163,6 +163,14 @@ void ep_qp_fork_child_thread(void)
 	quiescing = 0; /* (the child's copies were let go: ep_engine.c's fork handler) */
 }
 
+/* Takes the token if nobody holds it (then token_release lets go). */
+static bool token_try(struct esock_qp *qp)
+{
+	bool f = false;
+
+	return atomic_compare_exchange_strong(&qp->busy, &f, true);
+}
+
 /* The token holder's work for the wishes |w|. */
 static void serve(struct esock_qp *qp, unsigned w)
 {
@@ -187,9 +195,7 @@ void ep_qp_progress(struct esock_qp *qp, unsigned want)
 	else
 		atomic_fetch_or(&qp->want, want);
 	while (atomic_load(&qp->want) || atomic_load(&qp->want_eng)) {
-		bool f = false;
-
-		if (!atomic_compare_exchange_strong(&qp->busy, &f, true)) {
+		if (!token_try(qp)) {
 			/*
 			 * A quiesce (a fork, a move, an exec's snapshot) serves no
 			 * wish: an application thread waits it out and goes on itself
@@ -228,14 +234,30 @@ static void token_release(struct esock_qp *qp)
 		ep_qp_progress(qp, 0);
 }
 
-ssize_t ep_qp_recv_now(struct esock_qp *qp, void *buf, size_t len, bool one, uint32_t *msgs)
+/*
+ * Takes the token, waiting a little for a holder that is at work (a send,
+ * the engine's look); never for a quiesce, which may last (a fork, an exec).
+ */
+static bool token_wait(struct esock_qp *qp)
 {
-	bool f = false;
+	for (int i = 0; i < 1000; i++) {
+		if (token_try(qp))
+			return true;
+		if (atomic_load(&qp->quiesced))
+			return false;
+		sched_yield();
+	}
+	return false;
+}
+
+ssize_t ep_qp_recv_now(struct esock_qp *qp, void *buf, size_t len, bool one, bool wait,
+		       uint32_t *msgs)
+{
 	int st;
 	ssize_t n;
 
 	*msgs = 0;
-	if (!atomic_compare_exchange_strong(&qp->busy, &f, true))
+	if (!(wait ? token_wait(qp) : token_try(qp)))
 		return -EAGAIN;
 	st = atomic_load(&qp->state);
 	/* Completions not yet taken come first: the caller reads them, then calls again. */
@@ -257,13 +279,25 @@ ssize_t ep_qp_recv_now(struct esock_qp *qp, void *buf, size_t len, bool one, uin
 	return n;
 }
 
+bool ep_qp_rx_untouched(struct esock_qp *qp)
+{
+	bool yes;
+
+	if (!token_try(qp))
+		return false;
+	yes = atomic_load(&qp->state) == ESOCK_QPS_RTS && !qp->stage && esock_mpa_rx_idle(&qp->rx) &&
+	      qp->rq_next == qp->rq_done && !qp->info.markers_rx && !qp->tx_hold &&
+	      !atomic_load(&qp->rx_paused) && !atomic_load(&qp->rx_eof) && !ep_cq_count(qp->rcq);
+	token_release(qp);
+	return yes;
+}
+
 int ep_qp_send_now(struct esock_qp *qp, const struct iovec *iov, int iovcnt, size_t len)
 {
-	bool f = false;
 	int rc;
 
 	/* Taken (by the engine, a reader, a quiesce): the queued path serves it in turn. */
-	if (!atomic_compare_exchange_strong(&qp->busy, &f, true))
+	if (!token_try(qp))
 		return -EAGAIN;
 	rc = ep_tx_send_now(qp, iov, iovcnt, len);
 	token_release(qp);
@@ -282,9 +316,7 @@ void ep_qp_uncork(struct esock_qp *qp)
 void ep_qp_quiesce(struct esock_qp *qp)
 {
 	for (;;) {
-		bool f = false;
-
-		if (atomic_compare_exchange_strong(&qp->busy, &f, true)) {
+		if (token_try(qp)) {
 			atomic_store(&qp->quiesced, true);
 			quiescing++;
 			return;

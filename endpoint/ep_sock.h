@@ -127,9 +127,19 @@ int ep_qp_send_now(struct esock_qp *qp, const struct iovec *iov, int iovcnt, siz
  * (it and those behind it go to posted receives, as always).  Octets placed
  * in |buf| (*msgs messages), or -EAGAIN when it cannot look now: the token
  * is taken, the QP is not running, or completions wait in its receive CQ
- * (they are older: take them first).
+ * (they are older: take them first).  |wait|: a token holder at work is
+ * waited out (briefly; never a quiesce), for a read that was promised
+ * input (epoll left it in the socket: sock_rx_defer).
  */
-ssize_t ep_qp_recv_now(struct esock_qp *qp, void *buf, size_t len, bool one, uint32_t *msgs);
+ssize_t ep_qp_recv_now(struct esock_qp *qp, void *buf, size_t len, bool one, bool wait,
+		       uint32_t *msgs);
+/*
+ * Nothing of the QP's input is read yet: no octets held, no message half
+ * placed, no completion waiting, the QP running and reading (markers off).
+ * What its socket holds then is for ep_qp_recv_now to read, whole.  False
+ * also when the token is taken (it cannot tell).
+ */
+bool ep_qp_rx_untouched(struct esock_qp *qp);
 
 void ep_qp_progress(struct esock_qp *qp, unsigned want);
 /*

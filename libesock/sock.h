@@ -117,6 +117,13 @@ struct esock_sock {
 	uint32_t rhead, rcount;     /* ring of rdone */
 	uint32_t roff;              /* octets of the head message already read */
 	uint64_t rready;            /* octets ready to read */
+	/*
+	 * epoll's look left a lazy QP's new input in its socket for the next
+	 * read to take directly (sock_rx_defer); rx_hints counts those looks
+	 * (an edge each).
+	 */
+	bool rx_hint;
+	uint32_t rx_hints;
 	pthread_mutex_t pool_lock;  /* repost and nrepost (a leaf: the refill hook takes it) */
 	uint32_t *repost, nrepost;  /* free slots (a stack) */
 
@@ -326,6 +333,12 @@ ssize_t sock_send_ex(struct esock_sock *s, const struct iovec *iov, int iovcnt, 
 ssize_t sock_sendfile(struct esock_sock *s, int in, off_t *off, size_t count);
 void sock_drain(struct esock_sock *s);       /* takes completions (lock held) */
 unsigned sock_ready(struct esock_sock *s, unsigned events); /* poll bits now true */
+/*
+ * epoll's look at a lazy socket whose input came: true when it is left in
+ * the socket for the application's next read to take directly (non-blocking,
+ * nothing read of it yet), which sock_ready reports as readable.
+ */
+bool sock_rx_defer(struct esock_sock *s);
 int sock_shutdown(struct esock_sock *s, int how);
 int sock_pool_setup(struct esock_sock *s);
 /* The QP's refill hook (ep_qp_set_rq_refill; |arg| is the socket): posts one receive. */

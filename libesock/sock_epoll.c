@@ -57,6 +57,7 @@ struct ep_entry {
 	uint32_t sev;            /* ... for these events */
 	bool rx_kick;            /* that socket had news: read it at the next look */
 	bool rx_end;             /* ... a FIN, reset or error among it: read to the end */
+	bool rx_in;              /* ... the kernel said input waits (EPOLLIN), not only room */
 	bool lst_kick;           /* a listener's poll descriptor had news: look at its backlog */
 	bool off;                /* an offloaded socket (sock_off.h): the pump kicks it */
 	struct esock_sock *s;
@@ -428,7 +429,7 @@ static uint64_t rx_gen(struct esock_sock *s)
 		return sock_off_rx_gen(s);
 	if (s->st == SOCK_LISTENING && s->lst)
 		return ep_listener_completed(s->lst);
-	return s->stats->rx_msgs + (s->eof ? 1u << 30 : 0) + (s->err ? 1u << 31 : 0);
+	return s->stats->rx_msgs + s->rx_hints + (s->eof ? 1u << 30 : 0) + (s->err ? 1u << 31 : 0);
 }
 
 /* A listener's poll descriptor (in the kernel's set), or -1: its CQ rings the bell. */
@@ -674,13 +675,17 @@ static uint32_t entry_events(struct epset *st, int epfd, struct ep_entry *e, boo
 		struct esock_qp *qp = lazy_qp(e);
 
 		e->rx_kick = false;
-		if (qp) {
+		/*
+		 * Input left in the socket for the read (sock_rx_defer), or read now
+		 * (a FIN or error among it: to the end).
+		 */
+		if (qp && (e->rx_end || !e->rx_in || !(want & EPOLLIN) || !sock_rx_defer(s))) {
 			/* Our own completions need no bell: disarmed until the look is over (rearm). */
 			if (s->cq)
 				ep_cq_disarm(s->cq);
 			ep_qp_progress(qp, EP_WANT_RX | (e->rx_end ? EP_WANT_DRAIN : 0));
 		}
-		e->rx_end = false;
+		e->rx_end = e->rx_in = false;
 	}
 	if (s->st == SOCK_LISTENING && s->lst) {
 		/*
@@ -802,7 +807,13 @@ static int sort_kernel(struct epset *st, struct epoll_event *out, int from, int 
 			 * new edge), unless the FIN came along: then up to it, or it
 			 * would go unnoticed.  One recv per message less.
 			 */
-			e->rx_end = e->rx_kick && (out[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR));
+			e->rx_end |= e->rx_kick && (out[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR));
+			/*
+			 * The kernel's epoll reports what is true as it returns: EPOLLIN
+			 * means octets wait in the socket now (a kick for room to send,
+			 * or one during the MPA exchange, says nothing of input).
+			 */
+			e->rx_in |= e->rx_kick && (out[i].events & EPOLLIN);
 			enqueue(st, e);
 			*marks = true;
 		}

@@ -230,6 +230,38 @@ static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t 
 	return rc;
 }
 
+/*
+ * A server's epoll look used to read every ready connection and place its
+ * messages in the receive pool, from which the read copied them again: at
+ * a thousand connections that is a pool buffer, a receive and a completion
+ * per message, each a cold cache line.  Left in the socket, the read takes
+ * them straight into its own buffer (ep_qp_recv_now).  Only when the
+ * kernel's epoll said EPOLLIN for the socket in this look (sock_epoll.c: a
+ * kick for room to send, or one left from the MPA exchange, promises no
+ * input), and only for non-blocking sockets: what the socket holds may be
+ * less than a whole message on a real network (a spurious EPOLLIN: the read
+ * takes it into the QP and says EAGAIN, and the next edge finishes it in
+ * the look), which a non-blocking reader expects; a blocking one would wait.
+ * The read waits out a token holder at work instead of saying EAGAIN.
+ */
+bool sock_rx_defer(struct esock_sock *s)
+{
+	bool yes = false;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->st == SOCK_CONNECTED && s->nonblock && !s->suspended && s->qp && ep_qp_lazy(s->qp) &&
+	    !s->eof && !s->err && !s->shut_rd) {
+		sock_drain(s);
+		if (!s->rcount && ep_qp_rx_untouched(s->qp)) {
+			s->rx_hint = true;
+			s->rx_hints++;
+			yes = true;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	return yes;
+}
+
 unsigned sock_ready(struct esock_sock *s, unsigned events)
 {
 	unsigned r = 0;
@@ -249,7 +281,7 @@ unsigned sock_ready(struct esock_sock *s, unsigned events)
 		sock_drain(s);
 		if (!s->rcount)
 			sock_pool_open(s); /* about to sleep: the pool must be open */
-		if (s->rcount || s->eof || s->err || s->shut_rd)
+		if (s->rcount || s->rx_hint || s->eof || s->err || s->shut_rd)
 			r |= POLLIN | POLLRDNORM;
 		if (s->eof)
 			r |= POLLRDHUP;

@@ -110,7 +110,9 @@ static ssize_t recv_now(struct esock_sock *s, const struct iovec *iov, int iovcn
 	if (vi == iovcnt)
 		return -EAGAIN;
 	n = ep_qp_recv_now(s->qp, (uint8_t *)iov[vi].iov_base + vo, iov[vi].iov_len - vo,
-			   s->o.msgmode, &msgs);
+			   s->o.msgmode, s->rx_hint, &msgs);
+	if (n >= 0)
+		s->rx_hint = false; /* (it read the socket) */
 	if (n > 0) {
 		*got += (size_t)n;
 		s->stats->rx_msgs += msgs;

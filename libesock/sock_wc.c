@@ -110,6 +110,7 @@ void sock_pull(struct esock_sock *s)
 	if (qp && ep_qp_lazy(qp) && !s->suspended) {
 		int st = esock_qp_state(qp);
 
+		s->rx_hint = false; /* (what epoll left in the socket is read now) */
 		if (st == ESOCK_QPS_RTS || st == ESOCK_QPS_CLOSING)
 			ep_qp_progress(qp, EP_WANT_RX);
 	}
