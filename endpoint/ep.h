@@ -264,25 +264,20 @@ bool ep_batch_own(struct ep_batch *b);
 
 struct esock_qp {
 	const struct esock_backend *be; /* first: iwarp/backend.h */
-	uint32_t num;
-	struct esock_pd *pd;
-	struct esock_cq *scq, *rcq;
-	bool sig_all;
-	uint32_t max_sge, max_recv_sge;
-	uint32_t sq_stride, rq_stride; /* octets per slot (struct ep_sqe / ep_rqe) */
+	/*
+	 * What every message's send or receive looks at comes first, in four
+	 * cache lines (then info's first line): at a thousand connections each
+	 * further line of a QP is one more cache miss per message
+	 * (docs/benchmarks.md).  Fields marked (holder) are the token holder's.
+	 */
+	_Atomic int state;          /* enum esock_qp_state */
+	atomic_bool busy;           /* progress token */
+	atomic_bool quiesced;       /* ... held by ep_qp_quiesce: a caller waits it out (ep_qp.c) */
+	atomic_bool rx_eof;         /* that FIN came */
+	atomic_bool rx_paused;      /* a Send waits for a receive to be posted */
+	atomic_uint want;           /* EP_WANT_* left for the token holder */
+	atomic_uint want_eng;       /* the engine's, kept apart: void once it let go of the QP */
 	int fd;
-	/*
-	 * |fd| is the application's own descriptor (the socket layer: one
-	 * descriptor per connection): the QP never closes it, and moves to a
-	 * private copy when the application closes it but keeps a dup
-	 * (ep_engine_move).
-	 */
-	bool fd_borrowed;
-	/*
-	 * The owner's SO_LINGER {1, 0} (its destruction resets the connection)
-	 * as the socket layer knows it (linger_known), else asked of the kernel.
-	 */
-	bool linger_known, linger_abort;
 	/*
 	 * Its input is read by the calls of whoever waits for it (a socket:
 	 * read, poll, epoll_wait, esock_cq_wait), as a TCP socket's is: the
@@ -293,16 +288,8 @@ struct esock_qp {
 	 * sockets that expose memory to one-sided operations.
 	 */
 	bool lazy;
-	int (*rq_refill)(void *arg); /* posts a receive as a Send finds none (ep_sock.h) */
-	void *rq_refill_arg;
 	bool hold_watch;            /* lazy, held, with sends waiting: the engine reads for the first FPDU */
-	_Atomic int state;          /* enum esock_qp_state */
-	atomic_int refs;            /* engine references */
-	atomic_bool busy;           /* progress token */
-	atomic_bool quiesced;       /* ... held by ep_qp_quiesce: a caller waits it out (ep_qp.c) */
-	atomic_uint want;           /* EP_WANT_* left for the token holder */
-	atomic_uint want_eng;       /* the engine's, kept apart: void once it let go of the QP */
-	atomic_bool want_room;      /* a writer found no room: EP_SEND_QUIET sends are heard again */
+	bool pollout;               /* EPOLLOUT requested */
 	/*
 	 * The socket layer's initiator: its RTR is written with MSG_MORE and
 	 * waits in the kernel's queue, so that it leaves in one segment with
@@ -313,25 +300,23 @@ struct esock_qp {
 	 */
 	bool rtr_cork;
 	atomic_bool rtr_corked;
-	atomic_bool in_engine;      /* the engine's to watch (ep_engine_add) */
-	/*
-	 * In the engine's epoll set (under eng_lock).  A lazy QP is only while
-	 * the engine has something to watch (the hold's first FPDU, room to
-	 * send): its callers read it and see its hang-up themselves, so its
-	 * connection costs the engine no system call and no wake-up.
-	 */
-	bool eng_reg;
-	bool pollout;               /* EPOLLOUT requested */
-	/*
-	 * A thread waiting on a CQ of this QP reads its socket itself; the engine
-	 * then stops watching it for input (detached), so one message never
-	 * wakes two threads.  The engine takes it back once nobody has waited for
-	 * EP_REATTACH_MS (esock_cq_wait, ep_engine.c).
-	 */
-	atomic_int attended;        /* threads inside esock_cq_wait for this QP */
-	atomic_bool detached;       /* engine not watching input */
-	_Atomic int64_t left_ms;    /* when the last waiter left */
-	pthread_mutex_t eng_lock;   /* orders epoll_ctl calls on this QP */
+	bool tx_hold;               /* (holder) responder: wait for the initiator's first FPDU */
+	bool rtr_pending;           /* (holder) initiator: RTR to send first */
+	bool term_pending;          /* (holder) a Terminate to send at the next FPDU boundary */
+	bool tx_pack;               /* (holder) ep_batch.pack for this peer */
+	bool tx_more;               /* (holder) the last write held its tail back (MSG_MORE): push it */
+	bool rx_small;              /* (holder) the last FPDU was small: the next stage read is large (ep_rx.c) */
+	bool rx_in_whole;           /* (holder) an FPDU that came whole is being handled (on_whole) */
+	bool buf_tuned;             /* (holder) ep_sockbuf_tune had its look (once data moved) */
+	bool buf_bound;             /* (holder) buf_lowat is set */
+	uint8_t buf_run;            /* (holder) messages in a row that ask for the other setting */
+	uint8_t mss_checks;         /* (holder) MSS re-reads left while the window opens */
+	uint8_t mss_skip;           /* (holder) then one re-read per 32 long messages */
+	uint16_t mulpdu;
+	struct esock_cq *scq, *rcq;
+	/* (holder) received octets not yet fed to MPA (NULL when none: ep_spare.h) */
+	uint8_t *stage;
+	size_t stage_off, stage_len;
 
 	struct ep_ring sqr;         /* send queue: posters produce, token holder consumes */
 	struct ep_sqe *sq;          /* slots, by ep_ring_idx */
@@ -339,49 +324,14 @@ struct esock_qp {
 	struct ep_ring rqr;
 	struct ep_rqe *rq;
 	uint32_t rq_next, rq_done;  /* token holder: next to fill, next to complete */
-
-	/* Token holder only from here on. */
-	struct esock_conn_info info;
-	bool info_valid;            /* an MPA exchange filled info (a reject too) */
-	bool addrs_known;           /* info.local and info.remote are in (ep_qp_addrs) */
-	bool buf_tuned;             /* ep_sockbuf_tune had its look (once data moved) */
-	uint32_t buf_moved;         /* octets read and written until then */
-	uint32_t buf_lowat;         /* the unsent bound for large messages (0: none; ep_sockbuf.c) */
-	bool buf_bound;             /* it is set */
-	uint8_t buf_run;            /* messages in a row that ask for the other setting */
+	uint32_t msn_tx[3];         /* (holder) next MSN to send on QN 0, 1, 2 */
+	uint32_t msn_rx[3];         /* (holder) next MSN expected on QN 0, 1, 2 */
+	uint32_t mo_rx;             /* (holder) next MO expected of the Send in progress (in-order LLP) */
+	uint32_t tx_pos;            /* (holder) MPA stream position of the next FPDU (markers) */
+	uint32_t buf_moved;         /* (holder) octets read and written until buf_tuned */
+	uint32_t buf_lowat;         /* (holder) the unsent bound for large messages (0: none; ep_sockbuf.c) */
 	const struct ep_profile *prof;
-	struct ep_txwork *txw;      /* while transmitting (ep_txwork_get), else NULL */
-	uint32_t tx_pos;            /* MPA stream position of the next FPDU (markers) */
-	bool tx_pack;               /* ep_batch.pack for this peer */
-	bool tx_more;               /* the last write held its tail back (MSG_MORE): push it */
-	struct esock_mpa_rx rx;
-	struct esock_ddp_place place;
-	struct ep_tx_cur txc;
-	struct ep_rx_cur rxc;
-	uint8_t termbuf[96];
-	size_t term_len;
-	uint32_t msn_tx[3];         /* next MSN to send on QN 0, 1, 2 */
-	uint32_t msn_rx[3];         /* next MSN expected on QN 0, 1, 2 */
-	uint32_t mo_rx;             /* next MO expected of the Send in progress (in-order LLP) */
-	uint64_t resp_got;          /* octets of the oldest Read's Response so far */
-	/* Sized by the negotiated ORD and IRD at ep_qp_start (ep_qp_reads_init). */
-	uint32_t *orq;              /* SQ indices of Reads in flight, oldest first */
-	uint32_t orq_cap, orq_head, orq_n;
-	struct ep_irqe *irq;        /* the peer's Reads being answered */
-	uint32_t irq_cap, irq_head, irq_n;
-	uint16_t mulpdu;
-	uint8_t mss_checks;         /* MSS re-reads left while the window opens */
-	uint8_t mss_skip;           /* then one re-read per 32 long messages */
-	bool tx_hold;               /* responder: wait for the initiator's first FPDU */
-	int64_t hold_until;         /* ... at most until then (ep_now_ms), then fail */
-	bool rtr_pending;           /* initiator: RTR to send first */
-	bool rtr_read_out;          /* our zero-length Read RTR awaits its response */
-	bool term_pending;          /* a Terminate to send at the next FPDU boundary */
-	struct esock_qp_error err;
-	bool has_err;
-	uint8_t *stage;             /* received octets not yet fed to MPA (NULL when none: ep_spare.h) */
-	size_t stage_off, stage_len;
-	bool rx_small;              /* the last FPDU was small: the next stage read is large (ep_rx.c) */
+	struct ep_txwork *txw;      /* (holder) while transmitting (ep_txwork_get), else NULL */
 	/*
 	 * ep_qp_recv_now: whole Sends go straight into the caller's buffer
 	 * instead of a posted receive, in order, while |on|: only a message
@@ -394,7 +344,28 @@ struct esock_qp {
 		uint32_t msgs;
 		bool one, on;
 	} rxt;
-	bool rx_in_whole;           /* an FPDU that came whole is being handled (on_whole) */
+	size_t term_len;            /* (holder) octets of termbuf */
+	uint32_t orq_n, irq_n;      /* (holder) Reads in flight (orq), the peer's being answered (irq) */
+
+	/* Token holder only from here on (info's first line is read per message too). */
+	struct esock_conn_info info;
+	bool info_valid;            /* an MPA exchange filled info (a reject too) */
+	bool addrs_known;           /* info.local and info.remote are in (ep_qp_addrs) */
+	struct esock_mpa_rx rx;
+	struct esock_ddp_place place;
+	struct ep_tx_cur txc;
+	struct ep_rx_cur rxc;
+	uint8_t termbuf[96];
+	uint64_t resp_got;          /* octets of the oldest Read's Response so far */
+	/* Sized by the negotiated ORD and IRD at ep_qp_start (ep_qp_reads_init). */
+	uint32_t *orq;              /* SQ indices of Reads in flight, oldest first */
+	uint32_t orq_cap, orq_head;
+	struct ep_irqe *irq;        /* the peer's Reads being answered */
+	uint32_t irq_cap, irq_head;
+	int64_t hold_until;         /* tx_hold: at most until then (ep_now_ms), then fail */
+	bool rtr_read_out;          /* our zero-length Read RTR awaits its response */
+	struct esock_qp_error err;
+	bool has_err;
 	bool rx_wait;               /* esock_conn_param.wait_for_recv */
 	/*
 	 * A FIN between FPDUs, with no Read outstanding, ends only the receive
@@ -402,9 +373,48 @@ struct esock_qp {
 	 * esock's socket layer towards its own kind.  Else a FIN ends the QP.
 	 */
 	bool half_close;
-	atomic_bool rx_eof;         /* that FIN came */
-	atomic_bool rx_paused;      /* a Send waits for a receive to be posted */
 	struct ep_connecting *connecting; /* initiator's MPA exchange in progress (ep_conn.c) */
+
+	/* Set up at creation, and the engine's (ep_engine.c): not the token holder's. */
+	uint32_t num;
+	struct esock_pd *pd;
+	bool sig_all;
+	uint32_t max_sge, max_recv_sge;
+	uint32_t sq_stride, rq_stride; /* octets per slot (struct ep_sqe / ep_rqe) */
+	/*
+	 * |fd| is the application's own descriptor (the socket layer: one
+	 * descriptor per connection): the QP never closes it, and moves to a
+	 * private copy when the application closes it but keeps a dup
+	 * (ep_engine_move).
+	 */
+	bool fd_borrowed;
+	/*
+	 * The owner's SO_LINGER {1, 0} (its destruction resets the connection)
+	 * as the socket layer knows it (linger_known), else asked of the kernel.
+	 */
+	bool linger_known, linger_abort;
+	int (*rq_refill)(void *arg); /* posts a receive as a Send finds none (ep_sock.h) */
+	void *rq_refill_arg;
+	atomic_int refs;            /* engine references */
+	atomic_bool want_room;      /* a writer found no room: EP_SEND_QUIET sends are heard again */
+	atomic_bool in_engine;      /* the engine's to watch (ep_engine_add) */
+	/*
+	 * In the engine's epoll set (under eng_lock).  A lazy QP is only while
+	 * the engine has something to watch (the hold's first FPDU, room to
+	 * send): its callers read it and see its hang-up themselves, so its
+	 * connection costs the engine no system call and no wake-up.
+	 */
+	bool eng_reg;
+	/*
+	 * A thread waiting on a CQ of this QP reads its socket itself; the engine
+	 * then stops watching it for input (detached), so one message never
+	 * wakes two threads.  The engine takes it back once nobody has waited for
+	 * EP_REATTACH_MS (esock_cq_wait, ep_engine.c).
+	 */
+	atomic_int attended;        /* threads inside esock_cq_wait for this QP */
+	atomic_bool detached;       /* engine not watching input */
+	_Atomic int64_t left_ms;    /* when the last waiter left */
+	pthread_mutex_t eng_lock;   /* orders epoll_ctl calls on this QP */
 };
 
 /* ep_qp.c */

@@ -26,7 +26,13 @@
 #define UNSCAN(p, n) ((void)(p), (void)(n))
 #endif
 
-#define HDR 16                   /* before each block: its size class (keeps 16-alignment) */
+/*
+ * Before each object: a cache line whose last 16 octets say its size class.
+ * Objects start on a line of their own, so that the fields a struct keeps
+ * together in its first lines (the socket's, the QP's: what every message
+ * touches) take whole lines, not parts of one more.
+ */
+#define HDR 64
 #define GRAIN 256                /* block sizes are multiples of this */
 #define MAX_BLOCK (16 * 1024)    /* larger ones come from calloc */
 #define NCLASS (MAX_BLOCK / GRAIN)
@@ -39,10 +45,21 @@ struct hdr {
 	uint32_t magic;
 	uint64_t len; /* BIG: octets mapped */
 };
-_Static_assert(sizeof(struct hdr) == HDR, "the header keeps blocks 16-aligned");
+_Static_assert(sizeof(struct hdr) <= HDR && HDR % 64 == 0, "objects start on a cache line");
+
+/* The header of the object at |p|, and the object of the block at |b|. */
+static struct hdr *hdr_of(void *p)
+{
+	return (struct hdr *)((uint8_t *)p - sizeof(struct hdr));
+}
+
+static void *obj_of(void *b)
+{
+	return (uint8_t *)b + HDR;
+}
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct hdr *free_list[NCLASS + 1]; /* by class: next in the first octets after the header */
+static void *free_list[NCLASS + 1];      /* blocks by class: next in the object's first octets */
 static uint8_t *cur;                     /* the chunk being cut */
 static size_t left;                      /* octets of it not cut yet */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -64,10 +81,10 @@ static void init(void)
 }
 
 /* A block of |cls| from the current chunk, a new one when it is used up (lock held). */
-static struct hdr *cut(unsigned cls)
+static void *cut(unsigned cls)
 {
 	size_t len = (size_t)cls * GRAIN;
-	struct hdr *h;
+	void *b;
 
 	if (left < len) {
 		/* The rest of the old chunk (less than one block) is left unused. */
@@ -80,15 +97,16 @@ static struct hdr *cut(unsigned cls)
 		cur = c;
 		left = CHUNK;
 	}
-	h = (struct hdr *)cur; /* (new memory: zero) */
+	b = cur; /* (new memory: zero) */
 	cur += len;
 	left -= len;
-	return h;
+	return b;
 }
 
 void *ep_calloc(size_t n, size_t size)
 {
 	struct hdr *h;
+	void *b;
 	size_t want;
 	unsigned cls;
 
@@ -106,28 +124,29 @@ void *ep_calloc(size_t n, size_t size)
 		if (c == MAP_FAILED)
 			return NULL;
 		SCAN(c, len);
-		h = c;
+		h = hdr_of(obj_of(c));
 		h->cls = BIG;
 		h->magic = MAGIC;
 		h->len = len;
-		return h + 1;
+		return obj_of(c);
 	}
 	cls = (unsigned)((want + GRAIN - 1) / GRAIN);
 	pthread_once(&once, init);
 	pthread_mutex_lock(&lock);
-	if ((h = free_list[cls])) {
-		memcpy(&free_list[cls], (const void *)(h + 1), sizeof(struct hdr *));
+	if ((b = free_list[cls])) {
+		memcpy(&free_list[cls], obj_of(b), sizeof(void *));
 		pthread_mutex_unlock(&lock);
-		memset(h + 1, 0, (size_t)cls * GRAIN - HDR);
+		memset(obj_of(b), 0, (size_t)cls * GRAIN - HDR);
 	} else {
-		h = cut(cls);
+		b = cut(cls);
 		pthread_mutex_unlock(&lock);
-		if (!h)
+		if (!b)
 			return NULL;
 	}
+	h = hdr_of(obj_of(b));
 	h->cls = cls;
 	h->magic = MAGIC;
-	return h + 1;
+	return obj_of(b);
 }
 
 void ep_free(void *p)
@@ -136,7 +155,7 @@ void ep_free(void *p)
 
 	if (!p)
 		return;
-	h = (struct hdr *)p - 1;
+	h = hdr_of(p);
 	if (h->magic != MAGIC || h->cls > NCLASS) {
 		log_error("ep_free: %p is not a block of ours; left alone", p);
 		return;
@@ -144,13 +163,13 @@ void ep_free(void *p)
 	if (h->cls == BIG) {
 		size_t len = (size_t)h->len;
 
-		UNSCAN(h, len);
-		munmap(h, len);
+		UNSCAN((uint8_t *)p - HDR, len);
+		munmap((uint8_t *)p - HDR, len);
 		return;
 	}
 	h->magic = 0; /* (a second ep_free of it is refused above) */
 	pthread_mutex_lock(&lock);
-	memcpy((void *)(h + 1), &free_list[h->cls], sizeof(struct hdr *));
-	free_list[h->cls] = h;
+	memcpy(p, &free_list[h->cls], sizeof(void *));
+	free_list[h->cls] = (uint8_t *)p - HDR;
 	pthread_mutex_unlock(&lock);
 }

@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-/* |n| * |size| zeroed octets, 16-aligned; NULL on overflow or out of memory. */
+/* |n| * |size| zeroed octets, 64-aligned (a cache line); NULL on overflow or out of memory. */
 void *ep_calloc(size_t n, size_t size);
 /* Gives back what ep_calloc returned (NULL: nothing). */
 void ep_free(void *p);

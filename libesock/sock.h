@@ -71,39 +71,38 @@ struct sock_off;
 #define SOCK_SLOTS_MAX 16
 
 struct esock_sock {
+	/*
+	 * What every read, write and epoll look touches comes first, in two
+	 * cache lines: at a thousand connections each further line of a socket
+	 * is one more cache miss per message (docs/benchmarks.md).
+	 */
 	pthread_mutex_t lock;       /* state below; never held while blocking */
 	atomic_int refs;            /* calls in progress */
-	atomic_int nfds;            /* descriptors naming it (dup) */
 	atomic_bool closing;
-	atomic_bool release_deferred; /* closed under a call of this thread (sock_release_fd) */
-	bool release_graceful;      /* how the deferred release disconnects */
-	struct esock_sock *next_free;
-	int fd;                     /* the descriptor it was created on */
-	enum sock_state st;
 	bool nonblock;              /* O_NONBLOCK as the application set it */
-	int rcvtimeo_ms, sndtimeo_ms; /* SO_RCVTIMEO, SO_SNDTIMEO (0: none; sock_timeo_read) */
-	bool linger_abort;          /* SO_LINGER {1, 0}: close resets (kept as it is set) */
-	int cloexec_fd;             /* |cloexec| is FD_CLOEXEC of this fd (-1: ask the kernel) */
-	bool cloexec;
 	bool suspended;             /* copied by fork: resumed by the first call here */
-	struct sock_share *share;   /* held by other processes too (sock_share.c), or NULL */
-	uint32_t share_gen;         /* the shared record this copy's state is at */
-	bool nagle;                 /* the application turned TCP_NODELAY off */
-	bool fd_private;            /* |fd| is the library's copy (the application closed its own) */
-	/*
-	 * The extended API was used (registrations, operations, event queues):
-	 * its completions and one-sided targets progress without the
-	 * application's calls, so the engine reads the QP (not lazy).
-	 */
-	bool async_api;
 	bool shut_rd, shut_wr;
-	struct sock_opts o;
+	bool eof;                   /* the peer closed: reads return 0 when drained */
+	bool tx_failed;             /* a Send failed: writes return EPIPE */
+	/*
+	 * epoll's look left a lazy QP's new input in its socket for the next
+	 * read to take directly (sock_rx_defer); rx_hints counts those looks
+	 * (an edge each).
+	 */
+	bool rx_hint;
+	enum sock_state st;
+	int fd;                     /* the descriptor it was created on */
 
-	struct esock_pd *pd;
-	struct esock_cq *cq;        /* send and receive completions */
 	struct esock_qp *qp;
-	struct esock_listener *lst; /* listening: reads MPA Requests without blocking */
-	struct esock_mr *all_mr;    /* local-only key for sends from any caller memory */
+	struct esock_cq *cq;        /* send and receive completions */
+	struct esock_sock_stats *stats; /* in the shared-memory slot, or stats_local */
+	struct sock_off *off;       /* the offload mode's state (sock_off.h), or NULL */
+	uint64_t rready;            /* octets ready to read */
+	uint32_t rhead, rcount;     /* ring of rdone */
+	uint32_t roff;              /* octets of the head message already read */
+	int err;                    /* sticky errno once the connection failed */
+	int waiters;                /* threads in esock_cq_wait on cq */
+	uint32_t rx_hints;
 
 	/*
 	 * Receive pool: rdepth slots, each holding a buffer of rsize octets
@@ -114,35 +113,45 @@ struct esock_sock {
 	uint8_t **rbufs;            /* slot -> its buffer, NULL while free */
 	uint32_t *rdone;            /* slots in arrival order */
 	uint32_t *rlen;             /* message length per slot */
-	uint32_t rhead, rcount;     /* ring of rdone */
-	uint32_t roff;              /* octets of the head message already read */
-	uint64_t rready;            /* octets ready to read */
+	uint64_t out_full;          /* times a write found no room (edge-triggered EPOLLOUT) */
+	uint32_t peer_msg_max;      /* largest Send the peer accepts */
+	uint32_t inflight;          /* sends posted, not yet completed */
+	int rcvtimeo_ms, sndtimeo_ms; /* SO_RCVTIMEO, SO_SNDTIMEO (0: none; sock_timeo_read) */
+	bool peer_esock;
+	bool cq_lost;               /* the CQ overflowed: completions were lost, wait for none */
+	struct sock_opts o;         /* (its first line: msgmode, rdepth) */
+
+	atomic_int nfds;            /* descriptors naming it (dup) */
+	atomic_bool release_deferred; /* closed under a call of this thread (sock_release_fd) */
+	bool release_graceful;      /* how the deferred release disconnects */
+	struct esock_sock *next_free;
+	bool linger_abort;          /* SO_LINGER {1, 0}: close resets (kept as it is set) */
+	int cloexec_fd;             /* |cloexec| is FD_CLOEXEC of this fd (-1: ask the kernel) */
+	bool cloexec;
+	struct sock_share *share;   /* held by other processes too (sock_share.c), or NULL */
+	uint32_t share_gen;         /* the shared record this copy's state is at */
+	bool nagle;                 /* the application turned TCP_NODELAY off */
+	bool fd_private;            /* |fd| is the library's copy (the application closed its own) */
 	/*
-	 * epoll's look left a lazy QP's new input in its socket for the next
-	 * read to take directly (sock_rx_defer); rx_hints counts those looks
-	 * (an edge each).
+	 * The extended API was used (registrations, operations, event queues):
+	 * its completions and one-sided targets progress without the
+	 * application's calls, so the engine reads the QP (not lazy).
 	 */
-	bool rx_hint;
-	uint32_t rx_hints;
+	bool async_api;
+
+	struct esock_pd *pd;
+	struct esock_listener *lst; /* listening: reads MPA Requests without blocking */
+	struct esock_mr *all_mr;    /* local-only key for sends from any caller memory */
+
 	pthread_mutex_t pool_lock;  /* repost and nrepost (a leaf: the refill hook takes it) */
 	uint32_t *repost, nrepost;  /* free slots (a stack) */
 
 	/* Send slots taken from the process's pool (sock_slots.c), by Send in flight. */
 	uint32_t slots[SOCK_SLOTS_MAX];
 	uint32_t nslots;
-	uint32_t inflight;          /* sends posted, not yet completed */
-	uint64_t out_full;          /* times a write found no room (edge-triggered EPOLLOUT) */
 	uint64_t direct_seq, direct_done; /* blocking sends from caller memory */
 
-	uint32_t peer_msg_max;      /* largest Send the peer accepts */
-	bool peer_esock;
-	bool eof;                   /* the peer closed: reads return 0 when drained */
-	bool tx_failed;             /* a Send failed: writes return EPIPE */
-	bool cq_lost;               /* the CQ overflowed: completions were lost, wait for none */
-	int err;                    /* sticky errno once the connection failed */
-	int waiters;                /* threads in esock_cq_wait on cq */
 	struct esock_sock_error last_error;
-	struct esock_sock_stats *stats; /* in the shared-memory slot, or stats_local */
 	struct esock_sock_stats stats_local;
 	struct esock_stat_slot *slot;   /* sock_stat.c; NULL without shared memory */
 
@@ -152,8 +161,6 @@ struct esock_sock {
 	uint32_t user_next;
 	struct esock_mr **mrs;      /* regions registered through the API */
 	int nmrs, capmrs;
-
-	struct sock_off *off;       /* the offload mode's state (sock_off.h), or NULL */
 
 	struct sock_epreg *epregs;  /* epoll sets holding it (sock_epoll.c), under lock */
 	int nepregs, capepregs;

@@ -22,6 +22,7 @@
 	uint8_t marker[ESOCK_MPA_MARKERS_MAX][ESOCK_MPA_MARKER_LEN]; \
 	}
 
+/* (What every FPDU touches first: cfg to have's neighbours share two cache lines.) */
 #define ESOCK_MPA_RX_FIELDS \
 	struct { \
 	struct esock_mpa_rx_cfg cfg; \
@@ -33,13 +34,13 @@
 	uint32_t crc;        /* running CRC32C of the current FPDU */ \
 	size_t have;         /* octets taken in the current state */ \
 	uint16_t ulpdu_len; \
+	uint8_t ev_flags;    /* ESOCK_MPA_EVF_* of the current FPDU */ \
+	uint16_t markers;    /* markers in the current FPDU */ \
 	uint8_t len_field[ESOCK_MPA_LEN_LEN]; \
 	uint8_t marker[ESOCK_MPA_MARKER_LEN]; \
 	uint8_t trailer[3 + ESOCK_MPA_CRC_LEN]; \
 	uint8_t peek[ESOCK_MPA_RX_PEEK_MAX]; \
 	size_t peek_len; \
-	uint8_t ev_flags;    /* ESOCK_MPA_EVF_* of the current FPDU */ \
-	uint16_t markers;    /* markers in the current FPDU */ \
 	uint64_t fpdus;      /* FPDUs completed (statistics) */ \
 	}
 
