@@ -307,6 +307,7 @@ struct esock_qp {
 	bool tx_more;               /* (holder) the last write held its tail back (MSG_MORE): push it */
 	bool rx_small;              /* (holder) the last FPDU was small: the next stage read is large (ep_rx.c) */
 	bool rx_in_whole;           /* (holder) an FPDU that came whole is being handled (on_whole) */
+	bool rx_empty;              /* (holder) the last read of the socket came back short or empty */
 	bool buf_tuned;             /* (holder) ep_sockbuf_tune had its look (once data moved) */
 	bool buf_bound;             /* (holder) buf_lowat is set */
 	uint8_t buf_run;            /* (holder) messages in a row that ask for the other setting */

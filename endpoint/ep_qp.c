@@ -279,6 +279,19 @@ ssize_t ep_qp_recv_now(struct esock_qp *qp, void *buf, size_t len, bool one, boo
 	return n;
 }
 
+bool ep_qp_rx_seen_empty(struct esock_qp *qp)
+{
+	bool yes;
+
+	if (!token_try(qp))
+		return false;
+	yes = qp->rx_empty && atomic_load(&qp->state) == ESOCK_QPS_RTS && !qp->stage &&
+	      esock_mpa_rx_idle(&qp->rx) && !ep_cq_count(qp->rcq);
+	qp->rx_empty = false; /* (once: the next look asks the kernel) */
+	token_release(qp);
+	return yes;
+}
+
 bool ep_qp_rx_untouched(struct esock_qp *qp)
 {
 	bool yes;

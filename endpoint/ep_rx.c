@@ -718,6 +718,7 @@ static void rx_progress(struct esock_qp *qp, bool drain)
 		if (drained)
 			return;
 		n = read_some(qp, &direct, &asked);
+		qp->rx_empty = n == -EAGAIN || n == -EWOULDBLOCK || (n > 0 && (size_t)n < asked);
 		if (n == -EAGAIN || n == -EWOULDBLOCK)
 			return;
 		/* (Still holding for its first FPDU, the peer's FIN ends it all: we could never send.) */

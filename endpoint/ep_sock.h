@@ -140,6 +140,13 @@ ssize_t ep_qp_recv_now(struct esock_qp *qp, void *buf, size_t len, bool one, boo
  * also when the token is taken (it cannot tell).
  */
 bool ep_qp_rx_untouched(struct esock_qp *qp);
+/*
+ * The QP's last read of its socket came back short (the kernel's queue was
+ * empty then), it holds nothing of a message, and no completion waits: true
+ * once (the next call asks the kernel again).  False also when the token is
+ * taken.
+ */
+bool ep_qp_rx_seen_empty(struct esock_qp *qp);
 
 void ep_qp_progress(struct esock_qp *qp, unsigned want);
 /*

@@ -283,7 +283,13 @@ static bool sq_ready(struct esock_qp *qp, struct ep_sqe **out)
 {
 	struct ep_sqe *e;
 
-	if (!ep_ring_ready(&qp->sqr, qp->sq_tx))
+	/*
+	 * Nothing claimed past sq_tx: no look at the ring's slots, a cache line
+	 * of their own (a socket's sends mostly go out without a WR).  A poster
+	 * that claims meanwhile leaves a wish after publishing: served again.
+	 */
+	if (atomic_load_explicit(&qp->sqr.head, memory_order_relaxed) == qp->sq_tx ||
+	    !ep_ring_ready(&qp->sqr, qp->sq_tx))
 		return false;
 	e = EP_SQE(qp, qp->sq_tx);
 	if ((e->flags & ESOCK_SEND_FENCE) && qp->orq_n)

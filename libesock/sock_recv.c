@@ -162,7 +162,23 @@ ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 			break;
 		}
 		if (!now_done && !(flags & MSG_PEEK) && s->qp && ep_qp_lazy(s->qp)) {
-			ssize_t n = recv_now(s, iov, iovcnt, &got);
+			ssize_t n;
+
+			/*
+			 * An event-driven reader reads to EAGAIN: when the last read
+			 * emptied the kernel's queue, that EAGAIN needs no system call.
+			 * Whatever came since made the kernel's epoll mark the socket
+			 * (our registration in every set that holds it is
+			 * edge-triggered, and an edge is a callback per arrival), so the
+			 * application's next epoll_wait reports it; a poll looks at the
+			 * socket itself.  Not after epoll promised input (rx_hint).
+			 */
+			if (!block && !got && !s->rx_hint && s->nepregs && ep_qp_rx_seen_empty(s->qp)) {
+				now_done = pulled = true;
+				s->stats->rx_eagain_quick++;
+				continue;
+			}
+			n = recv_now(s, iov, iovcnt, &got);
 
 			now_done = true;
 			if (n >= 0)

@@ -86,6 +86,12 @@ struct esock_sock_stats {
 	 * reader's buffer without a receive buffer (docs/libesock.md).
 	 */
 	uint64_t tx_now, rx_now;
+	/*
+	 * Non-blocking reads of a socket in an epoll set answered EAGAIN
+	 * without a system call: the read before emptied the kernel's queue
+	 * (docs/libesock.md).
+	 */
+	uint64_t rx_eagain_quick;
 };
 
 /* ---- The extended calls (ESOCK_GET_API) ---- */

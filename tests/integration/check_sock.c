@@ -510,6 +510,69 @@ START_TEST(epoll_reads_direct)
 	ck_assert_int_eq(getsockopt(fd, SOL_ESOCK, ESOCK_STATS, &st, &sl), 0);
 	ck_assert_uint_eq(st.rx_msgs, N);
 	ck_assert_msg(st.rx_now == N, "rx_now %llu of %d", (unsigned long long)st.rx_now, N);
+	/* Each read that found the socket empty after a message needed no system call. */
+	ck_assert_msg(st.rx_eagain_quick >= N - 5, "rx_eagain_quick %llu of %d",
+		      (unsigned long long)st.rx_eagain_quick, N);
+	close(ep);
+	close(fd);
+	pthread_join(p.th, NULL);
+	close(p.lfd);
+}
+END_TEST
+
+/*
+ * A read that follows one which emptied the kernel's queue says EAGAIN
+ * without asking the kernel (rx_eagain_quick); a message that arrived in
+ * between is not lost for it: the next edge-triggered epoll_wait reports
+ * it, and the read after that gets it.  Then, with the socket in no epoll
+ * set, every EAGAIN is the kernel's own (a reader that polls or retries
+ * must never be told EAGAIN while a message waits).
+ */
+START_TEST(epoll_quick_eagain_loses_nothing)
+{
+	static char data[3 * 1000];
+	uint64_t rng = tu_rng_seed("epoll_quick_eagain_loses_nothing");
+	struct piece_sender p = { .n = 3, .data = data };
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET }, got;
+	struct esock_sock_stats st;
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof(st);
+	char buf[2000];
+	int fd, ep = epoll_create1(0), q = 0;
+
+	tu_rng_fill(&rng, data, sizeof(data));
+	p.lfd = listener(true, &sa);
+	ck_assert_int_eq(pthread_create(&p.th, NULL, piece_sender_main, &p), 0);
+	fd = ddp_connect(&sa);
+	ck_assert_int_eq(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
+	ck_assert_int_eq(epoll_wait(ep, &got, 1, 5000), 1);
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 1000);
+	tu_assert_mem(buf, data, 1000);
+	/* The next message comes, and is in our kernel queue, before we read again. */
+	ck_assert_int_eq(write(fd, "a", 1), 1);
+	for (int ms = 0; ms < 20000 && q < 1000; ms++, usleep(1000))
+		ck_assert_int_eq(syscall(SYS_ioctl, fd, SIOCINQ, &q), 0);
+	ck_assert_int_ge(q, 1000);
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	ck_assert_int_eq(getsockopt(fd, SOL_ESOCK, ESOCK_STATS, &st, &sl), 0);
+	ck_assert_uint_eq(st.rx_eagain_quick, 1);
+	ck_assert_int_eq(epoll_wait(ep, &got, 1, 5000), 1);
+	ck_assert(got.events & EPOLLIN);
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 1000);
+	tu_assert_mem(buf, data + 1000, 1000);
+	/* Out of the set: a message in the kernel's queue is read, never an EAGAIN. */
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL), 0);
+	ck_assert_int_eq(write(fd, "a", 1), 1);
+	q = 0;
+	for (int ms = 0; ms < 20000 && q < 1000; ms++, usleep(1000))
+		ck_assert_int_eq(syscall(SYS_ioctl, fd, SIOCINQ, &q), 0);
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 1000);
+	tu_assert_mem(buf, data + 2000, 1000);
+	ck_assert_int_eq(getsockopt(fd, SOL_ESOCK, ESOCK_STATS, &st, &sl), 0);
+	ck_assert_uint_eq(st.rx_eagain_quick, 1);
+	ck_assert_int_eq(write(fd, "a", 1), 1);
 	close(ep);
 	close(fd);
 	pthread_join(p.th, NULL);
@@ -1937,6 +2000,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, direct_write_takes_completions);
 	tcase_add_test(tc, small_messages_direct);
 	tcase_add_loop_test(tc, epoll_reads_direct, 0, 2);
+	tcase_add_test(tc, epoll_quick_eagain_loses_nothing);
 	tcase_add_test(tc, options_and_api);
 	tcase_add_test(tc, nonblocking);
 	tcase_add_test(tc, waitall_and_select);
