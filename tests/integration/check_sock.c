@@ -454,6 +454,26 @@ static void *piece_sender_main(void *arg)
 }
 
 /*
+ * Starts |p| (its data filled from |rng|) and returns a non-blocking DDPMODE
+ * connection to it, in epoll set |ep| for |events|.
+ */
+static int piece_sender_connect(struct piece_sender *p, char *data, size_t len, uint64_t *rng,
+				int ep, uint32_t events)
+{
+	struct epoll_event ev = { .events = events };
+	struct sockaddr_in sa;
+	int fd;
+
+	tu_rng_fill(rng, data, len);
+	p->lfd = listener(true, &sa);
+	ck_assert_int_eq(pthread_create(&p->th, NULL, piece_sender_main, p), 0);
+	fd = ddp_connect(&sa);
+	ck_assert_int_eq(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
+	return fd;
+}
+
+/*
  * An event-driven server's reads take the direct path too: epoll's look
  * leaves a non-blocking socket's new input in the socket, reports it, and
  * the read places it straight into the application's buffer (rx_now, no
@@ -468,19 +488,13 @@ START_TEST(epoll_reads_direct)
 	uint64_t rng = tu_rng_seed("epoll_reads_direct");
 	bool et = _i == 1;
 	struct piece_sender p = { .n = N, .data = data };
-	struct epoll_event ev = { .events = EPOLLIN | (et ? EPOLLET : 0) }, got;
+	struct epoll_event got;
 	struct esock_sock_stats st;
-	struct sockaddr_in sa;
 	socklen_t sl = sizeof(st);
 	size_t have = 0;
-	int fd, ep = epoll_create1(0);
+	int ep = epoll_create1(0);
+	int fd = piece_sender_connect(&p, data, sizeof(data), &rng, ep, EPOLLIN | (et ? EPOLLET : 0));
 
-	tu_rng_fill(&rng, data, sizeof(data));
-	p.lfd = listener(true, &sa);
-	ck_assert_int_eq(pthread_create(&p.th, NULL, piece_sender_main, &p), 0);
-	fd = ddp_connect(&sa);
-	ck_assert_int_eq(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
-	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
 	for (int i = 0; i < N; i++) {
 		bool again = true;
 
@@ -533,19 +547,13 @@ START_TEST(epoll_quick_eagain_loses_nothing)
 	static char data[3 * 1000];
 	uint64_t rng = tu_rng_seed("epoll_quick_eagain_loses_nothing");
 	struct piece_sender p = { .n = 3, .data = data };
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLET }, got;
+	struct epoll_event got;
 	struct esock_sock_stats st;
-	struct sockaddr_in sa;
 	socklen_t sl = sizeof(st);
 	char buf[2000];
-	int fd, ep = epoll_create1(0), q = 0;
+	int ep = epoll_create1(0), q = 0;
+	int fd = piece_sender_connect(&p, data, sizeof(data), &rng, ep, EPOLLIN | EPOLLET);
 
-	tu_rng_fill(&rng, data, sizeof(data));
-	p.lfd = listener(true, &sa);
-	ck_assert_int_eq(pthread_create(&p.th, NULL, piece_sender_main, &p), 0);
-	fd = ddp_connect(&sa);
-	ck_assert_int_eq(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
-	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
 	ck_assert_int_eq(epoll_wait(ep, &got, 1, 5000), 1);
 	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 1000);
 	tu_assert_mem(buf, data, 1000);
