@@ -279,14 +279,20 @@ ssize_t ep_qp_recv_now(struct esock_qp *qp, void *buf, size_t len, bool one, boo
 	return n;
 }
 
+/* Running, no octets held, no FPDU half parsed, no completion waiting (token held). */
+static bool rx_idle(struct esock_qp *qp)
+{
+	return atomic_load(&qp->state) == ESOCK_QPS_RTS && !qp->stage && esock_mpa_rx_idle(&qp->rx) &&
+	       !ep_cq_count(qp->rcq);
+}
+
 bool ep_qp_rx_seen_empty(struct esock_qp *qp)
 {
 	bool yes;
 
 	if (!token_try(qp))
 		return false;
-	yes = qp->rx_empty && atomic_load(&qp->state) == ESOCK_QPS_RTS && !qp->stage &&
-	      esock_mpa_rx_idle(&qp->rx) && !ep_cq_count(qp->rcq);
+	yes = qp->rx_empty && rx_idle(qp);
 	qp->rx_empty = false; /* (once: the next look asks the kernel) */
 	token_release(qp);
 	return yes;
@@ -298,9 +304,8 @@ bool ep_qp_rx_untouched(struct esock_qp *qp)
 
 	if (!token_try(qp))
 		return false;
-	yes = atomic_load(&qp->state) == ESOCK_QPS_RTS && !qp->stage && esock_mpa_rx_idle(&qp->rx) &&
-	      qp->rq_next == qp->rq_done && !qp->info.markers_rx && !qp->tx_hold &&
-	      !atomic_load(&qp->rx_paused) && !atomic_load(&qp->rx_eof) && !ep_cq_count(qp->rcq);
+	yes = rx_idle(qp) && qp->rq_next == qp->rq_done && !qp->info.markers_rx && !qp->tx_hold &&
+	      !atomic_load(&qp->rx_paused) && !atomic_load(&qp->rx_eof);
 	token_release(qp);
 	return yes;
 }

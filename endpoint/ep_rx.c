@@ -718,8 +718,9 @@ static void rx_progress(struct esock_qp *qp, bool drain)
 		if (drained)
 			return;
 		n = read_some(qp, &direct, &asked);
+		/* (Short or nothing: the kernel's queue was empty then; ep_qp_rx_seen_empty.) */
 		qp->rx_empty = n == -EAGAIN || n == -EWOULDBLOCK || (n > 0 && (size_t)n < asked);
-		if (n == -EAGAIN || n == -EWOULDBLOCK)
+		if (qp->rx_empty && n < 0)
 			return;
 		/* (Still holding for its first FPDU, the peer's FIN ends it all: we could never send.) */
 		if (n == 0 && qp->half_close && !qp->orq_n && !qp->tx_hold &&
