@@ -18,7 +18,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:?usage: run-interop.sh BUILD_DIR}" && pwd)
 export RIG_DIR=${RIG_DIR:-$build/interop-rig}
 out=$build/interop-captures
-rm -rf "$out"
+rm -rf "$out" && mkdir -p "$out"
 
 start=$SECONDS t0=$SECONDS
 if ! bash "$top/tests/interop/siw-rig.sh" prepare; then
@@ -52,6 +52,8 @@ ESOCK_CAPTURES="${captures# }" ESOCK_REQUIRE_TSHARK=1 srcdir="$top" top_builddir
 )
 failed=$?
 echo "interop: rping and perftest captures: $((SECONDS - t0)) s, $([ $failed -eq 0 ] && echo ok || echo FAILED)"
+failed_parts=()
+[ $failed -eq 0 ] || failed_parts+=(captures)
 for part in iwping-vs-rping sock-vs-rping iwping-vs-verbs verbs-matrix siw-patches perftest-anchor; do
 	t0=$SECONDS
 	if [ "$part" = sock-vs-rping ]; then
@@ -64,13 +66,20 @@ for part in iwping-vs-rping sock-vs-rping iwping-vs-verbs verbs-matrix siw-patch
 			bash "$top/tests/interop/iwping-vs-rping.sh" "$build" "$out/verbs-host"
 	else
 		bash "$top/tests/interop/$part.sh" "$build"
-	fi
-	rc=$?
+	fi 2>&1 | tee "$out/part-$part.log"
+	rc=${PIPESTATUS[0]}
 	case $rc in
 	0) echo "interop: $part: $((SECONDS - t0)) s, ok" ;;
 	77) echo "interop: $part: skipped" ;;
-	*) echo "interop: $part: $((SECONDS - t0)) s, FAILED"; failed=1 ;;
+	*) echo "interop: $part: $((SECONDS - t0)) s, FAILED"; failed=1; failed_parts+=("$part") ;;
 	esac
 done
 echo "interop: total $((SECONDS - start)) s"
+# The stage's log is read from its end: name what failed there, with the part's own
+# verdict lines, so that the last lines of a failed run say why.
+for part in "${failed_parts[@]}"; do
+	echo "interop: FAILED part $part:"
+	[ -f "$out/part-$part.log" ] &&
+		grep -a -E "FAIL|failed|exit [1-9]|did not|killed" "$out/part-$part.log" | tail -n 8 | sed 's/^/interop:   /'
+done
 exit "$failed"
