@@ -244,6 +244,18 @@ ESOCK_EXPORT int esock_ddp_place_segment(struct esock_ddp_place *p, const struct
 	return rc;
 }
 
+ESOCK_EXPORT int esock_ddp_place_whole(struct esock_ddp_place *p, uint32_t qn, uint32_t msn)
+{
+	if (p->err || qn >= ESOCK_DDP_QN_MAX || !(p->cfg.qn_mask & (1u << qn)) ||
+	    msn != p->next_msn[qn])
+		return -EAGAIN;
+	for (unsigned u = p->used; u; u &= u - 1) /* (an open message of |qn| comes first) */
+		if (p->msg[__builtin_ctz(u)].qn == qn)
+			return -EAGAIN;
+	p->next_msn[qn]++;
+	return 0;
+}
+
 ESOCK_EXPORT int esock_ddp_place_poll(struct esock_ddp_place *p, struct esock_ddp_completion *c)
 {
 	if (p->err)

@@ -507,6 +507,36 @@ static void on_whole(struct esock_qp *qp, const struct esock_mpa_ev *ev)
 	on_end(qp);
 }
 
+/*
+ * Header prediction (as TCP's): the commonest FPDU of a stream, a whole Send
+ * that the caller's buffer of ep_qp_recv_now takes, is recognized in one
+ * look and copied there, skipping the general decode, placement and
+ * delivery; the MPA layer has checked its framing and CRC.  Anything else,
+ * or anything odd about it, goes the general way, which judges it.
+ */
+static bool fast_send(struct esock_qp *qp, const struct esock_mpa_ev *ev)
+{
+	uint32_t msn;
+	size_t hl, pay;
+
+	if (!qp->rxt.on || qp->rq_next != qp->rq_done || qp->mo_rx || qp->tx_hold ||
+	    !(hl = esock_rdmap_plain_send(ev->data, ev->len, &msn)))
+		return false;
+	pay = ev->len - hl;
+	if (msn != qp->msn_rx[ESOCK_DDP_QN_SEND] || pay > qp->rxt.room - qp->rxt.promised ||
+	    esock_ddp_place_whole(&qp->place, ESOCK_DDP_QN_SEND, msn) < 0)
+		return false;
+	memcpy(qp->rxt.buf + qp->rxt.promised, ev->data + hl, pay);
+	qp->msn_rx[ESOCK_DDP_QN_SEND]++;
+	qp->rxt.promised += pay;
+	qp->rxt.filled += pay;
+	qp->rxt.msgs++;
+	if (qp->rxt.one)
+		qp->rxt.on = false;
+	qp->rx_small = ev->len < EP_DIRECT_MIN; /* (as on_hdr: the next stage read's size) */
+	return true;
+}
+
 /* ---- the driver ---- */
 
 static bool rx_alive(struct esock_qp *qp)
@@ -527,8 +557,10 @@ static ssize_t feed(struct esock_qp *qp, const uint8_t *p, size_t len)
 		ep_tx_terminate(qp, esock_mpa_rx_term(&qp->rx), NULL, 0);
 		return -1;
 	}
-	if (ev.type == ESOCK_MPA_EV_ULPDU)
-		on_whole(qp, &ev);
+	if (ev.type == ESOCK_MPA_EV_ULPDU) {
+		if (!fast_send(qp, &ev))
+			on_whole(qp, &ev);
+	}
 	else if (ev.type == ESOCK_MPA_EV_HDR)
 		on_hdr(qp, &ev);
 	else if (ev.type == ESOCK_MPA_EV_DATA)

@@ -137,6 +137,20 @@ static ssize_t decode_ext(struct esock_rdmap_msg *m, const uint8_t *p, size_t le
 	}
 }
 
+ESOCK_EXPORT size_t esock_rdmap_plain_send(const uint8_t *seg, size_t len, uint32_t *msn)
+{
+	/* DDP: untagged, L, version 1; RDMAP: version 1, Send. */
+	static const uint8_t head[2] = { ESOCK_DDP_CTRL_L | ESOCK_DDP_VERSION,
+					 ESOCK_RDMAP_VERSION << 6 | ESOCK_RDMAP_SEND };
+
+	if (len <= ESOCK_DDP_UNTAGGED_HLEN || seg[0] != head[0] || seg[1] != head[1] ||
+	    esock_get_be32(seg + 2) != 0 || esock_get_be32(seg + 6) != ESOCK_DDP_QN_SEND ||
+	    esock_get_be32(seg + 14) != 0)
+		return 0;
+	*msn = esock_get_be32(seg + 10);
+	return ESOCK_DDP_UNTAGGED_HLEN;
+}
+
 ESOCK_EXPORT ssize_t esock_rdmap_decode(struct esock_rdmap_msg *m, const uint8_t *seg, size_t len,
 					const struct esock_rdmap_decode_opts *o,
 					struct esock_term *term)

@@ -259,6 +259,18 @@ ESOCK_EXPORT const struct esock_ddp_buf *esock_ddp_place_msg_buf(const struct es
 								   uint32_t qn, uint32_t msn);
 
 /*
+ * esock_ddp_place_whole accounts for an untagged message of queue |qn| that
+ * came whole in one segment (L set, MO 0) and that the caller placed in a
+ * buffer of its own (a fast path for the commonest segment of a stream): it
+ * must carry the next MSN of its queue while no message of that queue is
+ * open.  Returns 0 (the queue expects the MSN after it; nothing is
+ * reported by esock_ddp_place_poll for it) or -EAGAIN when the segment is
+ * not that case: then esock_ddp_place_prepare must judge it, which also
+ * says what is wrong with it.
+ */
+ESOCK_EXPORT int esock_ddp_place_whole(struct esock_ddp_place *p, uint32_t qn, uint32_t msn);
+
+/*
  * esock_ddp_place_poll hands out the next deliverable untagged message (the
  * next MSN of some QN whose octets have all arrived).  Returns 1 with |c|
  * filled, 0 when none is ready, or the terminal error.  Each message is

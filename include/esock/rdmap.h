@@ -154,6 +154,17 @@ struct esock_rdmap_decode_opts {
 ESOCK_EXPORT int esock_rdmap_msg_init(struct esock_rdmap_msg *m, uint8_t opcode);
 
 /*
+ * esock_rdmap_plain_send recognizes the commonest segment of a stream in one
+ * look: a Send (no Solicited Event, no Invalidate) that is its whole message
+ * (untagged, L set, QN 0, MO 0, DDP and RDMAP version 1, reserved fields and
+ * bits 0) with at least one payload octet.  Returns the payload's offset in
+ * |seg| (ESOCK_DDP_UNTAGGED_HLEN) with its MSN in |*msn|, or 0 for anything
+ * else, which esock_rdmap_decode must then judge (a segment this accepts,
+ * the decoder accepts alike).
+ */
+ESOCK_EXPORT size_t esock_rdmap_plain_send(const uint8_t *seg, size_t len, uint32_t *msn);
+
+/*
  * esock_rdmap_decode decodes and validates one DDP segment |seg| (|len|
  * octets, borrowed; payload points into it).  |o| may be NULL (RFC 7306 known,
  * Terminate order AUTO).  Returns the header length (DDP + RDMAP), or a

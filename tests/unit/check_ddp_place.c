@@ -309,6 +309,47 @@ START_TEST(test_msn_order_delivery)
 }
 END_TEST
 
+/*
+ * A whole message placed by the caller itself (esock_ddp_place_whole): only
+ * the next MSN of its queue while none of that queue is open; it moves the
+ * queue on (the segment after it is the next MSN) and nothing is reported
+ * for it, nor is a posted buffer consumed.
+ */
+START_TEST(test_place_whole)
+{
+	struct world *w = world_new(2);
+	struct esock_ddp_placed out;
+	struct esock_ddp_completion c;
+	struct esock_ddp_hdr h = { .dv = 1, .last = false, .qn = 0, .msn = 2, .mo = 0 };
+
+	ck_assert_int_eq(esock_ddp_place_whole(&w->p, 0, 2), -EAGAIN); /* 1 is next */
+	ck_assert_int_eq(esock_ddp_place_whole(&w->p, 0, 1), 0);
+	ck_assert_int_eq(esock_ddp_place_whole(&w->p, 0, 1), -EAGAIN); /* once */
+	ck_assert_int_eq(esock_ddp_place_whole(&w->p, 5, 1), -EAGAIN); /* a queue not ours */
+	ck_assert_int_eq(esock_ddp_place_whole(&w->p, ESOCK_DDP_QN_MAX, 1), -EAGAIN);
+	ck_assert_int_eq(esock_ddp_place_poll(&w->p, &c), 0);
+	ck_assert_int_eq(w->handed, 0);
+	/* MSN 2 opened by a first segment: not whole, and 3 must wait behind it. */
+	ck_assert_int_eq(esock_ddp_place_segment(&w->p, &h, (const uint8_t *)"ab", 2, 0, &out), 0);
+	ck_assert_int_eq(esock_ddp_place_whole(&w->p, 0, 2), -EAGAIN);
+	ck_assert_int_eq(esock_ddp_place_whole(&w->p, 0, 3), -EAGAIN);
+	ck_assert_int_eq(esock_ddp_place_whole(&w->p, 1, 1), 0); /* another queue goes on */
+	h.last = true;
+	h.mo = 2;
+	ck_assert_int_eq(esock_ddp_place_segment(&w->p, &h, (const uint8_t *)"c", 1, 0, &out), 0);
+	ck_assert_int_eq(esock_ddp_place_poll(&w->p, &c), 1);
+	ck_assert_uint_eq(c.msn, 2);
+	ck_assert_uint_eq(c.len, 3);
+	ck_assert_int_eq(esock_ddp_place_whole(&w->p, 0, 3), 0);
+	/* After a failure: never. */
+	h.msn = 99;
+	h.mo = 0;
+	ck_assert_int_lt(esock_ddp_place_segment(&w->p, &h, (const uint8_t *)"x", 1, 0, &out), 0);
+	ck_assert_int_eq(esock_ddp_place_whole(&w->p, 0, 4), -EAGAIN);
+	free(w);
+}
+END_TEST
+
 START_TEST(test_msn_wrap)
 {
 	struct world *w = world_new(2);
@@ -391,6 +432,7 @@ int main(void)
 	tcase_add_test(tc, test_inconsistent_last);
 	tcase_add_test(tc, test_out_of_order_all_permutations);
 	tcase_add_test(tc, test_msn_order_delivery);
+	tcase_add_test(tc, test_place_whole);
 	tcase_add_test(tc, test_msn_wrap);
 	tcase_add_test(tc, test_random_segments);
 	tcase_set_timeout(tc, 60);

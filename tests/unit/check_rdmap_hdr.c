@@ -203,6 +203,54 @@ START_TEST(test_decode_errors)
 }
 END_TEST
 
+/*
+ * The one-look recognizer of a whole plain Send: it accepts exactly the
+ * canonical segment (which the decoder accepts alike, same MSN and payload)
+ * and refuses every deviation, each of which the decoder then judges.
+ */
+START_TEST(test_plain_send)
+{
+	uint8_t seg[64];
+	struct esock_rdmap_msg m;
+	uint32_t msn = 0;
+
+	esock_rdmap_msg_init(&m, ESOCK_RDMAP_SEND);
+	m.ddp.msn = 0x01020304;
+	ck_assert_int_eq(esock_rdmap_hdr_encode(&m, seg, sizeof(seg)), ESOCK_DDP_UNTAGGED_HLEN);
+	memcpy(seg + ESOCK_DDP_UNTAGGED_HLEN, "payload", 7);
+	ck_assert_uint_eq(esock_rdmap_plain_send(seg, ESOCK_DDP_UNTAGGED_HLEN + 7, &msn),
+			  ESOCK_DDP_UNTAGGED_HLEN);
+	ck_assert_uint_eq(msn, 0x01020304);
+	ck_assert_int_eq(esock_rdmap_decode(&m, seg, ESOCK_DDP_UNTAGGED_HLEN + 7, NULL, NULL),
+			 ESOCK_DDP_UNTAGGED_HLEN);
+	ck_assert_uint_eq(m.ddp.msn, msn);
+	ck_assert_uint_eq(m.payload_len, 7);
+	/* No payload: not the case (the general path takes an empty Send). */
+	ck_assert_uint_eq(esock_rdmap_plain_send(seg, ESOCK_DDP_UNTAGGED_HLEN, &msn), 0);
+	/* Every single-bit change of the 18 header octets but the MSN's is refused. */
+	for (int o = 0; o < ESOCK_DDP_UNTAGGED_HLEN; o++) {
+		if (o >= 10 && o < 14)
+			continue;
+		for (int b = 0; b < 8; b++) {
+			seg[o] ^= (uint8_t)(1u << b);
+			ck_assert_msg(esock_rdmap_plain_send(seg, ESOCK_DDP_UNTAGGED_HLEN + 7, &msn) == 0,
+				      "octet %d bit %d", o, b);
+			seg[o] ^= (uint8_t)(1u << b);
+		}
+	}
+	/* The other Send kinds, a Write, a Read Request: refused. */
+	const uint8_t ops[] = { ESOCK_RDMAP_SEND_SE, ESOCK_RDMAP_SEND_INV, ESOCK_RDMAP_SEND_SE_INV,
+				ESOCK_RDMAP_WRITE, ESOCK_RDMAP_READ_REQ };
+	for (size_t i = 0; i < sizeof(ops); i++) {
+		esock_rdmap_msg_init(&m, ops[i]);
+		ssize_t hl = esock_rdmap_hdr_encode(&m, seg, sizeof(seg));
+
+		ck_assert_int_gt(hl, 0);
+		ck_assert_uint_eq(esock_rdmap_plain_send(seg, (size_t)hl + 7, &msn), 0);
+	}
+}
+END_TEST
+
 START_TEST(test_names)
 {
 	ck_assert_str_eq(esock_rdmap_opcode_name(0), "RDMA Write");
@@ -239,6 +287,7 @@ int main(void)
 	tcase_add_test(tc, test_every_opcode_round_trip);
 	tcase_add_test(tc, test_control_words);
 	tcase_add_loop_test(tc, test_decode_errors, 0, (int)(sizeof(derrs) / sizeof(derrs[0])));
+	tcase_add_test(tc, test_plain_send);
 	tcase_add_test(tc, test_names);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
