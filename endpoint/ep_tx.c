@@ -615,6 +615,44 @@ static bool now_ok(const struct esock_qp *qp, int iovcnt, size_t len)
 	       (!w || (!w->batch.left && !w->batch.ends_msg)) && !ep_ring_ready(&qp->sqr, qp->sq_tx);
 }
 
+/*
+ * Header prediction's sending twin: a plain Send that fits one FPDU (markers
+ * off) framed in one step into the empty batch, header and trailer in its
+ * scratch, the payload where it lies (a small one copied whole: one piece
+ * for the kernel, as batch_fpdu does), without the segmenter and the MPA
+ * plan.  The same octets on the wire as the general way.
+ */
+_Static_assert(EP_SGE_MAX + 2 <= EP_BATCH_IOV, "a framed Send fits the batch's iovec");
+
+static int frame_plain_send(struct esock_qp *qp, const struct iovec *iov, int iovcnt, size_t len)
+{
+	struct ep_batch *b = &qp->txw->batch;
+	uint8_t *at = b->scratch + b->used, *hdr = at + ESOCK_MPA_LEN_LEN;
+	struct iovec u[ESOCK_MPA_TX_PIECES_MAX];
+	int n = 1;
+	ssize_t k;
+
+	esock_rdmap_plain_send_hdr(hdr, qp->msn_tx[ESOCK_DDP_QN_SEND]++);
+	u[0] = (struct iovec){ hdr, ESOCK_DDP_UNTAGGED_HLEN };
+	for (int i = 0; i < iovcnt; i++)
+		if (iov[i].iov_len)
+			u[n++] = iov[i];
+	if (ESOCK_DDP_UNTAGGED_HLEN + len <= EP_FRAME_MAX)
+		return ep_batch_frame(b, &qp->txw->tx, u, n);
+	/* header | payload pieces | pad and CRC: 2 + 18 + 7 octets of scratch */
+	uint8_t *tail = hdr + ESOCK_DDP_UNTAGGED_HLEN;
+
+	if ((k = esock_mpa_tx_wrap(&qp->txw->tx, u, n, at, tail)) < 0)
+		return (int)k;
+	b->iov[b->cnt++] = (struct iovec){ at, ESOCK_MPA_LEN_LEN + ESOCK_DDP_UNTAGGED_HLEN };
+	for (int i = 1; i < n; i++)
+		b->iov[b->cnt++] = u[i];
+	b->iov[b->cnt++] = (struct iovec){ tail, (size_t)k };
+	b->used += ESOCK_MPA_LEN_LEN + ESOCK_DDP_UNTAGGED_HLEN + (size_t)k;
+	b->left += ESOCK_MPA_LEN_LEN + ESOCK_DDP_UNTAGGED_HLEN + len + (size_t)k;
+	return 0;
+}
+
 int ep_tx_send_now(struct esock_qp *qp, const struct iovec *iov, int iovcnt, size_t len)
 {
 	struct esock_sge sge[EP_SGE_MAX];
@@ -629,25 +667,33 @@ int ep_tx_send_now(struct esock_qp *qp, const struct iovec *iov, int iovcnt, siz
 						   qp->tx_pack)))
 		return -EAGAIN; /* (the queued path reports it) */
 	b = &qp->txw->batch;
-	for (int i = 0; i < iovcnt; i++)
-		if (iov[i].iov_len)
-			sge[n++] = (struct esock_sge){ (uintptr_t)iov[i].iov_base, (uint32_t)iov[i].iov_len, 0 };
-	esock_rdmap_msg_init(&m, ESOCK_RDMAP_SEND);
-	m.ddp.msn = qp->msn_tx[ESOCK_DDP_QN_SEND]++;
 	c->kind = EP_TX_NOW;
 	c->now_len = (uint32_t)len;
-	c->sge = sge;
-	c->num_sge = n;
 	ep_sockbuf_msg(qp, len);
-	seg_start(qp, &m, len);
-	do {
-		if ((rc = build_fpdu(qp)) < 0 || (!c->last_fpdu_built && !ep_batch_room(b))) {
-			c->sge = NULL;
+	if (!qp->txw->tx.markers && len && len + ESOCK_DDP_UNTAGGED_HLEN <= qp->mulpdu) {
+		if (frame_plain_send(qp, iov, iovcnt, len) < 0) {
 			tx_failed(qp, -EPROTO);
 			return -EPIPE;
 		}
-	} while (!c->last_fpdu_built);
-	c->sge = NULL; /* (the batch points at the payload now) */
+	} else {
+		for (int i = 0; i < iovcnt; i++)
+			if (iov[i].iov_len)
+				sge[n++] = (struct esock_sge){ (uintptr_t)iov[i].iov_base,
+							       (uint32_t)iov[i].iov_len, 0 };
+		esock_rdmap_msg_init(&m, ESOCK_RDMAP_SEND);
+		m.ddp.msn = qp->msn_tx[ESOCK_DDP_QN_SEND]++;
+		c->sge = sge;
+		c->num_sge = n;
+		seg_start(qp, &m, len);
+		do {
+			if ((rc = build_fpdu(qp)) < 0 || (!c->last_fpdu_built && !ep_batch_room(b))) {
+				c->sge = NULL;
+				tx_failed(qp, -EPROTO);
+				return -EPIPE;
+			}
+		} while (!c->last_fpdu_built);
+		c->sge = NULL; /* (the batch points at the payload now) */
+	}
 	b->ends_msg = true;
 	rc = write_batch(qp) ? 1 : atomic_load(&qp->state) == ESOCK_QPS_ERROR ? -1 : 0;
 	batch_written(qp);

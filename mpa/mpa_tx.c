@@ -239,6 +239,37 @@ ESOCK_EXPORT ssize_t esock_mpa_tx_frame(struct esock_mpa_tx *tx, const struct io
 	return (ssize_t)k;
 }
 
+ESOCK_EXPORT ssize_t esock_mpa_tx_wrap(struct esock_mpa_tx *tx, const struct iovec *ulpdu, int cnt,
+				       uint8_t *head, uint8_t *tail)
+{
+	static const uint8_t zeros[3];
+	size_t ulen = 0, pad;
+	uint32_t crc;
+
+	if (tx->left)
+		return -EBUSY;
+	if (tx->markers || cnt < 0 || cnt > ESOCK_MPA_TX_PIECES_MAX)
+		return -EINVAL;
+	for (int i = 0; i < cnt; i++)
+		ulen += ulpdu[i].iov_len;
+	if (ulen > ESOCK_MPA_ULPDU_MAX)
+		return -EMSGSIZE;
+	pad = esock_mpa_pad_len(ulen);
+	esock_put_be16(head, (uint16_t)ulen);
+	memset(tail, 0, pad);
+	if (tx->crc) {
+		crc = esock_crc32c(0, head, ESOCK_MPA_LEN_LEN);
+		for (int i = 0; i < cnt; i++)
+			crc = esock_crc32c(crc, ulpdu[i].iov_base, ulpdu[i].iov_len);
+		crc = esock_crc32c(crc, zeros, pad);
+	} else {
+		crc = 0;
+	}
+	esock_put_le32(tail + pad, crc);
+	tx->pos += (uint32_t)(ESOCK_MPA_LEN_LEN + ulen + pad + ESOCK_MPA_CRC_LEN);
+	return (ssize_t)(pad + ESOCK_MPA_CRC_LEN);
+}
+
 ESOCK_EXPORT const struct iovec *esock_mpa_tx_iov(const struct esock_mpa_tx *tx, int *cnt)
 {
 	*cnt = tx->left ? tx->iovcnt - tx->iov_next : 0;

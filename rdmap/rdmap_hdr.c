@@ -137,11 +137,20 @@ static ssize_t decode_ext(struct esock_rdmap_msg *m, const uint8_t *p, size_t le
 	}
 }
 
+/* A plain Send's first two octets. DDP: untagged, L, version 1; RDMAP: version 1, Send. */
+static const uint8_t plain_head[2] = { ESOCK_DDP_CTRL_L | ESOCK_DDP_VERSION,
+				       ESOCK_RDMAP_VERSION << 6 | ESOCK_RDMAP_SEND };
+
+ESOCK_EXPORT void esock_rdmap_plain_send_hdr(uint8_t *hdr, uint32_t msn)
+{
+	memset(hdr, 0, ESOCK_DDP_UNTAGGED_HLEN); /* (reserved field, QN 0, MO 0) */
+	memcpy(hdr, plain_head, sizeof(plain_head));
+	esock_put_be32(hdr + 10, msn);
+}
+
 ESOCK_EXPORT size_t esock_rdmap_plain_send(const uint8_t *seg, size_t len, uint32_t *msn)
 {
-	/* DDP: untagged, L, version 1; RDMAP: version 1, Send. */
-	static const uint8_t head[2] = { ESOCK_DDP_CTRL_L | ESOCK_DDP_VERSION,
-					 ESOCK_RDMAP_VERSION << 6 | ESOCK_RDMAP_SEND };
+	const uint8_t *head = plain_head;
 
 	if (len <= ESOCK_DDP_UNTAGGED_HLEN || seg[0] != head[0] || seg[1] != head[1] ||
 	    esock_get_be32(seg + 2) != 0 || esock_get_be32(seg + 6) != ESOCK_DDP_QN_SEND ||

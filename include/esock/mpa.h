@@ -267,6 +267,18 @@ ESOCK_EXPORT ssize_t esock_mpa_tx_build(struct esock_mpa_tx *tx, const struct io
 ESOCK_EXPORT ssize_t esock_mpa_tx_frame(struct esock_mpa_tx *tx, const struct iovec *ulpdu,
 					int cnt, uint8_t *out, size_t cap);
 
+/*
+ * esock_mpa_tx_wrap frames the ULPDU |ulpdu| (|cnt| pieces) where it lies,
+ * markers off, without a plan: the MPA length into |head| (2 octets), pad
+ * and CRC into |tail| (ESOCK_MPA_CRC_LEN + 3 octets of room); the FPDU on
+ * the wire is |head|, the pieces, then the tail.  The copy-free twin of
+ * esock_mpa_tx_frame for a caller that writes the pieces itself.  Same
+ * octets on the wire as a plan.  Returns the tail's length, or -EBUSY (a
+ * plan is not fully written), -EINVAL (markers on, bad |cnt|), -EMSGSIZE.
+ */
+ESOCK_EXPORT ssize_t esock_mpa_tx_wrap(struct esock_mpa_tx *tx, const struct iovec *ulpdu, int cnt,
+				       uint8_t *head, uint8_t *tail);
+
 /* The unwritten rest of the current plan (|*cnt| entries; NULL when done). */
 ESOCK_EXPORT const struct iovec *esock_mpa_tx_iov(const struct esock_mpa_tx *tx, int *cnt);
 

@@ -165,6 +165,12 @@ ESOCK_EXPORT int esock_rdmap_msg_init(struct esock_rdmap_msg *m, uint8_t opcode)
 ESOCK_EXPORT size_t esock_rdmap_plain_send(const uint8_t *seg, size_t len, uint32_t *msn);
 
 /*
+ * The sending twin: writes the header of such a Send with |msn| into |hdr|
+ * (ESOCK_DDP_UNTAGGED_HLEN octets), as esock_rdmap_hdr_encode would.
+ */
+ESOCK_EXPORT void esock_rdmap_plain_send_hdr(uint8_t *hdr, uint32_t msn);
+
+/*
  * esock_rdmap_decode decodes and validates one DDP segment |seg| (|len|
  * octets, borrowed; payload points into it).  |o| may be NULL (RFC 7306 known,
  * Terminate order AUTO).  Returns the header length (DDP + RDMAP), or a

@@ -225,7 +225,7 @@ START_TEST(test_build_errors)
 }
 END_TEST
 
-/* The copying frame gives the plan's octets, for every pad and both CRC settings. */
+/* The copying frame and the wrap give the plan's octets, for every pad and both CRC settings. */
 START_TEST(test_frame_same_octets)
 {
 	uint8_t ulpdu[80], plan[128], frame[128];
@@ -247,6 +247,22 @@ START_TEST(test_frame_same_octets)
 			tu_assert_mem(frame, plan, (size_t)n);
 			ck_assert_uint_eq(b.pos, a.pos);
 			ck_assert_uint_eq(b.left, 0); /* nothing left to write from the state */
+
+			/* The wrap: head, the pieces where they lie, tail: the same octets. */
+			uint8_t head[2], tail[8], wrapped[128];
+			ssize_t k;
+
+			memset(tail, 0xa5, sizeof(tail));
+			esock_mpa_tx_init(&b, crc, false, 100);
+			k = esock_mpa_tx_wrap(&b, v, 2, head, tail);
+			ck_assert_int_eq(k, n - 2 - (ssize_t)len);
+			ck_assert_uint_eq(tail[k], 0xa5); /* nothing written behind the tail */
+			memcpy(wrapped, head, 2);
+			memcpy(wrapped + 2, ulpdu, len);
+			memcpy(wrapped + 2 + len, tail, (size_t)k);
+			tu_assert_mem(wrapped, plan, (size_t)n);
+			ck_assert_uint_eq(b.pos, a.pos);
+			ck_assert_uint_eq(b.left, 0);
 		}
 	}
 }
@@ -264,8 +280,14 @@ START_TEST(test_frame_errors)
 	ck_assert_int_eq(esock_mpa_tx_frame(&tx, &v, -1, out, sizeof(out)), -EINVAL);
 	ck_assert_int_eq(esock_mpa_tx_build(&tx, &v, 1), 2 + 42 + 4);
 	ck_assert_int_eq(esock_mpa_tx_frame(&tx, &v, 1, out, sizeof(out)), -EBUSY);
+	ck_assert_int_eq(esock_mpa_tx_wrap(&tx, &v, 1, out, out + 8), -EBUSY);
 	esock_mpa_tx_init(&tx, true, true, 0); /* markers: only the plan places them */
 	ck_assert_int_eq(esock_mpa_tx_frame(&tx, &v, 1, out, sizeof(out)), -EINVAL);
+	ck_assert_int_eq(esock_mpa_tx_wrap(&tx, &v, 1, out, out + 8), -EINVAL);
+	esock_mpa_tx_init(&tx, true, false, 0);
+	ck_assert_int_eq(esock_mpa_tx_wrap(&tx, &v, ESOCK_MPA_TX_PIECES_MAX + 1, out, out + 8), -EINVAL);
+	v.iov_len = ESOCK_MPA_ULPDU_MAX + 1;
+	ck_assert_int_eq(esock_mpa_tx_wrap(&tx, &v, 1, out, out + 8), -EMSGSIZE);
 }
 END_TEST
 

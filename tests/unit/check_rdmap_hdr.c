@@ -225,6 +225,12 @@ START_TEST(test_plain_send)
 			 ESOCK_DDP_UNTAGGED_HLEN);
 	ck_assert_uint_eq(m.ddp.msn, msn);
 	ck_assert_uint_eq(m.payload_len, 7);
+	/* The sending twin writes the encoder's octets. */
+	uint8_t twin[ESOCK_DDP_UNTAGGED_HLEN];
+
+	memset(twin, 0xa5, sizeof(twin));
+	esock_rdmap_plain_send_hdr(twin, 0x01020304);
+	tu_assert_mem(twin, seg, ESOCK_DDP_UNTAGGED_HLEN);
 	/* No payload: not the case (the general path takes an empty Send). */
 	ck_assert_uint_eq(esock_rdmap_plain_send(seg, ESOCK_DDP_UNTAGGED_HLEN, &msn), 0);
 	/* Every single-bit change of the 18 header octets but the MSN's is refused. */
