@@ -209,19 +209,28 @@ ESOCK_EXPORT ssize_t esock_mpa_tx_build(struct esock_mpa_tx *tx, const struct io
 	return (ssize_t)tx->left;
 }
 
-ESOCK_EXPORT ssize_t esock_mpa_tx_frame(struct esock_mpa_tx *tx, const struct iovec *ulpdu, int cnt,
-				       uint8_t *out, size_t cap)
+/* The checks of a frame built without a plan; the ULPDU's length in |*ulen|. */
+static int planless_check(const struct esock_mpa_tx *tx, const struct iovec *ulpdu, int cnt,
+			  size_t *ulen)
 {
-	size_t ulen = 0, pad, k = ESOCK_MPA_LEN_LEN;
-
 	if (tx->left)
 		return -EBUSY;
 	if (tx->markers || cnt < 0 || cnt > ESOCK_MPA_TX_PIECES_MAX)
 		return -EINVAL;
+	*ulen = 0;
 	for (int i = 0; i < cnt; i++)
-		ulen += ulpdu[i].iov_len;
-	if (ulen > ESOCK_MPA_ULPDU_MAX)
-		return -EMSGSIZE;
+		*ulen += ulpdu[i].iov_len;
+	return *ulen > ESOCK_MPA_ULPDU_MAX ? -EMSGSIZE : 0;
+}
+
+ESOCK_EXPORT ssize_t esock_mpa_tx_frame(struct esock_mpa_tx *tx, const struct iovec *ulpdu, int cnt,
+				       uint8_t *out, size_t cap)
+{
+	size_t ulen, pad, k = ESOCK_MPA_LEN_LEN;
+	int rc = planless_check(tx, ulpdu, cnt, &ulen);
+
+	if (rc < 0)
+		return rc;
 	pad = esock_mpa_pad_len(ulen);
 	if (cap < ESOCK_MPA_LEN_LEN + ulen + pad + ESOCK_MPA_CRC_LEN)
 		return -ENOBUFS;
@@ -243,17 +252,12 @@ ESOCK_EXPORT ssize_t esock_mpa_tx_wrap(struct esock_mpa_tx *tx, const struct iov
 				       uint8_t *head, uint8_t *tail)
 {
 	static const uint8_t zeros[3];
-	size_t ulen = 0, pad;
+	size_t ulen, pad;
 	uint32_t crc;
+	int rc = planless_check(tx, ulpdu, cnt, &ulen);
 
-	if (tx->left)
-		return -EBUSY;
-	if (tx->markers || cnt < 0 || cnt > ESOCK_MPA_TX_PIECES_MAX)
-		return -EINVAL;
-	for (int i = 0; i < cnt; i++)
-		ulen += ulpdu[i].iov_len;
-	if (ulen > ESOCK_MPA_ULPDU_MAX)
-		return -EMSGSIZE;
+	if (rc < 0)
+		return rc;
 	pad = esock_mpa_pad_len(ulen);
 	esock_put_be16(head, (uint16_t)ulen);
 	memset(tail, 0, pad);
