@@ -22,8 +22,8 @@
 	struct esock_ddp_place_cfg cfg; \
 	int err; \
 	struct esock_term term; \
-	uint32_t next_msn[ESOCK_DDP_QN_MAX]; /* next MSN to deliver, per QN */ \
 	uint8_t used; /* bit i: msg[i] in use (its slots are not scanned: cold over many QPs) */ \
+	uint32_t next_msn[ESOCK_DDP_QN_MAX]; /* next MSN to deliver, per QN (used beside: one line) */ \
 	struct esock_ddp_msg_state { \
 		bool done; \
 		uint32_t qn, msn; \

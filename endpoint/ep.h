@@ -164,11 +164,11 @@ enum ep_rx_kind { EP_RX_NONE, EP_RX_PLACE, EP_RX_CTRL };
 
 /* The received DDP segment in progress. */
 struct ep_rx_cur {
-	enum ep_rx_kind kind;
-	struct esock_rdmap_msg m;
-	uint8_t hdr[ESOCK_DDP_UNTAGGED_HLEN]; /* for a Terminate's copy */
+	enum ep_rx_kind kind;         /* (these four in one cache line: every read looks) */
+	int iovcnt;
 	size_t payload_len, got;
-	int iovcnt;                   /* fields above are cleared per segment */
+	struct esock_rdmap_msg m;
+	uint8_t hdr[ESOCK_DDP_UNTAGGED_HLEN]; /* for a Terminate's copy; fields above are cleared per segment */
 	struct iovec iov[EP_SGE_MAX]; /* target of payload [0, payload_len) */
 	uint8_t ctrl[EP_CTRL_MAX];    /* control messages, whole ULPDU */
 	size_t ctrl_len;
@@ -308,6 +308,8 @@ struct esock_qp {
 	bool rx_small;              /* (holder) the last FPDU was small: the next stage read is large (ep_rx.c) */
 	bool rx_in_whole;           /* (holder) an FPDU that came whole is being handled (on_whole) */
 	bool rx_empty;              /* (holder) the last read of the socket came back short or empty */
+	bool rx_wait;               /* esock_conn_param.wait_for_recv */
+	atomic_bool want_room;      /* a writer found no room: EP_SEND_QUIET sends are heard again */
 	bool buf_tuned;             /* (holder) ep_sockbuf_tune had its look (once data moved) */
 	bool buf_bound;             /* (holder) buf_lowat is set */
 	uint8_t buf_run;            /* (holder) messages in a row that ask for the other setting */
@@ -367,7 +369,6 @@ struct esock_qp {
 	bool rtr_read_out;          /* our zero-length Read RTR awaits its response */
 	struct esock_qp_error err;
 	bool has_err;
-	bool rx_wait;               /* esock_conn_param.wait_for_recv */
 	/*
 	 * A FIN between FPDUs, with no Read outstanding, ends only the receive
 	 * direction (receives are flushed, sends go on): TCP half-close, for
@@ -397,7 +398,6 @@ struct esock_qp {
 	int (*rq_refill)(void *arg); /* posts a receive as a Send finds none (ep_sock.h) */
 	void *rq_refill_arg;
 	atomic_int refs;            /* engine references */
-	atomic_bool want_room;      /* a writer found no room: EP_SEND_QUIET sends are heard again */
 	atomic_bool in_engine;      /* the engine's to watch (ep_engine_add) */
 	/*
 	 * In the engine's epoll set (under eng_lock).  A lazy QP is only while

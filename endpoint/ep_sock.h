@@ -148,6 +148,9 @@ bool ep_qp_rx_untouched(struct esock_qp *qp);
  */
 bool ep_qp_rx_seen_empty(struct esock_qp *qp);
 
+/* Asks for the QP's cache lines that a message's read or write visits, all at once. */
+void ep_qp_prefetch(const struct esock_qp *qp);
+
 void ep_qp_progress(struct esock_qp *qp, unsigned want);
 /*
  * Serves wishes left for the token holder while nobody held it any more

@@ -204,6 +204,8 @@ static inline int sock_rq_depth(int rdepth)
  */
 void *sock_region_alloc(size_t len);
 void sock_region_free(void *p, size_t len);
+/* Asks for the lines of |s|, its counters, CQ and QP that a read or write visits (sock.c). */
+void sock_prefetch(const struct esock_sock *s);
 /* The extended API is in use on |s| (lock held): the engine reads its QP from now on. */
 void sock_api_async(struct esock_sock *s);
 /* Reads what its QP has waiting (a lazy QP: sock_wc.c), then takes completions.  Lock held. */

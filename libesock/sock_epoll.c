@@ -743,11 +743,29 @@ static bool rearm(struct ep_entry *e)
  * |*hot|: an entry's completions came between its look and its re-arm (no
  * kick will tell): look again before any sleep.
  */
+#define PREFETCH_MAX 64
+
 static int collect(struct epset *st, int epfd, struct epoll_event *out, int max, bool *pending,
 		   bool *hot)
 {
 	int n = 0;
 
+	/*
+	 * What the looks below and the application's reads after them visit,
+	 * asked for first, a level at a time (the sockets, then their counters,
+	 * CQs and QPs): over many connections the misses then overlap instead
+	 * of following one another.  At most PREFETCH_MAX sockets' worth (about
+	 * 60 KB), well inside any L2 cache.
+	 */
+	int k = st->nq < max ? st->nq : max;
+
+	if (k > PREFETCH_MAX)
+		k = PREFETCH_MAX;
+	for (int i = 0; i < k; i++)
+		__builtin_prefetch(st->q[i]->s);
+	for (int i = 0; i < k; i++) /* (only a live socket's pointers are read: see below) */
+		if (st->q[i]->s && esock_fdtab_get(st->q[i]->fd) == st->q[i]->s)
+			sock_prefetch(st->q[i]->s);
 	for (int i = 0; i < st->nq && n < max;) {
 		struct ep_entry *e = st->q[i];
 		bool again;

@@ -135,6 +135,7 @@ ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 
 	if (flags & MSG_OOB)
 		return -EOPNOTSUPP; /* no urgent data over RDMA Sends */
+	sock_prefetch(s);
 	for (int i = 0; i < iovcnt; i++)
 		want += iov[i].iov_len;
 	pthread_mutex_lock(&s->lock);

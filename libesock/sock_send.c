@@ -330,6 +330,7 @@ static int send_begin(struct esock_sock *s)
 {
 	int rc;
 
+	sock_prefetch(s);
 	pthread_mutex_lock(&s->lock);
 	if ((rc = sock_usable(s)) != 0)
 		return rc;
