@@ -74,6 +74,24 @@ static bool rq_ready(struct esock_qp *qp)
  * came); the first message that goes elsewhere or completes elsewhere ends
  * it (deliver_recvs), so that the caller reads them in order.
  */
+/* |len| octets of the caller's buffer are claimed for a message: where they start. */
+static uint8_t *rxt_claim(struct esock_qp *qp, size_t len)
+{
+	uint8_t *at = qp->rxt.buf + qp->rxt.promised;
+
+	qp->rxt.promised += len;
+	if (qp->rxt.one)
+		qp->rxt.on = false;
+	return at;
+}
+
+/* A message in the caller's buffer is done. */
+static void rxt_filled(struct esock_qp *qp, size_t len)
+{
+	qp->rxt.filled += len;
+	qp->rxt.msgs++;
+}
+
 static bool take_now(struct esock_qp *qp, struct esock_ddp_buf *out)
 {
 	const struct ep_rx_cur *c = &qp->rxc; /* (the segment being placed: on_place_hdr) */
@@ -87,12 +105,9 @@ static bool take_now(struct esock_qp *qp, struct esock_ddp_buf *out)
 		qp->rxt.on = false;
 		return false;
 	}
-	out->addr = qp->rxt.buf + qp->rxt.promised;
+	out->addr = rxt_claim(qp, len);
 	out->len = len;
 	out->cookie = RX_NOW_COOKIE;
-	qp->rxt.promised += len;
-	if (qp->rxt.one)
-		qp->rxt.on = false;
 	return true;
 }
 
@@ -336,8 +351,7 @@ static void deliver_recvs(struct esock_qp *qp, unsigned flags, uint32_t inval)
 
 	while (esock_ddp_place_poll(&qp->place, &dc) == 1) {
 		if (dc.buf.cookie == RX_NOW_COOKIE) { /* in the caller's buffer: no completion */
-			qp->rxt.filled += dc.len;
-			qp->rxt.msgs++;
+			rxt_filled(qp, dc.len);
 			continue;
 		}
 		qp->rxt.on = false; /* (a message in a posted receive: those behind it follow it) */
@@ -526,13 +540,9 @@ static bool fast_send(struct esock_qp *qp, const struct esock_mpa_ev *ev)
 	if (msn != qp->msn_rx[ESOCK_DDP_QN_SEND] || pay > qp->rxt.room - qp->rxt.promised ||
 	    esock_ddp_place_whole(&qp->place, ESOCK_DDP_QN_SEND, msn) < 0)
 		return false;
-	memcpy(qp->rxt.buf + qp->rxt.promised, ev->data + hl, pay);
+	memcpy(rxt_claim(qp, pay), ev->data + hl, pay);
+	rxt_filled(qp, pay);
 	qp->msn_rx[ESOCK_DDP_QN_SEND]++;
-	qp->rxt.promised += pay;
-	qp->rxt.filled += pay;
-	qp->rxt.msgs++;
-	if (qp->rxt.one)
-		qp->rxt.on = false;
 	qp->rx_small = ev->len < EP_DIRECT_MIN; /* (as on_hdr: the next stage read's size) */
 	return true;
 }

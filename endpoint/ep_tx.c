@@ -367,11 +367,17 @@ static int payload_iov(const struct ep_tx_cur *c, size_t off, size_t len, struct
 _Static_assert(EP_FRAME_MAX + ESOCK_MPA_LEN_LEN + 3 + ESOCK_MPA_CRC_LEN <= EP_BATCH_FPDU_SCRATCH,
 	       "a framed FPDU fits the room ep_batch_room keeps");
 
+/* A ULPDU of |ulen| octets is framed whole by copying (markers off, small). */
+static bool frame_whole(const struct ep_txwork *w, size_t ulen)
+{
+	return !w->tx.markers && ulen <= EP_FRAME_MAX;
+}
+
 static int batch_fpdu(struct esock_qp *qp, const struct iovec *iov, int n, size_t ulen)
 {
 	struct ep_txwork *w = qp->txw;
 
-	if (!w->tx.markers && ulen <= EP_FRAME_MAX)
+	if (frame_whole(w, ulen))
 		return ep_batch_frame(&w->batch, &w->tx, iov, n) < 0 ? -EPROTO : 0;
 	if (esock_mpa_tx_build(&w->tx, iov, n) < 0)
 		return -EPROTO;
@@ -637,8 +643,8 @@ static int frame_plain_send(struct esock_qp *qp, const struct iovec *iov, int io
 	for (int i = 0; i < iovcnt; i++)
 		if (iov[i].iov_len)
 			u[n++] = iov[i];
-	if (ESOCK_DDP_UNTAGGED_HLEN + len <= EP_FRAME_MAX)
-		return ep_batch_frame(b, &qp->txw->tx, u, n);
+	if (frame_whole(qp->txw, ESOCK_DDP_UNTAGGED_HLEN + len))
+		return batch_fpdu(qp, u, n, ESOCK_DDP_UNTAGGED_HLEN + len);
 	/* header | payload pieces | pad and CRC: 2 + 18 + 7 octets of scratch */
 	uint8_t *tail = hdr + ESOCK_DDP_UNTAGGED_HLEN;
 

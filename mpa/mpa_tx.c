@@ -127,22 +127,29 @@ static int plan_piece(struct plan *p, const uint8_t *base, size_t len, bool crc)
 	return 0;
 }
 
+/* MPA's CRC of a marker-free FPDU: the length field, the ULPDU's pieces, the PAD at |pad|. */
+static uint32_t plain_crc(const uint8_t *len_field, const struct iovec *ulpdu, int cnt,
+			  const uint8_t *pad, size_t pad_len)
+{
+	uint32_t crc = esock_crc32c(0, len_field, ESOCK_MPA_LEN_LEN);
+
+	for (int i = 0; i < cnt; i++)
+		if (ulpdu[i].iov_len)
+			crc = esock_crc32c(crc, ulpdu[i].iov_base, ulpdu[i].iov_len);
+	return pad_len ? esock_crc32c(crc, pad, pad_len) : crc;
+}
+
 /* Without markers: length, pieces, PAD+CRC as one scratch piece. */
 static int plan_plain(struct plan *p, const struct iovec *ulpdu, int cnt, size_t pad)
 {
 	struct esock_mpa_tx *tx = p->tx;
 	int rc = 0;
 
-	p->crc = esock_crc32c(0, tx->len_field, ESOCK_MPA_LEN_LEN);
+	p->crc = plain_crc(tx->len_field, ulpdu, cnt, tx->trailer, pad);
 	plan_iov(p, tx->len_field, ESOCK_MPA_LEN_LEN);
-	for (int i = 0; i < cnt && rc == 0; i++) {
-		if (ulpdu[i].iov_len == 0)
-			continue;
-		p->crc = esock_crc32c(p->crc, ulpdu[i].iov_base, ulpdu[i].iov_len);
-		rc = plan_iov(p, ulpdu[i].iov_base, ulpdu[i].iov_len);
-	}
-	if (pad)
-		p->crc = esock_crc32c(p->crc, tx->trailer, pad);
+	for (int i = 0; i < cnt && rc == 0; i++)
+		if (ulpdu[i].iov_len)
+			rc = plan_iov(p, ulpdu[i].iov_base, ulpdu[i].iov_len);
 	esock_put_le32(tx->trailer + pad, tx->crc ? p->crc : 0);
 	return rc < 0 ? rc : plan_iov(p, tx->trailer, pad + ESOCK_MPA_CRC_LEN);
 }
@@ -251,9 +258,7 @@ ESOCK_EXPORT ssize_t esock_mpa_tx_frame(struct esock_mpa_tx *tx, const struct io
 ESOCK_EXPORT ssize_t esock_mpa_tx_wrap(struct esock_mpa_tx *tx, const struct iovec *ulpdu, int cnt,
 				       uint8_t *head, uint8_t *tail)
 {
-	static const uint8_t zeros[3];
 	size_t ulen, pad;
-	uint32_t crc;
 	int rc = planless_check(tx, ulpdu, cnt, &ulen);
 
 	if (rc < 0)
@@ -261,15 +266,7 @@ ESOCK_EXPORT ssize_t esock_mpa_tx_wrap(struct esock_mpa_tx *tx, const struct iov
 	pad = esock_mpa_pad_len(ulen);
 	esock_put_be16(head, (uint16_t)ulen);
 	memset(tail, 0, pad);
-	if (tx->crc) {
-		crc = esock_crc32c(0, head, ESOCK_MPA_LEN_LEN);
-		for (int i = 0; i < cnt; i++)
-			crc = esock_crc32c(crc, ulpdu[i].iov_base, ulpdu[i].iov_len);
-		crc = esock_crc32c(crc, zeros, pad);
-	} else {
-		crc = 0;
-	}
-	esock_put_le32(tail + pad, crc);
+	esock_put_le32(tail + pad, tx->crc ? plain_crc(head, ulpdu, cnt, tail, pad) : 0);
 	tx->pos += (uint32_t)(ESOCK_MPA_LEN_LEN + ulen + pad + ESOCK_MPA_CRC_LEN);
 	return (ssize_t)(pad + ESOCK_MPA_CRC_LEN);
 }
