@@ -244,6 +244,21 @@ ESOCK_EXPORT int esock_ddp_place_segment(struct esock_ddp_place *p, const struct
 	return rc;
 }
 
+ESOCK_EXPORT int esock_ddp_place_rebuf(struct esock_ddp_place *p, uint32_t qn, uint32_t msn,
+				       const struct esock_ddp_buf *nb)
+{
+	struct esock_ddp_msg_state *m = msg_find(p, qn, msn);
+
+	if (!m)
+		return -ENOENT;
+	/* (The ranges are sorted: the last one ends highest; the total bounds what may still come.) */
+	if ((m->nranges && m->r[m->nranges - 1].hi > nb->len) ||
+	    (m->total != TOTAL_UNKNOWN && m->total > nb->len))
+		return -EINVAL;
+	m->buf = *nb;
+	return 0;
+}
+
 ESOCK_EXPORT int esock_ddp_place_whole(struct esock_ddp_place *p, uint32_t qn, uint32_t msn)
 {
 	if (p->err || qn >= ESOCK_DDP_QN_MAX || !(p->cfg.qn_mask & (1u << qn)) ||

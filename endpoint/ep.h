@@ -336,16 +336,18 @@ struct esock_qp {
 	const struct ep_profile *prof;
 	struct ep_txwork *txw;      /* (holder) while transmitting (ep_txwork_get), else NULL */
 	/*
-	 * ep_qp_recv_now: whole Sends go straight into the caller's buffer
-	 * instead of a posted receive, in order, while |on|: only a message
-	 * whose every octet is in memory (rx_in_whole), so that it is placed
-	 * and done within the call, never half-way when the caller returns.
+	 * ep_qp_recv_now: Sends go straight into the caller's buffer instead
+	 * of a posted receive, in order, while |on|: a message that came whole,
+	 * or one of many FPDUs when the buffer has room for the posted receive
+	 * it would have taken.  One still |open| when the call ends is moved to
+	 * that receive (lent_back), so the caller only ever gets whole messages.
 	 */
 	struct {
 		uint8_t *buf;
 		size_t room, promised, filled;
 		uint32_t msgs;
-		bool one, on;
+		uint32_t open_msn;          /* the message |open| in the buffer, from octet |filled| */
+		bool one, on, open;
 	} rxt;
 	size_t term_len;            /* (holder) octets of termbuf */
 	uint32_t orq_n, irq_n;      /* (holder) Reads in flight (orq), the peer's being answered (irq) */
@@ -439,6 +441,8 @@ void ep_tx_progress(struct esock_qp *qp);
 /* ep_qp_send_now's work, the token held. */
 int ep_tx_send_now(struct esock_qp *qp, const struct iovec *iov, int iovcnt, size_t len);
 void ep_rx_progress(struct esock_qp *qp, bool drain);
+/* ep_qp_recv_now's end: a message still open in the caller's buffer moves to a posted receive. */
+void ep_rx_lend_back(struct esock_qp *qp);
 /* Queues a Terminate about segment |seg| for reason |t|; the QP then fails. */
 void ep_tx_terminate(struct esock_qp *qp, const struct esock_term *t, const uint8_t *seg,
 		     size_t len);

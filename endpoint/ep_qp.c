@@ -270,9 +270,11 @@ ssize_t ep_qp_recv_now(struct esock_qp *qp, void *buf, size_t len, bool one, boo
 	qp->rxt.promised = qp->rxt.filled = 0;
 	qp->rxt.msgs = 0;
 	qp->rxt.one = one;
+	qp->rxt.open = false;
 	qp->rxt.on = len > 0;
 	serve(qp, EP_WANT_RX);
 	qp->rxt.on = false;
+	ep_rx_lend_back(qp); /* (a message half-way in |buf|: moved to a posted receive) */
 	n = (ssize_t)qp->rxt.filled;
 	*msgs = qp->rxt.msgs;
 	token_release(qp);

@@ -68,47 +68,120 @@ static bool rq_ready(struct esock_qp *qp)
 #define RX_NOW_COOKIE (1ull << 63) /* the buffer of ep_qp_recv_now, not an RQ position */
 
 /*
- * The caller's buffer (ep_qp_recv_now) takes a whole message when no posted
- * receive is being filled before it and it has room (a posted one still
- * empty stays for later messages: the socket layer's own, posted as Sends
- * came); the first message that goes elsewhere or completes elsewhere ends
- * it (deliver_recvs), so that the caller reads them in order.
+ * The caller's buffer (ep_qp_recv_now) takes a message when no posted
+ * receive is being filled before it: one that came whole when it has room
+ * for it; one of several FPDUs (or not yet all read) when it has room for
+ * all of the posted receive the message would otherwise take, which bounds
+ * the message as before (a longer one is Terminated, too long) and takes it
+ * back if the call ends first (ep_rx_lend_back).  A posted one still empty
+ * stays for later messages (the socket layer's own, posted as Sends came).
+ * The first message that goes elsewhere or completes elsewhere ends it
+ * (deliver_recvs), so that the caller reads them in order.
  */
-/* |len| octets of the caller's buffer are claimed for a message: where they start. */
-static uint8_t *rxt_claim(struct esock_qp *qp, size_t len)
+/* |len| octets of the caller's buffer are claimed for the message of |msn|: where they start. */
+static uint8_t *rxt_claim(struct esock_qp *qp, size_t len, uint32_t msn)
 {
 	uint8_t *at = qp->rxt.buf + qp->rxt.promised;
 
 	qp->rxt.promised += len;
+	qp->rxt.open = true;
+	qp->rxt.open_msn = msn;
 	if (qp->rxt.one)
 		qp->rxt.on = false;
 	return at;
 }
 
-/* A message in the caller's buffer is done. */
+/* The message in the caller's buffer is done: |len| octets (the next one starts behind them). */
 static void rxt_filled(struct esock_qp *qp, size_t len)
 {
 	qp->rxt.filled += len;
+	qp->rxt.promised = qp->rxt.filled;
+	qp->rxt.open = false;
 	qp->rxt.msgs++;
 }
 
 static bool take_now(struct esock_qp *qp, struct esock_ddp_buf *out)
 {
 	const struct ep_rx_cur *c = &qp->rxc; /* (the segment being placed: on_place_hdr) */
-	size_t len = c->payload_len;
+	size_t len = c->payload_len, room = qp->rxt.room - qp->rxt.promised;
 
 	if (!qp->rxt.on)
 		return false;
-	/* Only a whole message read whole (on_whole): placed and done before the call returns. */
-	if (qp->rq_next != qp->rq_done || !qp->rx_in_whole || !c->m.ddp.last || c->m.ddp.mo != 0 ||
-	    len == 0 || len > qp->rxt.room - qp->rxt.promised) {
-		qp->rxt.on = false;
-		return false;
+	if (qp->rq_next != qp->rq_done || c->m.ddp.mo != 0 || len == 0)
+		goto off;
+	if (!(qp->rx_in_whole && c->m.ddp.last)) { /* (may outlast the call: lent, to be taken back) */
+		uint64_t cap;
+
+		if (!rq_ready(qp))
+			goto off;
+		cap = EP_RQE(qp, qp->rq_next)->len;
+		if (!c->m.ddp.last)
+			len = cap > SIZE_MAX ? SIZE_MAX : (size_t)cap;
+		if (len > cap)
+			goto off; /* (too long for the receive: placement says so) */
 	}
-	out->addr = rxt_claim(qp, len);
+	if (len > room)
+		goto off;
+	out->addr = rxt_claim(qp, len, c->m.ddp.msn);
 	out->len = len;
 	out->cookie = RX_NOW_COOKIE;
 	return true;
+off:
+	qp->rxt.on = false;
+	return false;
+}
+
+/* Copies |n| octets from |p| to the start of the posted receive |r|. */
+static void rqe_fill(const struct ep_rqe *r, const uint8_t *p, size_t n)
+{
+	for (int i = 0; i < r->num_sge && n; i++) {
+		size_t k = r->sge[i].length < n ? (size_t)r->sge[i].length : n;
+
+		memcpy((uint8_t *)(uintptr_t)r->sge[i].addr, p, k);
+		p += k;
+		n -= k;
+	}
+}
+
+static void slice_sges(struct ep_rx_cur *c, const struct ep_rqe *r, uint64_t mo, size_t len);
+
+/*
+ * ep_qp_recv_now ends with a message still open in the caller's buffer (its
+ * next FPDU, or the rest of one, not read yet): what came of it is copied to
+ * the posted receive it would have taken, which holds the rest; the caller
+ * gets only whole messages.  Usually one message of a call's many.
+ */
+void ep_rx_lend_back(struct esock_qp *qp)
+{
+	struct ep_rx_cur *c = &qp->rxc;
+	struct esock_ddp_buf nb;
+	struct ep_rqe *r;
+	bool mid;
+	size_t have;
+
+	if (!qp->rxt.open)
+		return;
+	qp->rxt.open = false;
+	qp->rxt.promised = qp->rxt.filled;
+	if (!rx_alive(qp))
+		return; /* (nothing is placed any more) */
+	if (!ep_ring_ready(&qp->rqr, qp->rq_next)) /* cannot happen: it was there when lent */
+		return term_at(qp, ESOCK_TERM_LAYER_RDMAP, ESOCK_TERM_RDMAP_ETYPE_CATASTROPHIC,
+			       ESOCK_TERM_RDMAP_CATASTROPHIC_STREAM, 0, NULL, 0);
+	/* In the middle of one of its FPDUs, or between two (then mo_rx is what came). */
+	mid = c->kind == EP_RX_PLACE && !c->m.ddp.tagged && c->m.ddp.msn == qp->rxt.open_msn;
+	have = mid ? c->m.ddp.mo + c->got : qp->mo_rx;
+	r = EP_RQE(qp, qp->rq_next);
+	rqe_fill(r, qp->rxt.buf + qp->rxt.filled, have);
+	nb.addr = r->num_sge ? (uint8_t *)(uintptr_t)r->sge[0].addr : NULL;
+	nb.len = (size_t)r->len;
+	nb.cookie = qp->rq_next;
+	if (esock_ddp_place_rebuf(&qp->place, ESOCK_DDP_QN_SEND, qp->rxt.open_msn, &nb) < 0)
+		return term_at(qp, ESOCK_TERM_LAYER_RDMAP, ESOCK_TERM_RDMAP_ETYPE_CATASTROPHIC,
+			       ESOCK_TERM_RDMAP_CATASTROPHIC_STREAM, 0, NULL, 0);
+	qp->rq_next++;
+	if (mid)
+		slice_sges(c, r, c->m.ddp.mo, c->payload_len);
 }
 
 static int lookup_untagged(void *ctx, uint32_t qn, uint32_t msn, struct esock_ddp_buf *out)
@@ -540,7 +613,7 @@ static bool fast_send(struct esock_qp *qp, const struct esock_mpa_ev *ev)
 	if (msn != qp->msn_rx[ESOCK_DDP_QN_SEND] || pay > qp->rxt.room - qp->rxt.promised ||
 	    esock_ddp_place_whole(&qp->place, ESOCK_DDP_QN_SEND, msn) < 0)
 		return false;
-	memcpy(rxt_claim(qp, pay), ev->data + hl, pay);
+	memcpy(rxt_claim(qp, pay, msn), ev->data + hl, pay);
 	rxt_filled(qp, pay);
 	qp->msn_rx[ESOCK_DDP_QN_SEND]++;
 	qp->rx_small = ev->len < EP_DIRECT_MIN; /* (as on_hdr: the next stage read's size) */

@@ -259,6 +259,17 @@ ESOCK_EXPORT const struct esock_ddp_buf *esock_ddp_place_msg_buf(const struct es
 								   uint32_t qn, uint32_t msn);
 
 /*
+ * Moves the open untagged message (qn, msn) to the buffer |nb|: its consumer
+ * has copied what was placed so far to the same offsets of |nb|, and the
+ * message's later segments land there (a receiver that lent a buffer of its
+ * own to a message, and must take it back before the message is done).
+ * Returns 0, -ENOENT when no such message is open, -EINVAL when |nb| is
+ * shorter than what was placed (the octets would not fit).
+ */
+ESOCK_EXPORT int esock_ddp_place_rebuf(struct esock_ddp_place *p, uint32_t qn, uint32_t msn,
+				       const struct esock_ddp_buf *nb);
+
+/*
  * esock_ddp_place_whole accounts for an untagged message of queue |qn| that
  * came whole in one segment (L set, MO 0) and that the caller placed in a
  * buffer of its own (a fast path for the commonest segment of a stream): it

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "endpoint/ep_sock.h"
 #include "tests/integration/ep_pair.h"
 #include "tests/integration/evil_peer.h"
 #include "tests/unit/testutil.h"
@@ -1196,6 +1197,120 @@ START_TEST(reject_reply)
 }
 END_TEST
 
+/* ---- a message lent to the reader's buffer (ep_qp_recv_now) ---- */
+
+#define LENT_RECV 4096
+#define LENT_ID 0x1e47
+
+/* A Send segment's headers: MSN of the message in progress, its |mo|, |last|. */
+static size_t lent_hdr(struct evil *e, uint8_t *buf, bool last, uint32_t mo)
+{
+	struct esock_rdmap_msg m;
+	ssize_t n;
+
+	ck_assert_int_eq(esock_rdmap_msg_init(&m, ESOCK_RDMAP_SEND), 0);
+	m.ddp.msn = e->msn[ESOCK_DDP_QN_SEND];
+	m.ddp.last = last;
+	m.ddp.mo = mo;
+	if (last)
+		e->msn[ESOCK_DDP_QN_SEND]++;
+	n = esock_rdmap_hdr_encode(&m, buf, ESOCK_RDMAP_HDR_MAX);
+	ck_assert_int_gt(n, 0);
+	return (size_t)n;
+}
+
+/* The reader's call, once what was sent is in the victim's socket; returns what it placed. */
+static ssize_t lent_read(struct victim *v, uint8_t *buf, size_t len)
+{
+	struct pollfd p = { .fd = ep_qp_fd(v->s.qp), .events = POLLIN };
+	uint32_t msgs;
+	ssize_t n;
+
+	ck_assert_int_eq(poll(&p, 1, EVIL_TIMEOUT_MS), 1);
+	n = ep_qp_recv_now(v->s.qp, buf, len, false, true, &msgs);
+	ck_assert_int_ge(n, 0);
+	ck_assert_uint_eq(msgs, n ? 1 : 0);
+	return n;
+}
+
+/*
+ * A Send of several FPDUs may go straight into the reader's buffer when it
+ * has room for all of the posted receive the Send would take: placed whole
+ * within the call it completes there (no completion, the receive stays
+ * posted); cut by the call's end, between its FPDUs (_i 0) or inside one
+ * (_i 1), what came is moved to that receive, where the rest lands and the
+ * message completes whole.  Longer than that receive (_i 2): Terminated as
+ * too long, as it would be there.  The receive holds exactly the message.
+ */
+START_TEST(lent_message)
+{
+	struct victim *v = victim_open(NULL, NULL);
+	static uint8_t pay[3000], in[2 * LENT_RECV], fp[2 * LENT_RECV], *rbuf;
+	uint64_t rng = tu_rng_seed("lent_message");
+	uint8_t h[ESOCK_RDMAP_HDR_MAX];
+	struct esock_mr *mr;
+	struct esock_wc wc;
+	size_t hl, n;
+
+	v->what = "a message lent to the reader's buffer";
+	ep_qp_set_lazy(v->s.qp, true); /* (its input read by our calls only, as a socket's) */
+	ep_engine_refresh(v->s.qp);
+	rbuf = calloc(1, LENT_RECV + 1);
+	mr = ep_reg(&v->s, rbuf, LENT_RECV + 1, LW);
+	ep_post_recv1(&v->s, LENT_ID, rbuf, LENT_RECV, esock_mr_stag(mr));
+	tu_rng_fill(&rng, pay, sizeof(pay));
+	/* Both FPDUs in before the call: whole in the caller's buffer. */
+	hl = lent_hdr(v->e, h, false, 0);
+	n = evil_fpdu(v->e, h, hl, pay, 1000, false, fp, sizeof(fp));
+	hl = lent_hdr(v->e, h, true, 1000);
+	n += evil_fpdu(v->e, h, hl, pay + 1000, 500, false, fp + n, sizeof(fp) - n);
+	ck_assert_int_eq(evil_send_raw(v->e, fp, n), 0);
+	ck_assert_int_eq(lent_read(v, in, sizeof(in)), 1500);
+	tu_assert_mem(in, pay, 1500);
+	ck_assert_int_eq(esock_cq_poll(v->s.rcq, 1, &wc), 0);
+	if (_i == 2) { /* longer than the receive: its first FPDU fits, the second not */
+		hl = lent_hdr(v->e, h, false, 0);
+		n = evil_fpdu(v->e, h, hl, pay, 3000, false, fp, sizeof(fp));
+		ck_assert_int_eq(evil_send_raw(v->e, fp, n), 0);
+		lent_read(v, in, sizeof(in));
+		hl = lent_hdr(v->e, h, true, 3000);
+		n = evil_fpdu(v->e, h, hl, pay, 2000, false, fp, sizeof(fp));
+		ck_assert_int_eq(evil_send_raw(v->e, fp, n), 0);
+		lent_read(v, in, sizeof(in));
+		evil_expect_term(v->e, &(struct evil_term_want){ DDP_U,
+								 ESOCK_TERM_DDP_U_TOO_LONG, HDRS, fp + 2, hl + 2000,
+								 false, v->what });
+		ck_assert_uint_eq(rbuf[LENT_RECV], 0);
+		esock_mr_dereg(mr);
+		free(rbuf);
+		victim_close(v);
+		return;
+	}
+	/* The message cut by the call's end. */
+	hl = lent_hdr(v->e, h, false, 0);
+	n = evil_fpdu(v->e, h, hl, pay, 2000, false, fp, sizeof(fp));
+	ck_assert_int_eq(evil_send_raw(v->e, fp, _i == 1 ? n - 700 : n), 0);
+	ck_assert_int_eq(lent_read(v, in, sizeof(in)), 0);
+	ck_assert_int_eq(esock_cq_poll(v->s.rcq, 1, &wc), 0);
+	if (_i == 1)
+		ck_assert_int_eq(evil_send_raw(v->e, fp + n - 700, 700), 0);
+	hl = lent_hdr(v->e, h, true, 2000);
+	n = evil_fpdu(v->e, h, hl, pay + 2000, 1000, false, fp, sizeof(fp));
+	ck_assert_int_eq(evil_send_raw(v->e, fp, n), 0);
+	ck_assert_int_eq(lent_read(v, in, sizeof(in)), 0); /* (the message is the receive's now) */
+	ck_assert_int_eq(ep_wait1(v->s.rcq, &wc), 1);
+	ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+	ck_assert_uint_eq(wc.wr_id, LENT_ID);
+	ck_assert_uint_eq(wc.byte_len, 3000);
+	tu_assert_mem(rbuf, pay, 3000);
+	ck_assert_uint_eq(rbuf[LENT_RECV], 0);
+	ck_assert_int_eq(esock_qp_state(v->s.qp), ESOCK_QPS_RTS);
+	esock_mr_dereg(mr);
+	free(rbuf);
+	victim_close(v);
+}
+END_TEST
+
 static TCase *tcase(Suite *s, const char *name)
 {
 	TCase *tc = tcase_create(name);
@@ -1224,6 +1339,7 @@ static Suite *suite(void)
 	tc = tcase(s, "controls");
 	tcase_add_test(tc, exact_fit_accepted);
 	tcase_add_test(tc, markers_placed);
+	tcase_add_loop_test(tc, lent_message, 0, 3);
 	tc = tcase(s, "MPA exchange");
 	tcase_add_loop_test(tc, garbage_request, 0, NGARBAGE);
 	tcase_add_test(tc, reply_never_comes);

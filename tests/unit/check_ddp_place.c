@@ -350,6 +350,59 @@ START_TEST(test_place_whole)
 }
 END_TEST
 
+/* A message lent to one buffer goes on in another: placed octets copied there, later ones land there. */
+START_TEST(test_rebuf)
+{
+	struct world *w = world_new(2);
+	struct esock_ddp_placed out;
+	struct esock_ddp_completion c;
+	struct esock_ddp_hdr h = { .dv = 1, .last = false, .qn = 0, .msn = 1, .mo = 0 };
+	struct esock_ddp_buf nb = { w->rbuf[3] + GUARD, 4, 77 };
+	const struct esock_ddp_buf *b;
+
+	ck_assert_int_eq(esock_ddp_place_rebuf(&w->p, 0, 1, &nb), -ENOENT); /* not open */
+	ck_assert_int_eq(esock_ddp_place_segment(&w->p, &h, (const uint8_t *)"abc", 3, 0, &out), 0);
+	ck_assert_int_eq(esock_ddp_place_rebuf(&w->p, 0, 2, &nb), -ENOENT); /* another MSN */
+	nb.len = 2; /* shorter than what was placed */
+	ck_assert_int_eq(esock_ddp_place_rebuf(&w->p, 0, 1, &nb), -EINVAL);
+	ck_assert_ptr_eq(esock_ddp_place_msg_buf(&w->p, 0, 1)->addr, w->rbuf[0] + GUARD);
+	nb.len = 4;
+	memcpy(nb.addr, w->rbuf[0] + GUARD, 3);
+	ck_assert_int_eq(esock_ddp_place_rebuf(&w->p, 0, 1, &nb), 0);
+	b = esock_ddp_place_msg_buf(&w->p, 0, 1);
+	ck_assert_ptr_eq(b->addr, nb.addr);
+	ck_assert_uint_eq(b->cookie, 77);
+	/* The rest lands in the new buffer, bounded by its length. */
+	h.mo = 3;
+	h.last = true;
+	ck_assert_int_lt(esock_ddp_place_segment(&w->p, &h, (const uint8_t *)"de", 2, 0, &out), 0);
+	free(w);
+	w = world_new(2);
+	nb.addr = w->rbuf[3] + GUARD;
+	h.mo = 0;
+	h.last = false;
+	ck_assert_int_eq(esock_ddp_place_segment(&w->p, &h, (const uint8_t *)"abc", 3, 0, &out), 0);
+	memcpy(nb.addr, w->rbuf[0] + GUARD, 3);
+	ck_assert_int_eq(esock_ddp_place_rebuf(&w->p, 0, 1, &nb), 0);
+	h.mo = 3;
+	h.last = true;
+	ck_assert_int_eq(esock_ddp_place_segment(&w->p, &h, (const uint8_t *)"d", 1, 0, &out), 0);
+	ck_assert_int_eq(esock_ddp_place_poll(&w->p, &c), 1);
+	ck_assert_uint_eq(c.len, 4);
+	ck_assert_uint_eq(c.buf.cookie, 77);
+	ck_assert_int_eq(memcmp(w->rbuf[3] + GUARD, "abcd", 4), 0);
+	ck_assert_uint_eq(w->rbuf[0][GUARD + 3], 0xee); /* nothing more in the old one */
+	/* A known total longer than the new buffer: refused. */
+	h.msn = 2;
+	h.mo = 2;
+	ck_assert_int_eq(esock_ddp_place_segment(&w->p, &h, (const uint8_t *)"yz", 2, 0, &out), 0);
+	nb.len = 3;
+	ck_assert_int_eq(esock_ddp_place_rebuf(&w->p, 0, 2, &nb), -EINVAL);
+	guards_intact(w);
+	free(w);
+}
+END_TEST
+
 START_TEST(test_msn_wrap)
 {
 	struct world *w = world_new(2);
@@ -433,6 +486,7 @@ int main(void)
 	tcase_add_test(tc, test_out_of_order_all_permutations);
 	tcase_add_test(tc, test_msn_order_delivery);
 	tcase_add_test(tc, test_place_whole);
+	tcase_add_test(tc, test_rebuf);
 	tcase_add_test(tc, test_msn_wrap);
 	tcase_add_test(tc, test_random_segments);
 	tcase_set_timeout(tc, 60);
