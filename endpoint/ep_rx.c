@@ -67,6 +67,17 @@ static bool rq_ready(struct esock_qp *qp)
 
 #define RX_NOW_COOKIE (1ull << 63) /* the buffer of ep_qp_recv_now, not an RQ position */
 
+/* The next posted receive (rq_ready said there is one) becomes a message's buffer. */
+static struct ep_rqe *rq_take(struct esock_qp *qp, struct esock_ddp_buf *out)
+{
+	struct ep_rqe *r = EP_RQE(qp, qp->rq_next);
+
+	out->addr = r->num_sge ? (uint8_t *)(uintptr_t)r->sge[0].addr : NULL;
+	out->len = (size_t)r->len;
+	out->cookie = qp->rq_next++;
+	return r;
+}
+
 /*
  * The caller's buffer (ep_qp_recv_now) takes a message when no posted
  * receive is being filled before it: one that came whole when it has room
@@ -165,29 +176,26 @@ void ep_rx_lend_back(struct esock_qp *qp)
 	qp->rxt.promised = qp->rxt.filled;
 	if (!rx_alive(qp))
 		return; /* (nothing is placed any more) */
-	if (!ep_ring_ready(&qp->rqr, qp->rq_next)) /* cannot happen: it was there when lent */
-		return term_at(qp, ESOCK_TERM_LAYER_RDMAP, ESOCK_TERM_RDMAP_ETYPE_CATASTROPHIC,
-			       ESOCK_TERM_RDMAP_CATASTROPHIC_STREAM, 0, NULL, 0);
+	if (!ep_ring_ready(&qp->rqr, qp->rq_next))
+		goto lost;
+	r = rq_take(qp, &nb);
+	if (esock_ddp_place_rebuf(&qp->place, ESOCK_DDP_QN_SEND, qp->rxt.open_msn, &nb) < 0)
+		goto lost;
 	/* In the middle of one of its FPDUs, or between two (then mo_rx is what came). */
 	mid = c->kind == EP_RX_PLACE && !c->m.ddp.tagged && c->m.ddp.msn == qp->rxt.open_msn;
 	have = mid ? c->m.ddp.mo + c->got : qp->mo_rx;
-	r = EP_RQE(qp, qp->rq_next);
 	rqe_fill(r, qp->rxt.buf + qp->rxt.filled, have);
-	nb.addr = r->num_sge ? (uint8_t *)(uintptr_t)r->sge[0].addr : NULL;
-	nb.len = (size_t)r->len;
-	nb.cookie = qp->rq_next;
-	if (esock_ddp_place_rebuf(&qp->place, ESOCK_DDP_QN_SEND, qp->rxt.open_msn, &nb) < 0)
-		return term_at(qp, ESOCK_TERM_LAYER_RDMAP, ESOCK_TERM_RDMAP_ETYPE_CATASTROPHIC,
-			       ESOCK_TERM_RDMAP_CATASTROPHIC_STREAM, 0, NULL, 0);
-	qp->rq_next++;
 	if (mid)
 		slice_sges(c, r, c->m.ddp.mo, c->payload_len);
+	return;
+lost: /* cannot happen: the receive was there when lent, and it bounded the message */
+	term_at(qp, ESOCK_TERM_LAYER_RDMAP, ESOCK_TERM_RDMAP_ETYPE_CATASTROPHIC,
+		ESOCK_TERM_RDMAP_CATASTROPHIC_STREAM, 0, NULL, 0);
 }
 
 static int lookup_untagged(void *ctx, uint32_t qn, uint32_t msn, struct esock_ddp_buf *out)
 {
 	struct esock_qp *qp = ctx;
-	struct ep_rqe *r;
 
 	(void)msn;
 	if (qn != ESOCK_DDP_QN_SEND)
@@ -196,10 +204,7 @@ static int lookup_untagged(void *ctx, uint32_t qn, uint32_t msn, struct esock_dd
 		return 0;
 	if (!rq_ready(qp))
 		return -ENOENT;
-	r = EP_RQE(qp, qp->rq_next);
-	out->addr = r->num_sge ? (uint8_t *)(uintptr_t)r->sge[0].addr : NULL;
-	out->len = (size_t)r->len;
-	out->cookie = qp->rq_next++;
+	rq_take(qp, out);
 	return 0;
 }
 

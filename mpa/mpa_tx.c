@@ -145,7 +145,7 @@ static int plan_plain(struct plan *p, const struct iovec *ulpdu, int cnt, size_t
 	struct esock_mpa_tx *tx = p->tx;
 	int rc = 0;
 
-	p->crc = plain_crc(tx->len_field, ulpdu, cnt, tx->trailer, pad);
+	p->crc = tx->crc ? plain_crc(tx->len_field, ulpdu, cnt, tx->trailer, pad) : 0;
 	plan_iov(p, tx->len_field, ESOCK_MPA_LEN_LEN);
 	for (int i = 0; i < cnt && rc == 0; i++)
 		if (ulpdu[i].iov_len)
