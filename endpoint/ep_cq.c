@@ -394,18 +394,43 @@ static int sleep_on(struct esock_cq *cq, struct esock_qp **qps, int m, int left,
 	return rc < 0 ? -errno : rc;
 }
 
+/* A waiting reader's buffer (ep_cq_wait_recv): its QP's input goes there first. */
+struct rx_into {
+	struct esock_qp *qp;
+	void *buf;
+	size_t len;
+	bool one;
+	size_t placed;
+	uint32_t msgs;
+};
+
 /*
  * Drives every pinned QP once and lets go of the ones that are not connected
  * any more (nothing left to read; esock_qp_destroy may be waiting for the
- * reference).  Returns completions found, if any.
+ * reference).  The reader's QP (|into|) is read into its buffer, unless
+ * something stops that (the token is taken, completions wait): then as the
+ * others.  Returns completions found, if any.
  */
 static int progress_pinned(struct esock_cq *cq, struct esock_qp **qps, int *m, int n,
-			   struct esock_wc *wc)
+			   struct esock_wc *wc, struct rx_into *into)
 {
 	for (int i = 0; i < *m; i++) {
+		unsigned want = EP_WANT_RX | EP_WANT_TX;
 		int st;
 
-		ep_qp_progress(qps[i], EP_WANT_RX | EP_WANT_TX);
+		if (into && qps[i] == into->qp && !into->placed) {
+			uint32_t msgs;
+			unsigned f = EP_NOW_FINISH | (into->one ? EP_NOW_ONE : 0);
+			ssize_t got = ep_qp_recv_now(qps[i], into->buf, into->len, f, &msgs);
+
+			if (got >= 0)
+				want = EP_WANT_TX; /* (it read: what did not fit went to receives) */
+			if (got > 0) {
+				into->placed = (size_t)got;
+				into->msgs = msgs;
+			}
+		}
+		ep_qp_progress(qps[i], want);
 		st = atomic_load(&qps[i]->state);
 		if (st != ESOCK_QPS_RTS && st != ESOCK_QPS_CLOSING) {
 			unpin(qps + i, 1, ep_now_ms());
@@ -413,6 +438,12 @@ static int progress_pinned(struct esock_cq *cq, struct esock_qp **qps, int *m, i
 		}
 	}
 	return user_cq_poll(cq, n, wc);
+}
+
+/* A wait ends with completions, or with octets in the reader's buffer. */
+static bool found(int got, const struct rx_into *into)
+{
+	return got || (into && into->placed);
 }
 
 /*
@@ -452,7 +483,8 @@ static void look_found(struct esock_cq *cq, bool found)
  * a wake-up (~26 µs here).  Then it sleeps in poll() on the sockets and the
  * CQ's eventfd, reads what arrived, and returns at the first completion.
  */
-int user_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_ms)
+static int cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_ms,
+		   struct rx_into *into)
 {
 	struct esock_qp *qps[WAIT_FDS];
 	int64_t t, end, spin_end;
@@ -468,20 +500,22 @@ int user_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_ms
 	for (int i = 0; i < m; i++)
 		ep_engine_detach(qps[i]);
 	if (m && look_first(cq)) {
-		got = progress_pinned(cq, qps, &m, n, wc);
-		look_found(cq, got != 0);
-		if (got)
+		got = progress_pinned(cq, qps, &m, n, wc, into);
+		look_found(cq, found(got, into));
+		if (found(got, into))
 			goto out;
 	}
 	/* Yield first: on one CPU the peer runs and answers before we look. */
 	while (t < end && ep_spin(&spin_end)) {
 		int small = 0;
 
-		got = progress_pinned(cq, qps, &m, n, wc);
+		got = progress_pinned(cq, qps, &m, n, wc, into);
 		for (int i = 0; i < got; i++) /* (messages the peer sent us, not our sends' ends) */
 			small += wc[i].opcode == ESOCK_WC_RECV && wc[i].byte_len < EP_SPIN_SMALL;
+		if (into && into->placed && into->placed < EP_SPIN_SMALL * into->msgs)
+			small += (int)into->msgs;
 		ep_spin_found(small);
-		if (got)
+		if (found(got, into))
 			goto out;
 		t = ep_now_us();
 	}
@@ -511,7 +545,8 @@ int user_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_ms
 		rc = sleep_on(cq, qps, m, left, efd);
 		sleeper_del(cq, efd);
 		t = ep_now_us();
-		if ((got = progress_pinned(cq, qps, &m, n, wc)))
+		got = progress_pinned(cq, qps, &m, n, wc, into);
+		if (found(got, into))
 			break;
 		if (rc == -EINTR) {
 			got = -EINTR;
@@ -522,5 +557,22 @@ int user_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_ms
 	}
 out:
 	unpin(qps, m, t / 1000);
+	return got;
+}
+
+int user_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_ms)
+{
+	return cq_wait(cq, n, wc, timeout_ms, NULL);
+}
+
+int ep_cq_wait_recv(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_ms,
+		    struct esock_qp *qp, void *buf, size_t len, bool one, size_t *placed,
+		    uint32_t *msgs)
+{
+	struct rx_into into = { .qp = qp, .buf = buf, .len = len, .one = one };
+	int got = cq_wait(cq, n, wc, timeout_ms, len ? &into : NULL);
+
+	*placed = into.placed;
+	*msgs = into.msgs;
 	return got;
 }

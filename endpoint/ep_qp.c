@@ -250,14 +250,30 @@ static bool token_wait(struct esock_qp *qp)
 	return false;
 }
 
-ssize_t ep_qp_recv_now(struct esock_qp *qp, void *buf, size_t len, bool one, bool wait,
-		       uint32_t *msgs)
+/*
+ * A message is open in the caller's buffer (some of its FPDUs came, not
+ * all): its writer is sending the rest now, as one write on its side, so
+ * the reader yields (ep_spin: on one CPU the writer runs, across CPUs the
+ * rest lands in microseconds) and reads on, within the spin's bounds.
+ */
+static void finish_open(struct esock_qp *qp)
+{
+	int64_t spin_end = 0;
+
+	while (qp->rxt.open && atomic_load(&qp->state) == ESOCK_QPS_RTS && ep_spin(&spin_end)) {
+		serve(qp, EP_WANT_RX);
+		/* (A long yield that let the writer end the message paid; one that did not, lost.) */
+		ep_spin_found(qp->rxt.open ? 0 : EP_SPIN_PAID);
+	}
+}
+
+ssize_t ep_qp_recv_now(struct esock_qp *qp, void *buf, size_t len, unsigned flags, uint32_t *msgs)
 {
 	int st;
 	ssize_t n;
 
 	*msgs = 0;
-	if (!(wait ? token_wait(qp) : token_try(qp)))
+	if (!(flags & EP_NOW_WAIT ? token_wait(qp) : token_try(qp)))
 		return -EAGAIN;
 	st = atomic_load(&qp->state);
 	/* Completions not yet taken come first: the caller reads them, then calls again. */
@@ -269,10 +285,12 @@ ssize_t ep_qp_recv_now(struct esock_qp *qp, void *buf, size_t len, bool one, boo
 	qp->rxt.room = len;
 	qp->rxt.promised = qp->rxt.filled = 0;
 	qp->rxt.msgs = 0;
-	qp->rxt.one = one;
+	qp->rxt.one = flags & EP_NOW_ONE;
 	qp->rxt.open = false;
 	qp->rxt.on = len > 0;
 	serve(qp, EP_WANT_RX);
+	if (flags & EP_NOW_FINISH)
+		finish_open(qp);
 	qp->rxt.on = false;
 	ep_rx_lend_back(qp); /* (a message half-way in |buf|: moved to a posted receive) */
 	n = (ssize_t)qp->rxt.filled;

@@ -122,17 +122,25 @@ bool ep_connect_settling(const struct esock_qp *qp);
 int ep_qp_send_now(struct esock_qp *qp, const struct iovec *iov, int iovcnt, size_t len);
 /*
  * Reads the QP's input now, in this call: whole Sends that arrived go
- * straight into |buf| (|len| octets; one message at most if |one|), in
- * order, without a posted receive or a completion, until one does not fit
- * (it and those behind it go to posted receives, as always).  Octets placed
- * in |buf| (*msgs messages), or -EAGAIN when it cannot look now: the token
- * is taken, the QP is not running, or completions wait in its receive CQ
- * (they are older: take them first).  |wait|: a token holder at work is
- * waited out (briefly; never a quiesce), for a read that was promised
- * input (epoll left it in the socket: sock_rx_defer).
+ * straight into |buf| (|len| octets), in order, without a posted receive
+ * or a completion, until one does not fit (it and those behind it go to
+ * posted receives, as always).  Octets placed in |buf| (*msgs messages),
+ * or -EAGAIN when it cannot look now: the token is taken, the QP is not
+ * running, or completions wait in its receive CQ (they are older: take
+ * them first).  |flags|:
+ *  EP_NOW_ONE     one message at most (message mode);
+ *  EP_NOW_WAIT    a token holder at work is waited out (briefly; never a
+ *                 quiesce), for a read that was promised input (epoll left
+ *                 it in the socket: sock_rx_defer);
+ *  EP_NOW_FINISH  the caller would wait anyway (a blocking reader): a
+ *                 message of several FPDUs caught half arrived is waited
+ *                 for while its writer sends the rest (ep_spin's bounds),
+ *                 so that it ends in |buf| rather than in a posted receive.
  */
-ssize_t ep_qp_recv_now(struct esock_qp *qp, void *buf, size_t len, bool one, bool wait,
-		       uint32_t *msgs);
+#define EP_NOW_ONE 0x1u
+#define EP_NOW_WAIT 0x2u
+#define EP_NOW_FINISH 0x4u
+ssize_t ep_qp_recv_now(struct esock_qp *qp, void *buf, size_t len, unsigned flags, uint32_t *msgs);
 /*
  * Nothing of the QP's input is read yet: no octets held, no message half
  * placed, no completion waiting, the QP running and reading (markers off).
@@ -184,6 +192,7 @@ bool ep_spin(int64_t *spin_end);
  * them meanwhile).  A caller that does not tell counts as finding none.
  */
 #define EP_SPIN_SMALL (32 * 1024)
+#define EP_SPIN_PAID 4 /* a long yield that brought this many (or a whole large message) paid */
 void ep_spin_found(int n);
 /* Time for timeouts (ms since an arbitrary start). */
 int64_t ep_now_ms(void);
@@ -271,6 +280,17 @@ bool ep_cq_arm(struct esock_cq *cq, bool solicited_only);
 /* Armed: its next completion tells the watchers; disarm: it tells nobody until armed again. */
 bool ep_cq_armed(const struct esock_cq *cq);
 void ep_cq_disarm(struct esock_cq *cq);
+/*
+ * esock_cq_wait for a reader with a buffer: while it waits, the input of
+ * |qp| (bound to |cq|, lazy) is read by ep_qp_recv_now into |buf| (|len|
+ * octets, one message at most if |one|), so that a Send arriving meanwhile
+ * lands in the reader's memory rather than in a posted receive.  Returns
+ * completions as esock_cq_wait does; what went into |buf| is in *placed
+ * (octets) and *msgs, and ends the wait as a completion would.
+ */
+int ep_cq_wait_recv(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_ms,
+		    struct esock_qp *qp, void *buf, size_t len, bool one, size_t *placed,
+		    uint32_t *msgs);
 /* Completions waiting to be polled, and how many it holds at most. */
 uint32_t ep_cq_count(const struct esock_cq *cq);
 /* Nothing to poll: no completion waits and none was lost (esock_cq_poll would return 0). */

@@ -15,8 +15,7 @@
 #include "util/env.h"
 #include "util/tls.h"
 
-#define SPIN_LOST_US 200     /* a spin round this long: the CPU went to somebody else ... */
-#define SPIN_PAID 4          /* ... unless it brought this many completions */
+#define SPIN_LOST_US 200     /* a spin round this long: the CPU went to somebody else, unless it paid (EP_SPIN_PAID) */
 #define SPIN_OFF_US 1000000  /* then no spinning for this long (this thread) */
 
 static ESOCK_TLS int64_t spin_off_until; /* ep_now_us() before which this thread does not spin */
@@ -74,7 +73,7 @@ void ep_spin_found(int n)
 	 * else: on a loaded machine spinning costs that every time, so sleep
 	 * instead (a wake-up gets the CPU back at once) for a while.
 	 */
-	if (spin_long && n < SPIN_PAID)
+	if (spin_long && n < EP_SPIN_PAID)
 		spin_off_until = ep_now_us() + SPIN_OFF_US;
 	spin_long = false;
 }

@@ -368,6 +368,13 @@ void sock_slot_done(struct esock_sock *s, uint32_t id);
  * completions; 0, -EINTR, or -EBADF when the socket was closed meanwhile.
  */
 int sock_wait_some(struct esock_sock *s, int64_t end);
+/*
+ * The same for a reader of a lazy QP: what arrives meanwhile is read into
+ * |buf| (|len| octets; one message in message mode) when it fits there,
+ * *placed octets in *msgs messages (ep_cq_wait_recv), else into the pool.
+ */
+int sock_wait_recv(struct esock_sock *s, int64_t end, void *buf, size_t len, size_t *placed,
+		   uint32_t *msgs);
 /* What a data call checks first (lock held): 0, SOCK_FELL_BACK, or -errno. */
 #define SOCK_FELL_BACK 1 /* the connect fell back to plain TCP while the call waited */
 int sock_usable(struct esock_sock *s);

@@ -91,6 +91,29 @@ int64_t sock_timeo_deadline(int ms)
 	return ms > 0 ? ep_now_ms() + ms : -1;
 }
 
+/* Where octet |got| on of |iov| lies: the rest of that segment (false: |iov| is full). */
+static bool target(const struct iovec *iov, int iovcnt, size_t got, void **buf, size_t *len)
+{
+	int vi = 0;
+
+	while (vi < iovcnt && got >= iov[vi].iov_len)
+		got -= iov[vi++].iov_len;
+	if (vi == iovcnt)
+		return false;
+	*buf = (uint8_t *)iov[vi].iov_base + got;
+	*len = iov[vi].iov_len - got;
+	return true;
+}
+
+/* |n| octets in |msgs| messages went straight into the caller's buffer. */
+static void placed_now(struct esock_sock *s, size_t n, uint32_t msgs, size_t *got)
+{
+	*got += n;
+	s->stats->rx_msgs += msgs;
+	s->stats->rx_now += msgs;
+	s->stats->rx_bytes += (uint64_t)n;
+}
+
 /*
  * Nothing waits in the pool: a lazy QP's input is read now, and whole
  * messages go straight into the caller's buffer from octet |*got| on (one
@@ -98,28 +121,51 @@ int64_t sock_timeo_deadline(int ms)
  * placed, 0 when it looked and placed nothing (what came may be in the
  * pool), -EAGAIN when it could not look.
  */
-static ssize_t recv_now(struct esock_sock *s, const struct iovec *iov, int iovcnt, size_t *got)
+static ssize_t recv_now(struct esock_sock *s, const struct iovec *iov, int iovcnt, bool block,
+			size_t *got)
 {
-	size_t vo = *got;
+	unsigned flags = (s->o.msgmode ? EP_NOW_ONE : 0) | (s->rx_hint ? EP_NOW_WAIT : 0) |
+			 (block ? EP_NOW_FINISH : 0);
 	uint32_t msgs;
+	size_t len;
+	void *buf;
 	ssize_t n;
-	int vi = 0;
 
-	while (vi < iovcnt && vo >= iov[vi].iov_len)
-		vo -= iov[vi++].iov_len;
-	if (vi == iovcnt)
+	if (!target(iov, iovcnt, *got, &buf, &len))
 		return -EAGAIN;
-	n = ep_qp_recv_now(s->qp, (uint8_t *)iov[vi].iov_base + vo, iov[vi].iov_len - vo,
-			   s->o.msgmode, s->rx_hint, &msgs);
+	n = ep_qp_recv_now(s->qp, buf, len, flags, &msgs);
 	if (n >= 0)
 		s->rx_hint = false; /* (it read the socket) */
-	if (n > 0) {
-		*got += (size_t)n;
-		s->stats->rx_msgs += msgs;
-		s->stats->rx_now += msgs;
-		s->stats->rx_bytes += (uint64_t)n;
-	}
+	if (n > 0)
+		placed_now(s, (size_t)n, msgs, got);
 	return n;
+}
+
+/*
+ * A blocking reader waits.  A lazy QP's input is then read into the
+ * caller's buffer while it waits, as recv_now does (a large Send that
+ * arrives meanwhile goes there, not through the pool: one copy less).
+ * Returns what it placed, or -errno.
+ */
+static ssize_t wait_input(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags,
+			  int64_t end, size_t *got)
+{
+	size_t len = 0, n = 0;
+	uint32_t msgs = 0;
+	void *buf = NULL;
+	int rc;
+
+	if (!(flags & MSG_PEEK) && s->qp && ep_qp_lazy(s->qp) && target(iov, iovcnt, *got, &buf, &len))
+		rc = sock_wait_recv(s, end, buf, len, &n, &msgs);
+	else
+		rc = sock_wait_some(s, end);
+	if (rc == -EBADF)
+		return rc; /* (the socket is gone: its stats too) */
+	if (n) {
+		s->rx_hint = false;
+		placed_now(s, n, msgs, got);
+	}
+	return rc < 0 ? rc : (ssize_t)n;
 }
 
 ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags,
@@ -179,7 +225,7 @@ ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 				s->stats->rx_eagain_quick++;
 				continue;
 			}
-			n = recv_now(s, iov, iovcnt, &got);
+			n = recv_now(s, iov, iovcnt, block, &got);
 
 			now_done = true;
 			if (n >= 0)
@@ -215,10 +261,23 @@ ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 			}
 			break;
 		}
-		if ((rc = sock_wait_some(s, end)) < 0) {
+		if ((rc = wait_input(s, iov, iovcnt, flags, end, &got)) < 0) {
 			if (got && rc == -EINTR)
 				rc = 0;
 			break;
+		}
+		if (rc > 0) {
+			rc = 0;
+			if (s->o.msgmode || got == want || !(flags & MSG_WAITALL)) {
+				sock_drain(s); /* (messages behind it went to the pool) */
+				if (s->rcount && !s->o.msgmode) {
+					size_t skip = got;
+
+					copy_out(s, iov, iovcnt, false, &skip, &trunc);
+					got = skip;
+				}
+				break;
+			}
 		}
 	}
 	if (rc == 0)

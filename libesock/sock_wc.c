@@ -166,10 +166,13 @@ void sock_drain(struct esock_sock *s)
 
 /*
  * Waits (lock held on entry and exit) up to one slice for completions,
- * driving the QP in this thread.  Returns 0, -EINTR, or -EBADF when the
- * socket was closed meanwhile (its QP is gone: touch nothing but the lock).
+ * driving the QP in this thread; with a reader's buffer (|buf|, |len|
+ * octets), its input is read there while it waits (*placed octets, *msgs
+ * messages).  Returns 0, -EINTR, or -EBADF when the socket was closed
+ * meanwhile (its QP is gone: touch nothing but the lock).
  */
-int sock_wait_some(struct esock_sock *s, int64_t end)
+static int wait_slice(struct esock_sock *s, int64_t end, void *buf, size_t len, bool one,
+		      size_t *placed, uint32_t *msgs)
 {
 	struct esock_wc wc[32];
 	int n, slice = s->waiters ? 10 : WAIT_SLICE_MS; /* others may take ours */
@@ -178,7 +181,10 @@ int sock_wait_some(struct esock_sock *s, int64_t end)
 		slice = end - ep_now_ms() > 0 ? (int)(end - ep_now_ms()) : 0;
 	s->waiters++;
 	pthread_mutex_unlock(&s->lock);
-	n = esock_cq_wait(s->cq, 32, wc, slice);
+	if (len)
+		n = ep_cq_wait_recv(s->cq, 32, wc, slice, s->qp, buf, len, one, placed, msgs);
+	else
+		n = esock_cq_wait(s->cq, 32, wc, slice);
 	pthread_mutex_lock(&s->lock);
 	s->waiters--;
 	if (atomic_load(&s->closing) || !s->qp)
@@ -188,6 +194,19 @@ int sock_wait_some(struct esock_sock *s, int64_t end)
 	if (n == -EOVERFLOW)
 		cq_overflowed(s);
 	return n == -EINTR ? -EINTR : 0;
+}
+
+int sock_wait_some(struct esock_sock *s, int64_t end)
+{
+	return wait_slice(s, end, NULL, 0, false, NULL, NULL);
+}
+
+int sock_wait_recv(struct esock_sock *s, int64_t end, void *buf, size_t len, size_t *placed,
+		   uint32_t *msgs)
+{
+	*placed = 0;
+	*msgs = 0;
+	return wait_slice(s, end, buf, len, s->o.msgmode, placed, msgs);
 }
 
 int sock_resume(struct esock_sock *s)

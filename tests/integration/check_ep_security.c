@@ -1227,7 +1227,7 @@ static ssize_t lent_read(struct victim *v, uint8_t *buf, size_t len)
 	ssize_t n;
 
 	ck_assert_int_eq(poll(&p, 1, EVIL_TIMEOUT_MS), 1);
-	n = ep_qp_recv_now(v->s.qp, buf, len, false, true, &msgs);
+	n = ep_qp_recv_now(v->s.qp, buf, len, EP_NOW_WAIT, &msgs);
 	ck_assert_int_ge(n, 0);
 	ck_assert_uint_eq(msgs, n ? 1 : 0);
 	return n;

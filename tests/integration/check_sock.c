@@ -432,9 +432,13 @@ START_TEST(small_messages_direct)
 }
 END_TEST
 
-/* Sends |n| 1000-octet pieces of |data|, each after a one-octet ack of the one before. */
+/*
+ * Sends |n| pieces of |data|, |size| octets each (0: 1000), each after a
+ * one-octet ack of the one before.
+ */
 struct piece_sender {
 	int lfd, n;
+	size_t size;
 	const char *data;
 	pthread_t th;
 };
@@ -443,11 +447,23 @@ static void *piece_sender_main(void *arg)
 {
 	struct piece_sender *p = arg;
 	int c = accept(p->lfd, NULL, NULL);
+	size_t size = p->size ? p->size : 1000;
 	char ack;
 
-	for (int i = 0; c >= 0 && i < p->n; i++)
-		if (write(c, p->data + i * 1000, 1000) != 1000 || read(c, &ack, 1) != 1)
+	for (int i = 0; c >= 0 && i < p->n; i++) {
+		size_t done = 0;
+
+		while (done < size) {
+			ssize_t k = write(c, p->data + (size_t)i * size + done, size - done);
+
+			if (k <= 0)
+				goto out;
+			done += (size_t)k;
+		}
+		if (read(c, &ack, 1) != 1)
 			break;
+	}
+out:
 	if (c >= 0)
 		close(c);
 	return NULL;
@@ -528,6 +544,44 @@ START_TEST(epoll_reads_direct)
 	ck_assert_msg(st.rx_eagain_quick >= N - 5, "rx_eagain_quick %llu of %d",
 		      (unsigned long long)st.rx_eagain_quick, N);
 	close(ep);
+	close(fd);
+	pthread_join(p.th, NULL);
+	close(p.lfd);
+}
+END_TEST
+
+/*
+ * A blocking reader that waits for a message larger than an FPDU gets it
+ * straight in its buffer (rx_now): while it waits, its thread reads the
+ * QP's input into that buffer, not into a receive buffer to be copied out
+ * after.  The sender writes each 64 KiB piece after the reader's ack, so
+ * the reader is nearly always waiting when it comes (a piece caught half
+ * arrived goes through a receive buffer: hence not all).  Every octet
+ * arrives, in order.
+ */
+START_TEST(blocking_read_waits_into_buffer)
+{
+	enum { N = 40, SIZE = 65536 };
+	static char data[N * SIZE], in[SIZE];
+	uint64_t rng = tu_rng_seed("blocking_read_waits_into_buffer");
+	struct piece_sender p = { .n = N, .size = SIZE, .data = data };
+	struct esock_sock_stats st;
+	socklen_t sl = sizeof(st);
+	struct sockaddr_in sa;
+	int fd;
+
+	tu_rng_fill(&rng, data, sizeof(data));
+	p.lfd = listener(true, &sa);
+	ck_assert_int_eq(pthread_create(&p.th, NULL, piece_sender_main, &p), 0);
+	fd = ddp_connect(&sa);
+	for (int i = 0; i < N; i++) {
+		read_all(fd, in, sizeof(in));
+		tu_assert_mem(in, data + (size_t)i * SIZE, SIZE);
+		ck_assert_int_eq(write(fd, "a", 1), 1);
+	}
+	ck_assert_int_eq(getsockopt(fd, SOL_ESOCK, ESOCK_STATS, &st, &sl), 0);
+	ck_assert_msg(st.rx_now >= N / 2, "rx_now %llu of %d messages (%llu)",
+		      (unsigned long long)st.rx_now, N, (unsigned long long)st.rx_msgs);
 	close(fd);
 	pthread_join(p.th, NULL);
 	close(p.lfd);
@@ -2009,6 +2063,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, small_messages_direct);
 	tcase_add_loop_test(tc, epoll_reads_direct, 0, 2);
 	tcase_add_test(tc, epoll_quick_eagain_loses_nothing);
+	tcase_add_test(tc, blocking_read_waits_into_buffer);
 	tcase_add_test(tc, options_and_api);
 	tcase_add_test(tc, nonblocking);
 	tcase_add_test(tc, waitall_and_select);
