@@ -14,7 +14,11 @@ trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -f "$log" "$log.srv"' EXIT
 pass=0 fail=0
 for crc in --crc --no-crc; do
 	for size in 23 64 4096 65535; do
-		# port 0: the kernel picks a free one (other tests run beside this one)
+		# port 0: the kernel picks a free one (other tests run beside this one).
+		# Emptied here, not only by the background job's redirection: that runs
+		# in the child, and under load the loop below could read the port of
+		# the server before (gone: "Connection refused").
+		: >"$log.srv"
 		timeout 60 "$srv" -s -a 127.0.0.1 -p 0 -d -S "$size" -V -v >"$log.srv" 2>&1 &
 		pid=$!
 		port=
