@@ -195,8 +195,10 @@ struct ep_tx_cur {
 #define EP_BATCH_IOV 1024            /* IOV_MAX */
 #define EP_BATCH_FPDU_SCRATCH 768    /* copied octets of one FPDU at most (markers included) */
 #define EP_FRAME_MAX 256             /* ULPDUs framed whole by copying (ep_tx.c batch_fpdu) */
-#define EP_BATCH_BYTES (1u << 20)
 #define EP_BATCH_MSGS 32             /* whole messages joined in one batch at most */
+
+/* Octets a batch gathers before it is written: from the L2 cache's size (ep_txbatch.c). */
+size_t ep_batch_bytes(void);
 
 struct ep_batch {
 	struct iovec iov[EP_BATCH_IOV];
