@@ -168,6 +168,23 @@ static ssize_t wait_input(struct esock_sock *s, const struct iovec *iov, int iov
 	return rc < 0 ? rc : (ssize_t)n;
 }
 
+/*
+ * Octets went straight into the caller's buffer (up to *got): whether the
+ * call is done with them (a message in message mode, the buffer full, or
+ * no MSG_WAITALL).  If so, what came behind them and went to the pool is
+ * copied after them, in order, as far as the buffer goes.
+ */
+static bool direct_done(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags,
+			size_t want, size_t *got, bool *trunc)
+{
+	if (!s->o.msgmode && *got < want && (flags & MSG_WAITALL))
+		return false;
+	sock_drain(s);
+	if (s->rcount && !s->o.msgmode)
+		copy_out(s, iov, iovcnt, false, got, trunc);
+	return true;
+}
+
 ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags,
 		  int *msg_flags)
 {
@@ -230,16 +247,8 @@ ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 			now_done = true;
 			if (n >= 0)
 				pulled = true; /* (it looked at the socket) */
-			if (n > 0 && (s->o.msgmode || got == want || !(flags & MSG_WAITALL))) {
-				sock_drain(s); /* messages behind those went to the pool */
-				if (s->rcount && !s->o.msgmode) {
-					size_t skip = got;
-
-					copy_out(s, iov, iovcnt, false, &skip, &trunc);
-					got = skip;
-				}
+			if (n > 0 && direct_done(s, iov, iovcnt, flags, want, &got, &trunc))
 				break;
-			}
 			if (n >= 0)
 				continue; /* what did not fit is in the pool now */
 		}
@@ -268,16 +277,8 @@ ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 		}
 		if (rc > 0) {
 			rc = 0;
-			if (s->o.msgmode || got == want || !(flags & MSG_WAITALL)) {
-				sock_drain(s); /* (messages behind it went to the pool) */
-				if (s->rcount && !s->o.msgmode) {
-					size_t skip = got;
-
-					copy_out(s, iov, iovcnt, false, &skip, &trunc);
-					got = skip;
-				}
+			if (direct_done(s, iov, iovcnt, flags, want, &got, &trunc))
 				break;
-			}
 		}
 	}
 	if (rc == 0)
