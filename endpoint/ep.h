@@ -310,6 +310,16 @@ struct esock_qp {
 	bool rx_small;              /* (holder) the last FPDU was small: the next stage read is large (ep_rx.c) */
 	bool rx_in_whole;           /* (holder) an FPDU that came whole is being handled (on_whole) */
 	bool rx_empty;              /* (holder) the last read of the socket came back short or empty */
+	bool rx_took_short;         /* (holder) the stage holds what a short read took: read no more now */
+	/*
+	 * A blocking reader asleep in the socket's own receive (ep_qp_sleep_recv)
+	 * holds the right to read without the token: nobody else reads the
+	 * socket or touches the stage meanwhile (ep_rx_progress returns); an
+	 * exec's snapshot refuses the QP then.  no_sleep_recv: the file turned
+	 * out non-blocking.
+	 */
+	atomic_bool rx_sleeper;
+	bool no_sleep_recv;         /* (holder) */
 	bool rx_wait;               /* esock_conn_param.wait_for_recv */
 	atomic_bool want_room;      /* a writer found no room: EP_SEND_QUIET sends are heard again */
 	bool buf_tuned;             /* (holder) ep_sockbuf_tune had its look (once data moved) */
@@ -438,6 +448,21 @@ int ep_qp_start(struct esock_qp *qp, int fd, bool initiator);
 int ep_qp_reads_init(struct esock_qp *qp);
 void ep_qp_update_mulpdu(struct esock_qp *qp);
 
+/*
+ * A blocking reader sleeps in the socket's own receive (ep_cq.c cq_wait,
+ * EP_NOW_SLEEP): the read that brings the message is the one that waited
+ * for it, as TCP's blocking read (poll() and then a read are two system
+ * calls and a wait queue more per message).  It takes the right to read
+ * (qp->rx_sleeper) under the token, lets the token go (senders go on), and
+ * reads into the stage; back with the token it feeds what came, whole Sends
+ * straight into |buf| (as ep_qp_recv_now).  -EAGAIN: it cannot sleep now
+ * (the token is taken, octets or completions wait, the QP is held, paused,
+ * ending, restricted or non-blocking): poll instead.  Else octets placed in
+ * |buf| (0: what came went elsewhere, or an end), -ETIMEDOUT when the read
+ * gave up (an SO_RCVTIMEO set meanwhile), -EINTR.
+ */
+ssize_t ep_qp_sleep_recv(struct esock_qp *qp, void *buf, size_t len, unsigned flags, uint32_t *msgs);
+
 /* ep_tx.c / ep_rx.c (token holder) */
 void ep_tx_progress(struct esock_qp *qp);
 /* ep_qp_send_now's work, the token held. */
@@ -445,6 +470,15 @@ int ep_tx_send_now(struct esock_qp *qp, const struct iovec *iov, int iovcnt, siz
 void ep_rx_progress(struct esock_qp *qp, bool drain);
 /* ep_qp_recv_now's end: a message still open in the caller's buffer moves to a posted receive. */
 void ep_rx_lend_back(struct esock_qp *qp);
+/*
+ * ep_qp_sleep_recv's read: ep_rx_sleep_stage (token held) gives the QP an
+ * empty stage, false without one; ep_rx_sleep_read (the right to read held,
+ * not the token) sleeps in the socket's receive into it; ep_rx_sleep_took
+ * (token held again) accounts what came.  Octets read, 0 at EOF, -errno.
+ */
+bool ep_rx_sleep_stage(struct esock_qp *qp);
+ssize_t ep_rx_sleep_read(struct esock_qp *qp, size_t *asked);
+void ep_rx_sleep_took(struct esock_qp *qp, ssize_t n, size_t asked);
 /* Queues a Terminate about segment |seg| for reason |t|; the QP then fails. */
 void ep_tx_terminate(struct esock_qp *qp, const struct esock_term *t, const uint8_t *seg,
 		     size_t len);

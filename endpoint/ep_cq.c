@@ -370,8 +370,10 @@ static int sleep_on(struct esock_cq *cq, struct esock_qp **qps, int m, int left,
 		int st = atomic_load(&qps[i]->state);
 
 		/* A QP waiting for a receive buffer reads nothing: do not spin on it. */
+		/* (Nor on one whose reader sleeps in its receive: that reader takes what comes.) */
 		if (qps[i]->fd >= 0 && (st == ESOCK_QPS_RTS || st == ESOCK_QPS_CLOSING) &&
-		    !atomic_load(&qps[i]->rx_paused) && !atomic_load(&qps[i]->rx_eof)) {
+		    !atomic_load(&qps[i]->rx_paused) && !atomic_load(&qps[i]->rx_eof) &&
+		    !atomic_load(&qps[i]->rx_sleeper)) {
 			pfd[nfd].fd = qps[i]->fd;
 			/* No engine in a restricted process: the waiter drives its sends too. */
 			pfd[nfd].events = POLLIN | (atomic_load(&ep_restricted) && qps[i]->pollout ? POLLOUT : 0);
@@ -399,7 +401,7 @@ struct rx_into {
 	struct esock_qp *qp;
 	void *buf;
 	size_t len;
-	bool one;
+	unsigned flags; /* EP_NOW_ONE, EP_NOW_SLEEP */
 	size_t placed;
 	uint32_t msgs;
 };
@@ -420,7 +422,7 @@ static int progress_pinned(struct esock_cq *cq, struct esock_qp **qps, int *m, i
 
 		if (into && qps[i] == into->qp && !into->placed) {
 			uint32_t msgs;
-			unsigned f = EP_NOW_FINISH | (into->one ? EP_NOW_ONE : 0);
+			unsigned f = EP_NOW_FINISH | (into->flags & EP_NOW_ONE);
 			ssize_t got = ep_qp_recv_now(qps[i], into->buf, into->len, f, &msgs);
 
 			if (got >= 0)
@@ -438,6 +440,29 @@ static int progress_pinned(struct esock_cq *cq, struct esock_qp **qps, int *m, i
 		}
 	}
 	return user_cq_poll(cq, n, wc);
+}
+
+/*
+ * The reader sleeps in its socket's receive (ep_qp_sleep_recv), its only
+ * pinned QP: what wakes it is what it waits for, read in the same call.
+ * -EAGAIN when it cannot (then poll() as ever), -EINTR, else 0.
+ */
+static int sleep_in_recv(struct rx_into *into, int left)
+{
+	uint32_t msgs;
+	ssize_t got;
+
+	if (left)
+		ep_uncork_all(); /* (as sleep_on) */
+	got = ep_qp_sleep_recv(into->qp, into->buf, into->len, EP_NOW_FINISH | (into->flags & EP_NOW_ONE),
+			       &msgs);
+	if (got == -EAGAIN || got == -EINTR)
+		return (int)got;
+	if (got > 0) {
+		into->placed = (size_t)got;
+		into->msgs = msgs;
+	}
+	return 0;
 }
 
 /* A wait ends with completions, or with octets in the reader's buffer. */
@@ -536,6 +561,22 @@ static int cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_
 				if (left < 0 || l < left)
 					left = (int)l;
 			}
+		if (into && (into->flags & EP_NOW_SLEEP) && m == 1 && qps[0] == into->qp) {
+			rc = sleep_in_recv(into, left);
+			if (rc != -EAGAIN) {
+				t = ep_now_us();
+				got = user_cq_poll(cq, n, wc);
+				if (found(got, into))
+					break;
+				if (rc == -EINTR) {
+					got = -EINTR;
+					break;
+				}
+				if (timeout_ms >= 0 && t >= end)
+					break;
+				continue;
+			}
+		}
 		sleeper_add(cq, efd);
 		if ((got = user_cq_poll(cq, n, wc))) {
 			sleeper_del(cq, efd);
@@ -566,10 +607,10 @@ int user_cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_ms
 }
 
 int ep_cq_wait_recv(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_ms,
-		    struct esock_qp *qp, void *buf, size_t len, bool one, size_t *placed,
+		    struct esock_qp *qp, void *buf, size_t len, unsigned flags, size_t *placed,
 		    uint32_t *msgs)
 {
-	struct rx_into into = { .qp = qp, .buf = buf, .len = len, .one = one };
+	struct rx_into into = { .qp = qp, .buf = buf, .len = len, .flags = flags };
 	int got = cq_wait(cq, n, wc, timeout_ms, len ? &into : NULL);
 
 	*placed = into.placed;

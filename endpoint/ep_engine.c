@@ -319,6 +319,7 @@ static void qp_fork_child(struct esock_qp *qp)
 	atomic_store(&qp->refs, 0);
 	atomic_store(&qp->busy, false);
 	atomic_store(&qp->quiesced, false);
+	atomic_store(&qp->rx_sleeper, false); /* (the parent's reader, asleep in its receive) */
 	atomic_store(&qp->attended, 0);
 	atomic_store(&qp->want_eng, 0); /* the parent's engine's, not ours */
 	/*

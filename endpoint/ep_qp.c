@@ -267,20 +267,14 @@ static void finish_open(struct esock_qp *qp)
 	}
 }
 
-ssize_t ep_qp_recv_now(struct esock_qp *qp, void *buf, size_t len, unsigned flags, uint32_t *msgs)
+/* ep_qp_recv_now's work, the token held. */
+static ssize_t recv_into(struct esock_qp *qp, void *buf, size_t len, unsigned flags, uint32_t *msgs)
 {
-	int st;
-	ssize_t n;
+	int st = atomic_load(&qp->state);
 
-	*msgs = 0;
-	if (!(flags & EP_NOW_WAIT ? token_wait(qp) : token_try(qp)))
-		return -EAGAIN;
-	st = atomic_load(&qp->state);
 	/* Completions not yet taken come first: the caller reads them, then calls again. */
-	if ((st != ESOCK_QPS_RTS && st != ESOCK_QPS_CLOSING) || ep_cq_count(qp->rcq)) {
-		token_release(qp);
+	if ((st != ESOCK_QPS_RTS && st != ESOCK_QPS_CLOSING) || ep_cq_count(qp->rcq))
 		return -EAGAIN;
-	}
 	qp->rxt.buf = buf;
 	qp->rxt.room = len;
 	qp->rxt.promised = qp->rxt.filled = 0;
@@ -293,8 +287,18 @@ ssize_t ep_qp_recv_now(struct esock_qp *qp, void *buf, size_t len, unsigned flag
 		finish_open(qp);
 	qp->rxt.on = false;
 	ep_rx_lend_back(qp); /* (a message half-way in |buf|: moved to a posted receive) */
-	n = (ssize_t)qp->rxt.filled;
 	*msgs = qp->rxt.msgs;
+	return (ssize_t)qp->rxt.filled;
+}
+
+ssize_t ep_qp_recv_now(struct esock_qp *qp, void *buf, size_t len, unsigned flags, uint32_t *msgs)
+{
+	ssize_t n;
+
+	*msgs = 0;
+	if (!(flags & EP_NOW_WAIT ? token_wait(qp) : token_try(qp)))
+		return -EAGAIN;
+	n = recv_into(qp, buf, len, flags, msgs);
 	token_release(qp);
 	return n;
 }
@@ -304,6 +308,56 @@ static bool rx_idle(struct esock_qp *qp)
 {
 	return atomic_load(&qp->state) == ESOCK_QPS_RTS && !qp->stage && esock_mpa_rx_idle(&qp->rx) &&
 	       !ep_cq_count(qp->rcq);
+}
+
+/* Whether the reader may sleep in the socket's receive now (token held). */
+static bool may_sleep(struct esock_qp *qp)
+{
+	return rx_idle(qp) && qp->lazy && qp->fd >= 0 && !qp->tx_hold && !qp->no_sleep_recv &&
+	       !qp->term_pending && !atomic_load(&qp->rx_paused) && !atomic_load(&qp->rx_eof) &&
+	       !atomic_load(&ep_restricted);
+}
+
+ssize_t ep_qp_sleep_recv(struct esock_qp *qp, void *buf, size_t len, unsigned flags, uint32_t *msgs)
+{
+	size_t asked;
+	int64_t t0;
+	ssize_t n, placed;
+
+	*msgs = 0;
+	if (!token_try(qp))
+		return -EAGAIN;
+	if (!may_sleep(qp) || !ep_rx_sleep_stage(qp)) {
+		token_release(qp);
+		return -EAGAIN;
+	}
+	atomic_store_explicit(&qp->rx_sleeper, true, memory_order_release);
+	token_release(qp); /* (senders go on meanwhile; nobody reads) */
+	t0 = ep_now_us();
+	n = ep_rx_sleep_read(qp, &asked);
+	/*
+	 * A holder at work lets go soon.  A quiesce (fork, exec) did not wait
+	 * for this sleep, which may last: what the read took is this process's,
+	 * as a TCP read's would be, and is fed once the quiesce ends.
+	 */
+	while (!token_try(qp)) {
+		if (atomic_load(&qp->quiesced))
+			nanosleep(&(struct timespec){ 0, 20000 }, NULL);
+		else
+			sched_yield();
+	}
+	atomic_store_explicit(&qp->rx_sleeper, false, memory_order_release);
+	ep_rx_sleep_took(qp, n, asked);
+	/* (At once: the file is non-blocking after all, poll() from now on; later, a new SO_RCVTIMEO.) */
+	if ((n == -EAGAIN || n == -EWOULDBLOCK) && ep_now_us() - t0 < 1000)
+		qp->no_sleep_recv = true;
+	placed = recv_into(qp, buf, len, flags, msgs);
+	if (placed < 0)
+		serve(qp, EP_WANT_RX); /* (completions wait: what came goes behind them) */
+	token_release(qp);
+	if (placed > 0)
+		return placed;
+	return n == -EINTR ? -EINTR : n == -EAGAIN || n == -EWOULDBLOCK ? -ETIMEDOUT : 0;
 }
 
 /*

@@ -813,7 +813,9 @@ static void stage_compact(struct esock_qp *qp)
  */
 static void rx_progress(struct esock_qp *qp, bool drain)
 {
-	bool drained = false;
+	bool drained = !drain && qp->rx_took_short;
+
+	qp->rx_took_short = false;
 
 	atomic_store(&qp->rx_paused, false);
 	while (rx_alive(qp)) {
@@ -879,22 +881,61 @@ static void rx_progress(struct esock_qp *qp, bool drain)
 	}
 }
 
+/* Gives the QP a stage if it has none; false (the QP failed) without memory. */
+static bool stage_get(struct esock_qp *qp)
+{
+	bool fresh;
+
+	if (qp->stage)
+		return true;
+	if (!(qp->stage = ep_spare_get(EP_SPARE_STAGE, EP_STAGE_LEN, &fresh))) {
+		struct esock_term t = { 0 };
+
+		esock_term_set(&t, ESOCK_TERM_LAYER_RDMAP, ESOCK_TERM_RDMAP_ETYPE_CATASTROPHIC,
+			       ESOCK_TERM_RDMAP_CATASTROPHIC_STREAM, 0);
+		ep_qp_fail(qp, &t, true, -ENOMEM, ESOCK_WC_FATAL_ERR);
+		return false;
+	}
+	qp->stage_off = qp->stage_len = 0;
+	return true;
+}
+
+bool ep_rx_sleep_stage(struct esock_qp *qp)
+{
+	return stage_get(qp) && qp->stage_len == 0;
+}
+
+/*
+ * The stage is empty and only this thread may touch it (qp->rx_sleeper);
+ * the read is the one read_some would make there, without MSG_DONTWAIT:
+ * the file is blocking, and the kernel's SO_RCVTIMEO (ours) ends it.
+ */
+ssize_t ep_rx_sleep_read(struct esock_qp *qp, size_t *asked)
+{
+	ssize_t n;
+
+	*asked = qp->rx_small ? STAGE_READ_SMALL : STAGE_READ;
+	n = REAL(recv)(qp->fd, qp->stage, *asked, 0);
+	return n < 0 ? -errno : n;
+}
+
+void ep_rx_sleep_took(struct esock_qp *qp, ssize_t n, size_t asked)
+{
+	if (n <= 0)
+		return; /* (an EOF is read again, and judged, by the next read) */
+	qp->rx_empty = qp->rx_took_short = (size_t)n < asked;
+	ep_sockbuf_moved(qp, (size_t)n);
+	qp->stage_len = (size_t)n;
+}
+
 /* The stage is held only while it holds octets: an idle QP keeps none (ep_spare.h). */
 void ep_rx_progress(struct esock_qp *qp, bool drain)
 {
-	if (!qp->stage) {
-		bool fresh;
-
-		if (!(qp->stage = ep_spare_get(EP_SPARE_STAGE, EP_STAGE_LEN, &fresh))) {
-			struct esock_term t = { 0 };
-
-			esock_term_set(&t, ESOCK_TERM_LAYER_RDMAP, ESOCK_TERM_RDMAP_ETYPE_CATASTROPHIC,
-				       ESOCK_TERM_RDMAP_CATASTROPHIC_STREAM, 0);
-			ep_qp_fail(qp, &t, true, -ENOMEM, ESOCK_WC_FATAL_ERR);
-			return;
-		}
-		qp->stage_off = qp->stage_len = 0;
-	}
+	/* A reader asleep in the socket's receive has the right to read: it feeds what it gets. */
+	if (atomic_load_explicit(&qp->rx_sleeper, memory_order_acquire))
+		return;
+	if (!stage_get(qp))
+		return;
 	rx_progress(qp, drain);
 	if (qp->stage_off == qp->stage_len) {
 		ep_spare_put(EP_SPARE_STAGE, qp->stage);

@@ -140,6 +140,15 @@ int ep_qp_send_now(struct esock_qp *qp, const struct iovec *iov, int iovcnt, siz
 #define EP_NOW_ONE 0x1u
 #define EP_NOW_WAIT 0x2u
 #define EP_NOW_FINISH 0x4u
+/*
+ * EP_NOW_SLEEP (ep_cq_wait_recv): the reader may sleep in the socket's own
+ * receive (ep.h ep_qp_sleep_recv) until input comes or the connection ends,
+ * whatever the wait's timeout: the caller vouches that the file is blocking
+ * and has no SO_RCVTIMEO (so a signal interrupts or restarts it as it would
+ * a TCP read), and that only this process drives the connection (its
+ * destruction shuts the socket down, which wakes the sleeper).
+ */
+#define EP_NOW_SLEEP 0x8u
 ssize_t ep_qp_recv_now(struct esock_qp *qp, void *buf, size_t len, unsigned flags, uint32_t *msgs);
 /*
  * Nothing of the QP's input is read yet: no octets held, no message half
@@ -283,13 +292,13 @@ void ep_cq_disarm(struct esock_cq *cq);
 /*
  * esock_cq_wait for a reader with a buffer: while it waits, the input of
  * |qp| (bound to |cq|, lazy) is read by ep_qp_recv_now into |buf| (|len|
- * octets, one message at most if |one|), so that a Send arriving meanwhile
+ * octets; |flags|: EP_NOW_ONE, EP_NOW_SLEEP), so that a Send arriving meanwhile
  * lands in the reader's memory rather than in a posted receive.  Returns
  * completions as esock_cq_wait does; what went into |buf| is in *placed
  * (octets) and *msgs, and ends the wait as a completion would.
  */
 int ep_cq_wait_recv(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_ms,
-		    struct esock_qp *qp, void *buf, size_t len, bool one, size_t *placed,
+		    struct esock_qp *qp, void *buf, size_t len, unsigned flags, size_t *placed,
 		    uint32_t *msgs);
 /* Completions waiting to be polled, and how many it holds at most. */
 uint32_t ep_cq_count(const struct esock_cq *cq);

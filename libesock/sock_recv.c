@@ -141,6 +141,12 @@ static ssize_t recv_now(struct esock_sock *s, const struct iovec *iov, int iovcn
 	return n;
 }
 
+/* Whether wait_input reads the QP's input into the caller's buffer. */
+static bool wait_reads(const struct esock_sock *s, int flags)
+{
+	return !(flags & MSG_PEEK) && s->qp && ep_qp_lazy(s->qp);
+}
+
 /*
  * A blocking reader waits.  A lazy QP's input is then read into the
  * caller's buffer while it waits, as recv_now does (a large Send that
@@ -155,7 +161,7 @@ static ssize_t wait_input(struct esock_sock *s, const struct iovec *iov, int iov
 	void *buf = NULL;
 	int rc;
 
-	if (!(flags & MSG_PEEK) && s->qp && ep_qp_lazy(s->qp) && target(iov, iovcnt, *got, &buf, &len))
+	if (wait_reads(s, flags) && target(iov, iovcnt, *got, &buf, &len))
 		rc = sock_wait_recv(s, end, buf, len, &n, &msgs);
 	else
 		rc = sock_wait_some(s, end);
@@ -240,6 +246,16 @@ ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 			if (!block && !got && !s->rx_hint && s->nepregs && ep_qp_rx_seen_empty(s->qp)) {
 				now_done = pulled = true;
 				s->stats->rx_eagain_quick++;
+				continue;
+			}
+			/*
+			 * A blocking reader's wait looks at the socket first itself,
+			 * as a predictor says (ep_cq.c look_first: a ping-pong reader
+			 * comes back before the answer, and that look would be an
+			 * EAGAIN for nothing), then sleeps in its receive.
+			 */
+			if (block && !got && !s->rx_hint && wait_reads(s, flags)) {
+				now_done = pulled = true;
 				continue;
 			}
 			n = recv_now(s, iov, iovcnt, block, &got);

@@ -171,7 +171,7 @@ void sock_drain(struct esock_sock *s)
  * messages).  Returns 0, -EINTR, or -EBADF when the socket was closed
  * meanwhile (its QP is gone: touch nothing but the lock).
  */
-static int wait_slice(struct esock_sock *s, int64_t end, void *buf, size_t len, bool one,
+static int wait_slice(struct esock_sock *s, int64_t end, void *buf, size_t len, unsigned flags,
 		      size_t *placed, uint32_t *msgs)
 {
 	struct esock_wc wc[32];
@@ -182,7 +182,7 @@ static int wait_slice(struct esock_sock *s, int64_t end, void *buf, size_t len, 
 	s->waiters++;
 	pthread_mutex_unlock(&s->lock);
 	if (len)
-		n = ep_cq_wait_recv(s->cq, 32, wc, slice, s->qp, buf, len, one, placed, msgs);
+		n = ep_cq_wait_recv(s->cq, 32, wc, slice, s->qp, buf, len, flags, placed, msgs);
 	else
 		n = esock_cq_wait(s->cq, 32, wc, slice);
 	pthread_mutex_lock(&s->lock);
@@ -198,15 +198,25 @@ static int wait_slice(struct esock_sock *s, int64_t end, void *buf, size_t len, 
 
 int sock_wait_some(struct esock_sock *s, int64_t end)
 {
-	return wait_slice(s, end, NULL, 0, false, NULL, NULL);
+	return wait_slice(s, end, NULL, 0, 0, NULL, NULL);
 }
 
 int sock_wait_recv(struct esock_sock *s, int64_t end, void *buf, size_t len, size_t *placed,
 		   uint32_t *msgs)
 {
+	/*
+	 * A blocking file with no SO_RCVTIMEO, whose connection no other
+	 * process holds: the reader may sleep in the socket's own receive
+	 * (ep_qp_sleep_recv), as TCP's reader does, until input comes or the
+	 * connection ends.  (Held by others after a fork, the last close here
+	 * could not end the connection to wake it: sock_teardown.)
+	 */
+	unsigned flags = (s->o.msgmode ? EP_NOW_ONE : 0) |
+			 (!s->nonblock && s->rcvtimeo_ms == 0 && !s->share ? EP_NOW_SLEEP : 0);
+
 	*placed = 0;
 	*msgs = 0;
-	return wait_slice(s, end, buf, len, s->o.msgmode, placed, msgs);
+	return wait_slice(s, end, buf, len, flags, placed, msgs);
 }
 
 int sock_resume(struct esock_sock *s)

@@ -1181,6 +1181,41 @@ START_TEST(eintr)
 }
 END_TEST
 
+static volatile sig_atomic_t alarms;
+
+static void count_alarm(int sig)
+{
+	(void)sig;
+	alarms++;
+}
+
+/*
+ * A handler installed with SA_RESTART: a blocking read goes on after it, as
+ * a TCP read does (the reader sleeps in the socket's own receive, which the
+ * kernel restarts), and returns the message that comes later.
+ */
+START_TEST(sa_restart_read_goes_on)
+{
+	struct peer p = { .send = "0123456789", .n = 10, .pieces = 1, .delay_ms = 300 };
+	struct sigaction act = { .sa_handler = count_alarm, .sa_flags = SA_RESTART };
+	struct sockaddr_in sa;
+	char buf[16];
+	int fd;
+
+	peer_start(&p, &sa);
+	fd = ddp_connect(&sa);
+	alarms = 0;
+	sigaction(SIGALRM, &act, NULL);
+	ualarm(100000, 0);
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 10);
+	ck_assert_int_eq(alarms, 1);
+	ck_assert_int_eq(memcmp(buf, "0123456789", 10), 0);
+	signal(SIGALRM, SIG_DFL);
+	close(fd);
+	peer_stop(&p);
+}
+END_TEST
+
 /* ---- threads ---- */
 
 struct writer {
@@ -2074,6 +2109,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, one_descriptor_each);
 	tcase_add_test(tc, close_during_blocked_read);
 	tcase_add_test(tc, eintr);
+	tcase_add_test(tc, sa_restart_read_goes_on);
 	tcase_add_test(tc, threads_share_fd);
 	tcase_add_test(tc, prefork_server);
 	tcase_add_test(tc, api_rdma);
