@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sched.h>
@@ -321,7 +322,6 @@ static bool may_sleep(struct esock_qp *qp)
 ssize_t ep_qp_sleep_recv(struct esock_qp *qp, void *buf, size_t len, unsigned flags, uint32_t *msgs)
 {
 	size_t asked;
-	int64_t t0;
 	ssize_t n, placed;
 
 	*msgs = 0;
@@ -333,7 +333,6 @@ ssize_t ep_qp_sleep_recv(struct esock_qp *qp, void *buf, size_t len, unsigned fl
 	}
 	atomic_store_explicit(&qp->rx_sleeper, true, memory_order_release);
 	token_release(qp); /* (senders go on meanwhile; nobody reads) */
-	t0 = ep_now_us();
 	n = ep_rx_sleep_read(qp, &asked);
 	/*
 	 * A holder at work lets go soon.  A quiesce (fork, exec) did not wait
@@ -348,8 +347,8 @@ ssize_t ep_qp_sleep_recv(struct esock_qp *qp, void *buf, size_t len, unsigned fl
 	}
 	atomic_store_explicit(&qp->rx_sleeper, false, memory_order_release);
 	ep_rx_sleep_took(qp, n, asked);
-	/* (At once: the file is non-blocking after all, poll() from now on; later, a new SO_RCVTIMEO.) */
-	if ((n == -EAGAIN || n == -EWOULDBLOCK) && ep_now_us() - t0 < 1000)
+	/* (The file is non-blocking after all: poll() from now on.  Else an SO_RCVTIMEO set meanwhile.) */
+	if ((n == -EAGAIN || n == -EWOULDBLOCK) && (REAL(fcntl)(qp->fd, F_GETFL) & O_NONBLOCK))
 		qp->no_sleep_recv = true;
 	placed = recv_into(qp, buf, len, flags, msgs);
 	if (placed < 0)
