@@ -224,6 +224,12 @@ struct ep_batch {
 	size_t sq_end[EP_BATCH_MSGS];
 	uint8_t scratch[16384];
 	uint8_t small[256];          /* a small batch flattened for one write */
+	/*
+	 * A message sent now (ep_tx_send_now) larger than the scratch holds:
+	 * the payload TCP did not take is copied here (EP_SPARE_SPILL) and
+	 * given back once written.
+	 */
+	uint8_t *spill;
 };
 
 void ep_batch_reset(struct ep_batch *b);
@@ -258,8 +264,9 @@ int ep_batch_frame(struct ep_batch *b, struct esock_mpa_tx *tx, const struct iov
 int ep_batch_write(struct ep_batch *b, int fd);
 /*
  * Copies the unwritten octets that lie outside the batch (a caller's memory)
- * into its scratch, so that the caller may reuse that memory at once.  False
- * when the scratch has too little room (nothing changed then).
+ * into its scratch, or when they do not fit there (at most EP_SEND_NOW_BIG)
+ * into its spill, so that the caller may reuse that memory at once.  False
+ * when they are more or no spill can be had (nothing changed then).
  */
 bool ep_batch_own(struct ep_batch *b);
 

@@ -34,7 +34,9 @@ static void qp_free(struct esock_qp *qp)
 	ep_free(qp->sq);
 	ep_free(qp->rq);
 	free(qp->stage);
-	free(qp->txw); /* left with unwritten octets by a failure */
+	if (qp->txw) /* left with unwritten octets by a failure */
+		ep_batch_reset(&qp->txw->batch); /* (its spill) */
+	free(qp->txw);
 	ep_free(qp->orq);
 	ep_free(qp->irq);
 	ep_free(qp);

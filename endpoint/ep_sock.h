@@ -116,9 +116,12 @@ bool ep_connect_settling(const struct esock_qp *qp);
  * else waits to go out on the QP and its progress token is free: no send
  * WR, no completion, the caller's memory free on return (what TCP did not
  * take is copied).  0 when sent, -EAGAIN when it cannot go this way (post
- * a WR instead), -EPIPE when the connection failed.
+ * a WR instead), -EPIPE when the connection failed.  Up to EP_SEND_NOW_MAX
+ * octets always; up to EP_SEND_NOW_BIG when its FPDUs fit one batch (the
+ * rest TCP did not take then goes to a spill block: ep_batch_own).
  */
 #define EP_SEND_NOW_MAX 8192
+#define EP_SEND_NOW_BIG 65536
 int ep_qp_send_now(struct esock_qp *qp, const struct iovec *iov, int iovcnt, size_t len);
 /*
  * Reads the QP's input now, in this call: whole Sends that arrived go

@@ -14,6 +14,7 @@
 enum ep_spare_kind {
 	EP_SPARE_TX,    /* struct ep_txwork */
 	EP_SPARE_STAGE, /* EP_STAGE_LEN octets */
+	EP_SPARE_SPILL, /* EP_SEND_NOW_BIG octets: what TCP did not take of a message sent now */
 	EP_SPARE_KINDS
 };
 

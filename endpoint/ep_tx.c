@@ -602,8 +602,9 @@ void ep_tx_progress(struct esock_qp *qp)
  * out before it (the send queue and the batch empty, no RTR, Read Response
  * or Terminate waiting, the first FPDU not held back), so the stream's order
  * is the order of the calls.  Octets TCP does not take at once are copied
- * into the batch (at most EP_SEND_NOW_MAX) and go as the socket drains, as
- * a queued message's would: the caller's memory is free on return.
+ * into the batch (its scratch up to EP_SEND_NOW_MAX, else its spill) and go
+ * as the socket drains, as a queued message's would: the caller's memory is
+ * free on return.  A large message that TCP takes whole is never copied.
  */
 #define NOW_MULPDU_MIN 1024 /* (an MSS below that: the queued path) */
 _Static_assert(EP_SEND_NOW_MAX + (EP_SEND_NOW_MAX / (NOW_MULPDU_MIN - ESOCK_RDMAP_HDR_MAX) + 1) *
@@ -611,11 +612,27 @@ _Static_assert(EP_SEND_NOW_MAX + (EP_SEND_NOW_MAX / (NOW_MULPDU_MIN - ESOCK_RDMA
 		       sizeof(((struct ep_batch *)0)->scratch),
 	       "a message sent now fits the batch's scratch with its FPDUs' plans");
 
+/*
+ * A message above EP_SEND_NOW_MAX goes now when all of its FPDUs fit the
+ * empty batch (ep_batch_room, asked before each of them, cannot fail half
+ * way); what TCP does not take of it goes to the batch's spill.
+ */
+static bool now_big_ok(const struct esock_qp *qp, size_t len)
+{
+	size_t fpdus = len / (qp->mulpdu - ESOCK_RDMAP_HDR_MAX) + 1;
+
+	return len <= EP_SEND_NOW_BIG &&
+	       fpdus * EP_BATCH_FPDU_SCRATCH <= sizeof(((struct ep_batch *)0)->scratch) &&
+	       fpdus * ESOCK_MPA_TX_IOV_MAX <= EP_BATCH_IOV &&
+	       len + fpdus * EP_BATCH_FPDU_SCRATCH < ep_batch_bytes();
+}
+
 static bool now_ok(const struct esock_qp *qp, int iovcnt, size_t len)
 {
 	const struct ep_txwork *w = qp->txw;
 
-	return len <= EP_SEND_NOW_MAX && iovcnt <= EP_SGE_MAX && qp->mulpdu >= NOW_MULPDU_MIN &&
+	return iovcnt <= EP_SGE_MAX && qp->mulpdu >= NOW_MULPDU_MIN &&
+	       (len <= EP_SEND_NOW_MAX || now_big_ok(qp, len)) &&
 	       atomic_load(&qp->state) == ESOCK_QPS_RTS && qp->txc.kind == EP_TX_NONE &&
 	       !qp->term_pending && !qp->tx_hold && !qp->rtr_pending && !qp->irq_n &&
 	       (!w || (!w->batch.left && !w->batch.ends_msg)) && !ep_ring_ready(&qp->sqr, qp->sq_tx);
@@ -706,7 +723,7 @@ int ep_tx_send_now(struct esock_qp *qp, const struct iovec *iov, int iovcnt, siz
 	if (rc < 0)
 		return -EPIPE;
 	if (rc == 0) { /* the rest goes as the socket drains (write_batch asked for room) */
-		if (!ep_batch_own(b)) { /* cannot happen: the assertion above */
+		if (!ep_batch_own(b)) { /* (no memory for the spill: the assertion above keeps small ones) */
 			tx_failed(qp, -ENOBUFS);
 			return -EPIPE;
 		}

@@ -21,6 +21,13 @@
 #include "endpoint/ep_spare.h"
 #include "libc/real.h"
 
+static void spill_put(struct ep_batch *b)
+{
+	if (b->spill)
+		ep_spare_put(EP_SPARE_SPILL, b->spill);
+	b->spill = NULL;
+}
+
 struct ep_txwork *ep_txwork_get(bool crc, bool markers, uint32_t pos, bool pack)
 {
 	bool fresh;
@@ -30,6 +37,7 @@ struct ep_txwork *ep_txwork_get(bool crc, bool markers, uint32_t pos, bool pack)
 		return NULL;
 	if (fresh) {
 		esock_mpa_tx_init(&w->tx, crc, markers, pos);
+		w->batch.spill = NULL;
 	} else {
 		/* Given back with its plan written out (left 0): only the stream settings differ. */
 		w->tx.crc = crc;
@@ -45,12 +53,14 @@ uint32_t ep_txwork_put(struct ep_txwork *w)
 {
 	uint32_t pos = w->tx.pos;
 
+	spill_put(&w->batch);
 	ep_spare_put(EP_SPARE_TX, w);
 	return pos;
 }
 
 void ep_batch_reset(struct ep_batch *b)
 {
+	spill_put(b); /* (a batch given up unwritten) */
 	b->cnt = b->next = 0;
 	b->left = b->used = b->done = 0;
 	b->ends_msg = b->eor = false;
@@ -205,31 +215,45 @@ int ep_batch_write(struct ep_batch *b, int fd)
 	b->cnt = b->next = 0;
 	b->used = 0;
 	b->more = false;
+	spill_put(b);
 	return 1;
+}
+
+/* Whether |p| lies in memory the batch holds (its scratch, its spill). */
+static bool held(const struct ep_batch *b, const uint8_t *p)
+{
+	const uint8_t *lo = (const uint8_t *)b, *hi = lo + sizeof(*b);
+
+	return (p >= lo && p < hi) || (b->spill && p >= b->spill && p < b->spill + EP_SEND_NOW_BIG);
 }
 
 bool ep_batch_own(struct ep_batch *b)
 {
-	const uint8_t *lo = (const uint8_t *)b, *hi = lo + sizeof(*b);
+	uint8_t *dst;
 	size_t need = 0;
 
-	for (int i = b->next; i < b->cnt; i++) {
-		const uint8_t *p = b->iov[i].iov_base;
-
-		if (p < lo || p >= hi)
+	for (int i = b->next; i < b->cnt; i++)
+		if (!held(b, b->iov[i].iov_base))
 			need += b->iov[i].iov_len;
+	if (need <= sizeof(b->scratch) - b->used) {
+		dst = b->scratch + b->used;
+		b->used += need;
+	} else {
+		bool fresh;
+
+		if (b->spill || need > EP_SEND_NOW_BIG ||
+		    !(b->spill = ep_spare_get(EP_SPARE_SPILL, EP_SEND_NOW_BIG, &fresh)))
+			return false;
+		dst = b->spill;
 	}
-	if (need > sizeof(b->scratch) - b->used)
-		return false;
 	for (int i = b->next; i < b->cnt; i++) {
 		struct iovec *v = &b->iov[i];
-		const uint8_t *p = v->iov_base;
 
-		if (p >= lo && p < hi)
+		if (held(b, v->iov_base))
 			continue;
-		memcpy(b->scratch + b->used, p, v->iov_len);
-		v->iov_base = b->scratch + b->used;
-		b->used += v->iov_len;
+		memcpy(dst, v->iov_base, v->iov_len);
+		v->iov_base = dst;
+		dst += v->iov_len;
 	}
 	return true;
 }

@@ -378,10 +378,11 @@ ssize_t sock_send_ex(struct esock_sock *s, const struct iovec *iov, int iovcnt, 
 		return send_end(s, -EMSGSIZE, total, flags);
 	block = all || (!s->nonblock && !(flags & MSG_DONTWAIT));
 	/*
-	 * A small message with nothing queued before it goes in this call: no
-	 * send WR, no completion to collect, no copy into a slot.
+	 * A message with nothing queued before it goes in this call: no send
+	 * WR, no completion to collect, no copy into a slot (but for what TCP
+	 * does not take at once).
 	 */
-	if (total <= EP_SEND_NOW_MAX && total <= chunk &&
+	if (total <= EP_SEND_NOW_BIG && total <= chunk &&
 	    (rc = ep_qp_send_now(s->qp, iov, iovcnt, total)) != -EAGAIN) {
 		if (rc == 0) {
 			s->stats->tx_msgs++;

@@ -588,6 +588,102 @@ START_TEST(blocking_read_waits_into_buffer)
 }
 END_TEST
 
+/* ---- a large message sent at once: the caller's memory is free on return ---- */
+
+enum { SPILL_N = 64, SPILL_SIZE = 40000 };
+
+static uint8_t spill_byte(size_t msg, size_t j)
+{
+	return (uint8_t)(msg * 131u + j * 7u + (j >> 8));
+}
+
+struct slow_reader {
+	int lfd;
+	pthread_t th;
+	size_t bad_msg, bad_at; /* the first octet that differed, or SPILL_N */
+};
+
+static void *slow_reader_main(void *arg)
+{
+	struct slow_reader *r = arg;
+	static uint8_t in[SPILL_SIZE];
+	int fd = accept(r->lfd, NULL, NULL);
+
+	r->bad_msg = SPILL_N;
+	usleep(200000); /* the writer fills TCP meanwhile: its writes go out only in part */
+	for (size_t i = 0; fd >= 0 && i < SPILL_N; i++) {
+		size_t got = 0;
+
+		while (got < SPILL_SIZE) {
+			ssize_t n = read(fd, in + got, SPILL_SIZE - got);
+
+			if (n <= 0) {
+				r->bad_msg = i;
+				r->bad_at = got;
+				close(fd);
+				return NULL;
+			}
+			got += (size_t)n;
+		}
+		for (size_t j = 0; j < SPILL_SIZE && r->bad_msg == SPILL_N; j++)
+			if (in[j] != spill_byte(i, j)) {
+				r->bad_msg = i;
+				r->bad_at = j;
+			}
+	}
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+/*
+ * Non-blocking writes of 40000 octets each go as Sends in the write call
+ * itself (tx_now), from the caller's memory; what TCP does not take at once
+ * is copied before write returns.  Every octet the writer reported written
+ * is overwritten at once: had any of it still been sent from its memory,
+ * the reader would see the scribble.
+ */
+START_TEST(large_writes_now_free_the_memory)
+{
+	static uint8_t out[SPILL_SIZE];
+	struct slow_reader r = { 0 };
+	struct esock_sock_stats st;
+	socklen_t sl = sizeof(st);
+	struct sockaddr_in sa;
+	int fd;
+
+	r.lfd = listener(true, &sa);
+	ck_assert_int_eq(pthread_create(&r.th, NULL, slow_reader_main, &r), 0);
+	fd = ddp_connect(&sa);
+	ck_assert_int_eq(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
+	for (size_t i = 0; i < SPILL_N; i++) {
+		size_t off = 0;
+
+		for (size_t j = 0; j < SPILL_SIZE; j++)
+			out[j] = spill_byte(i, j);
+		while (off < SPILL_SIZE) {
+			ssize_t n = write(fd, out + off, SPILL_SIZE - off);
+
+			if (n < 0) {
+				struct pollfd pf = { .fd = fd, .events = POLLOUT };
+
+				ck_assert_int_eq(errno, EAGAIN);
+				ck_assert_int_eq(poll(&pf, 1, 10000), 1);
+				continue;
+			}
+			memset(out + off, 0xee, (size_t)n);
+			off += (size_t)n;
+		}
+	}
+	ck_assert_int_eq(getsockopt(fd, SOL_ESOCK, ESOCK_STATS, &st, &sl), 0);
+	ck_assert_uint_ge(st.tx_now, 1);
+	pthread_join(r.th, NULL);
+	ck_assert_msg(r.bad_msg == SPILL_N, "message %zu differs at octet %zu", r.bad_msg, r.bad_at);
+	close(fd);
+	close(r.lfd);
+}
+END_TEST
+
 /*
  * A read that follows one which emptied the kernel's queue says EAGAIN
  * without asking the kernel (rx_eagain_quick); a message that arrived in
@@ -2099,6 +2195,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, epoll_reads_direct, 0, 2);
 	tcase_add_test(tc, epoll_quick_eagain_loses_nothing);
 	tcase_add_test(tc, blocking_read_waits_into_buffer);
+	tcase_add_test(tc, large_writes_now_free_the_memory);
 	tcase_add_test(tc, options_and_api);
 	tcase_add_test(tc, nonblocking);
 	tcase_add_test(tc, waitall_and_select);
