@@ -314,7 +314,8 @@ struct esock_qp {
 	bool term_pending;          /* (holder) a Terminate to send at the next FPDU boundary */
 	bool tx_pack;               /* (holder) ep_batch.pack for this peer */
 	bool tx_more;               /* (holder) the last write held its tail back (MSG_MORE): push it */
-	bool rx_small;              /* (holder) the last FPDU was small: the next stage read is large (ep_rx.c) */
+	bool rx_small;              /* (holder) the last message began with a small FPDU: the next stage read is large (ep_rx.c) */
+	bool rx_cont;               /* (holder) the last FPDU did not end its message (DDP L = 0) */
 	bool rx_in_whole;           /* (holder) an FPDU that came whole is being handled (on_whole) */
 	bool rx_empty;              /* (holder) the last read of the socket came back short or empty */
 	bool rx_took_short;         /* (holder) the stage holds what a short read took: read no more now */

@@ -382,7 +382,16 @@ static void on_hdr(struct esock_qp *qp, const struct esock_mpa_ev *ev)
 	memset(c, 0, offsetof(struct ep_rx_cur, iov)); /* iov is filled as iovcnt says */
 	c->ctrl_len = 0;
 	c->ulpdu_len = ev->ulpdu_len;
-	qp->rx_small = ev->ulpdu_len < EP_DIRECT_MIN; /* (the next stage read's size) */
+	/*
+	 * The next stage read's size follows a message's first FPDU: the short
+	 * last one of a large message (65536 octets make 65458 + 78 on
+	 * loopback) says nothing of the next message, and a large stage read
+	 * after it would take that message's payload into the stage, one copy
+	 * more, instead of straight into place.
+	 */
+	if (!qp->rx_cont)
+		qp->rx_small = ev->ulpdu_len < EP_DIRECT_MIN;
+	qp->rx_cont = ev->len && !(ev->data[0] & ESOCK_DDP_CTRL_L);
 	memcpy(c->hdr, ev->data, ev->len);
 	oi = ev->len ? esock_rdmap_opinfo(ev->data[1] & ESOCK_RDMAP_CTRL_OPCODE) : NULL;
 	if (oi && oi->payload && oi->hlen == 0) {
@@ -622,6 +631,7 @@ static bool fast_send(struct esock_qp *qp, const struct esock_mpa_ev *ev)
 	rxt_filled(qp, pay);
 	qp->msn_rx[ESOCK_DDP_QN_SEND]++;
 	qp->rx_small = ev->len < EP_DIRECT_MIN; /* (as on_hdr: the next stage read's size) */
+	qp->rx_cont = false;
 	return true;
 }
 
