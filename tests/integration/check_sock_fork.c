@@ -17,6 +17,7 @@
 #include <check.h>
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -234,6 +235,53 @@ END_TEST
  * (EBUSY): two processes cannot drive one at once.  Once the child has
  * left it (exit), the parent goes on where the child stopped.
  */
+struct sleeper {
+	int fd, rc;
+};
+
+static void *sleeper_main(void *arg)
+{
+	struct sleeper *sl = arg;
+
+	sl->rc = read_n(sl->fd, buf, msg_len(4));
+	return NULL;
+}
+
+/*
+ * A thread sleeps in its socket's receive (a blocking read with nothing to
+ * read) while another thread forks: the fork does not wait for it (the
+ * sleep may last), the child never touches the connection and exits, and
+ * the message that comes after reaches the sleeping reader whole; then the
+ * connection goes on in the parent.
+ */
+START_TEST(fork_while_a_reader_sleeps)
+{
+	struct sleeper sl = { .rc = -1 };
+	pthread_t th;
+	int cli, srv;
+	pid_t pid;
+
+	pairs(1, &cli, &srv);
+	sl.fd = srv;
+	ck_assert_int_eq(pthread_create(&th, NULL, sleeper_main, &sl), 0);
+	usleep(100000); /* (asleep by now) */
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(0);
+	reap_ok(pid);
+	send_msg(cli, 4); /* 150 000 octets: several FPDUs, the first one the sleeper's */
+	pthread_join(th, NULL);
+	ck_assert_int_eq(sl.rc, 0);
+	ck_assert_msg(memcmp(buf, want, msg_len(4)) == 0, "the message read differs");
+	send_msg(cli, 5);
+	ck_assert_int_eq(serve_msg(srv, 5), 0);
+	check_echo(cli, 5);
+	close(cli);
+	close(srv);
+}
+END_TEST
+
 START_TEST(two_at_once_refused)
 {
 	int cli, srv, go[2];
@@ -280,6 +328,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, one_after_another, 0, 2);
 	tcase_add_test(tc, killed_user_loses_it);
 	tcase_add_test(tc, two_at_once_refused);
+	tcase_add_test(tc, fork_while_a_reader_sleeps);
 	suite_add_tcase(s, tc);
 	return s;
 }
