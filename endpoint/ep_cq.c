@@ -406,6 +406,12 @@ struct rx_into {
 	uint32_t msgs;
 };
 
+/* The flags of a reader's look at its QP (ep_qp_recv_now, ep_qp_sleep_recv). */
+static unsigned now_flags(const struct rx_into *into)
+{
+	return EP_NOW_FINISH | (into->flags & EP_NOW_ONE);
+}
+
 /*
  * Drives every pinned QP once and lets go of the ones that are not connected
  * any more (nothing left to read; esock_qp_destroy may be waiting for the
@@ -422,8 +428,7 @@ static int progress_pinned(struct esock_cq *cq, struct esock_qp **qps, int *m, i
 
 		if (into && qps[i] == into->qp && !into->placed) {
 			uint32_t msgs;
-			unsigned f = EP_NOW_FINISH | (into->flags & EP_NOW_ONE);
-			ssize_t got = ep_qp_recv_now(qps[i], into->buf, into->len, f, &msgs);
+			ssize_t got = ep_qp_recv_now(qps[i], into->buf, into->len, now_flags(into), &msgs);
 
 			if (got >= 0)
 				want = EP_WANT_TX; /* (it read: what did not fit went to receives) */
@@ -454,8 +459,7 @@ static int sleep_in_recv(struct rx_into *into, int left)
 
 	if (left)
 		ep_uncork_all(); /* (as sleep_on) */
-	got = ep_qp_sleep_recv(into->qp, into->buf, into->len, EP_NOW_FINISH | (into->flags & EP_NOW_ONE),
-			       &msgs);
+	got = ep_qp_sleep_recv(into->qp, into->buf, into->len, now_flags(into), &msgs);
 	if (got == -EAGAIN || got == -EINTR)
 		return (int)got;
 	if (got > 0) {

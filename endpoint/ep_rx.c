@@ -910,15 +910,16 @@ static bool stage_get(struct esock_qp *qp)
 	return true;
 }
 
+/* (Asked only of an idle QP, which holds no stage: the one it gets is empty.) */
 bool ep_rx_sleep_stage(struct esock_qp *qp)
 {
-	return stage_get(qp) && qp->stage_len == 0;
+	return stage_get(qp);
 }
 
 /*
  * The stage is empty and only this thread may touch it (qp->rx_sleeper);
  * the read is the one read_some would make there, without MSG_DONTWAIT:
- * the file is blocking, and the kernel's SO_RCVTIMEO (ours) ends it.
+ * the file is blocking (EP_NOW_SLEEP), so it waits as a TCP read does.
  */
 ssize_t ep_rx_sleep_read(struct esock_qp *qp, size_t *asked)
 {

@@ -219,12 +219,16 @@ int ep_batch_write(struct ep_batch *b, int fd)
 	return 1;
 }
 
-/* Whether |p| lies in memory the batch holds (its scratch, its spill). */
+/*
+ * Whether |p| lies in the batch itself (its scratch).  (Never in its spill:
+ * a batch is owned once, when it is empty of everything else, and the spill
+ * is given back when the batch is written.)
+ */
 static bool held(const struct ep_batch *b, const uint8_t *p)
 {
-	const uint8_t *lo = (const uint8_t *)b, *hi = lo + sizeof(*b);
+	const uint8_t *lo = (const uint8_t *)b;
 
-	return (p >= lo && p < hi) || (b->spill && p >= b->spill && p < b->spill + EP_SEND_NOW_BIG);
+	return p >= lo && p < lo + sizeof(*b);
 }
 
 bool ep_batch_own(struct ep_batch *b)
