@@ -313,6 +313,7 @@ struct esock_qp {
 	bool rtr_pending;           /* (holder) initiator: RTR to send first */
 	bool term_pending;          /* (holder) a Terminate to send at the next FPDU boundary */
 	bool tx_pack;               /* (holder) ep_batch.pack for this peer */
+	bool tx_pack_one;           /* pack only messages of one FPDU (ep_qp_set_pack_one) */
 	bool tx_more;               /* (holder) the last write held its tail back (MSG_MORE): push it */
 	bool rx_small;              /* (holder) the last message began with a small FPDU: the next stage read is large (ep_rx.c) */
 	bool rx_cont;               /* (holder) the last FPDU did not end its message (DDP L = 0) */

@@ -86,6 +86,11 @@ void ep_qp_set_rtr_cork(struct esock_qp *qp, bool cork)
 	qp->rtr_cork = cork;
 }
 
+void ep_qp_set_pack_one(struct esock_qp *qp, bool one)
+{
+	qp->tx_pack_one = one;
+}
+
 void ep_qp_set_rq_refill(struct esock_qp *qp, int (*refill)(void *arg), void *arg)
 {
 	qp->rq_refill_arg = arg;

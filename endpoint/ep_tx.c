@@ -25,17 +25,30 @@
 #include "util/log.h"
 
 /*
- * Packing is for messages that fit one FPDU: they share segments and join
- * one sendmsg.  A larger one fills segments by itself and stays aligned to
- * them (MSG_EOR at its end, nothing joined to it): FPDUs that straddle
- * segments cost a receiver on another CPU a wake-up for each piece (iperf3's
- * 128 KiB writes across two CPUs: 20 Gbit/s with 64 KiB Sends joined, 27
- * aligned).  Both ends on one CPU would rather join those too (64 KiB
- * endpoint Sends 1.16x TCP joined, 0.86x not), but which CPU the peer runs
- * on cannot be told reliably from here (SO_INCOMING_CPU sees ACKs made on
- * our own CPU).
+ * Towards a packing peer, messages of at most two FPDUs are packed: they
+ * share segments and join one sendmsg, their FPDUs falling where TCP cuts
+ * the stream.  A 64 KiB message is two FPDUs on loopback (65458 + 78
+ * octets): aligned, its short tail makes a segment of its own, every other
+ * segment (and wake-up of the reader) a tiny one; packed, it costs what TCP's
+ * own writes cost (64 KiB endpoint Sends on one CPU 0.77x TCP aligned, 0.96x
+ * packed; Reads 0.51x, 1.18x).  A larger message fills segments by itself
+ * and starts aligned to them (MSG_EOR before and after it): its short
+ * segment is one in many, while FPDUs that all straddle segments cost the
+ * reader more.  A socket's QP packs only messages of one FPDU
+ * (ep_qp_set_pack_one).  docs/benchmarks.md, "Messages of two FPDUs packed".
  */
 static bool joinable(const struct esock_qp *qp, uint64_t len)
+{
+	return len + ESOCK_RDMAP_HDR_MAX <= qp->mulpdu ||
+	       (!qp->tx_pack_one && len + 2 * ESOCK_RDMAP_HDR_MAX <= 2 * (uint64_t)qp->mulpdu);
+}
+
+/*
+ * A message of one FPDU: a batch of them with another queued behind goes
+ * with MSG_MORE (write_batch).  Not a larger one: TCP would hold its last
+ * segment back for what comes next, and a reader on another CPU waits for it.
+ */
+static bool one_fpdu(const struct esock_qp *qp, uint64_t len)
 {
 	return len + ESOCK_RDMAP_HDR_MAX <= qp->mulpdu;
 }
@@ -90,7 +103,7 @@ static bool write_batch(struct esock_qp *qp)
 	bool cork = qp->txc.kind == EP_TX_RTR && qp->rtr_cork && !qp->prof->first_fpdu_delay_ms &&
 		    !ep_ring_ready(&qp->sqr, qp->sq_tx) && !atomic_load(&ep_restricted);
 	/*
-	 * Towards a peer that takes FPDUs packed, a batch of joinable messages
+	 * Towards a peer that takes FPDUs packed, a batch of one-FPDU messages
 	 * with another queued behind it goes with MSG_MORE: TCP then fills whole
 	 * segments with them, as it merges its own small writes, instead of one
 	 * segment (and one wake-up of the receiver) each.  The
@@ -101,8 +114,8 @@ static bool write_batch(struct esock_qp *qp)
 	uint64_t next = 0;
 	bool queued = next_queued(qp, &next);
 	bool join = joinable(qp, cur_len(qp));
-	bool more = b->pack && b->ends_msg && join && !cork && queued && joinable(qp, next) &&
-		    !atomic_load(&ep_restricted);
+	bool more = b->pack && b->ends_msg && one_fpdu(qp, cur_len(qp)) && !cork && queued &&
+		    one_fpdu(qp, next) && !atomic_load(&ep_restricted);
 	int rc;
 
 	b->more = cork || more;

@@ -135,6 +135,7 @@ static int new_qp(struct esock_sock *s)
 	ep_qp_set_rq_refill(s->qp, sock_pool_refill, s); /* receives as Sends come (sock_pool.c) */
 	/* Our RTR goes with the first message (ep_sock.h): every wait for input here pushes it. */
 	ep_qp_set_rtr_cork(s->qp, !s->async_api);
+	ep_qp_set_pack_one(s->qp, true); /* its 64 KiB messages stay aligned (ep_sock.h) */
 	return 0;
 }
 
