@@ -164,6 +164,7 @@ struct esock_sock {
 
 	struct sock_epreg *epregs;  /* epoll sets holding it (sock_epoll.c), under lock */
 	int nepregs, capepregs;
+	int epparked;               /* of them, deleted by the application but kept (sock_epoll.c) */
 };
 
 /* Octets of the announcement appended to the MPA private data (sock_conn.c). */

@@ -63,6 +63,7 @@ struct ep_entry {
 	struct esock_sock *s;
 	struct epoll_event ev;   /* what the application registered */
 	bool disabled;           /* EPOLLONESHOT fired */
+	bool parked;             /* deleted by the application, kept for its next add (unpark) */
 	bool queued;             /* in the set's look-at list */
 	uint64_t seen_rx;        /* ET: the socket's rx generation at the last report */
 	uint64_t seen_out;       /* ET: the socket's out_full count at the last EPOLLOUT report */
@@ -155,7 +156,7 @@ static struct ep_entry *find(struct epset *st, int fd)
 
 static void enqueue(struct epset *st, struct ep_entry *e)
 {
-	if (e->queued)
+	if (e->queued || e->parked) /* (a parked one is looked at when it is added again) */
 		return;
 	if (st->nq == st->capq) {
 		int nc = st->capq ? st->capq * 2 : 16;
@@ -318,8 +319,18 @@ static int bell_ready(struct epset *st, int epfd)
 }
 
 /* Forgets entry |e| of |st| (lock held); |kernel|: also out of the kernel's set |epfd|. */
+static void set_parked(struct ep_entry *e, bool on)
+{
+	pthread_mutex_lock(&e->s->lock);
+	e->s->epparked += on ? 1 : -1;
+	pthread_mutex_unlock(&e->s->lock);
+	e->parked = on;
+}
+
 static void remove_entry(struct epset *st, int epfd, struct ep_entry *e, bool kernel)
 {
+	if (e->parked)
+		set_parked(e, false);
 	if (e->wcq)
 		ep_cq_unwatch(e->wcq, st, e->fd);
 	st->noff -= e->off;
@@ -549,6 +560,47 @@ static int watch(struct epset *st, int epfd, struct ep_entry *e)
 	return watch_socket(epfd, e);
 }
 
+/*
+ * Event loops that delete a socket from their set and add it again around
+ * every request (hiredis, so redis-benchmark: two DEL and two ADD per
+ * request) would cost the kernel's set a DEL and an ADD of the watched
+ * socket each time.  A connected socket watched in the kernel's set is
+ * parked instead: its registration stays (edges that come meanwhile are
+ * noted, not reported), its CQ is no longer watched, and the application
+ * sees it gone (ENOENT for MOD and DEL, no events); the next ADD takes it
+ * up again without a system call.  Its close removes it (sock_epoll_forget).
+ */
+static bool parkable(const struct ep_entry *e)
+{
+	return e->sfd >= 0 && e->wfd < 0 && !e->off && e->s->st == SOCK_CONNECTED;
+}
+
+static void park(struct epset *st, struct ep_entry *e)
+{
+	if (e->wcq)
+		ep_cq_unwatch(e->wcq, st, e->fd);
+	e->wcq = NULL;
+	dequeue(st, e);
+	set_parked(e, true);
+}
+
+static int unpark(struct epset *st, int epfd, struct ep_entry *e, const struct epoll_event *ev)
+{
+	int rc;
+
+	set_parked(e, false);
+	e->ev = *ev;
+	e->disabled = false;
+	e->seen_rx = e->seen_out = ~0ull;
+	if ((rc = watch(st, epfd, e)) < 0) {
+		reg_del(e->s, epfd, e->fd);
+		remove_entry(st, epfd, e, true);
+		return rc;
+	}
+	enqueue(st, e); /* a first look: what came meanwhile (its kick was kept) */
+	return 0;
+}
+
 int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_event *ev)
 {
 	struct epset *st = set_of(epfd, true);
@@ -573,6 +625,15 @@ int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_
 	e = find(st, fd);
 	switch (op) {
 	case EPOLL_CTL_ADD:
+		if (e && e->parked && e->s == s) {
+			rc = unpark(st, epfd, e, ev);
+			break;
+		}
+		if (e && e->parked) { /* (another socket's: forget ran, cannot be; to be safe) */
+			reg_del(e->s, epfd, fd);
+			remove_entry(st, epfd, e, true);
+			e = NULL;
+		}
 		if (e) {
 			rc = -EEXIST;
 			break;
@@ -617,7 +678,7 @@ int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_
 		enqueue(st, e); /* a first look at the next wait */
 		break;
 	case EPOLL_CTL_MOD:
-		if (!e) {
+		if (!e || e->parked) {
 			rc = -ENOENT;
 			break;
 		}
@@ -627,8 +688,12 @@ int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_
 		enqueue(st, e);
 		break;
 	case EPOLL_CTL_DEL:
-		if (!e) {
+		if (!e || e->parked) {
 			rc = -ENOENT;
+			break;
+		}
+		if (parkable(e)) {
+			park(st, e);
 			break;
 		}
 		remove_entry(st, epfd, e, true);
@@ -832,8 +897,10 @@ static int sort_kernel(struct epset *st, struct epoll_event *out, int from, int 
 			 * or one during the MPA exchange, says nothing of input).
 			 */
 			e->rx_in |= e->rx_kick && (out[i].events & EPOLLIN);
-			enqueue(st, e);
-			*marks = true;
+			if (!e->parked) { /* (a parked one keeps the kick for its first look) */
+				enqueue(st, e);
+				*marks = true;
+			}
 		}
 	}
 	pthread_mutex_unlock(&st->lock);

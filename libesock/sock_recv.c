@@ -241,9 +241,11 @@ ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 			 * (our registration in every set that holds it is
 			 * edge-triggered, and an edge is a callback per arrival), so the
 			 * application's next epoll_wait reports it; a poll looks at the
-			 * socket itself.  Not after epoll promised input (rx_hint).
+			 * socket itself.  Only while a set holds it for the application
+			 * (a parked registration reports nothing).  Not after epoll promised input (rx_hint).
 			 */
-			if (!block && !got && !s->rx_hint && s->nepregs && ep_qp_rx_seen_empty(s->qp)) {
+			if (!block && !got && !s->rx_hint && s->nepregs > s->epparked &&
+			    ep_qp_rx_seen_empty(s->qp)) {
 				now_done = pulled = true;
 				s->stats->rx_eagain_quick++;
 				continue;

@@ -1774,6 +1774,76 @@ START_TEST(epoll_edge_added_after_data)
 }
 END_TEST
 
+/*
+ * Event loops that take a socket out of their set and add it again around
+ * every request (hiredis, so redis-benchmark): DEL, ADD for EPOLLOUT,
+ * write; DEL, ADD for EPOLLIN, read; MOD.  Each step is reported as with
+ * TCP; out of the set nothing of the socket is reported and MOD and DEL fail
+ * with ENOENT; what came meanwhile is reported at the next ADD (an edge, as
+ * with TCP); closed while out of the set, it leaves nothing behind, and its
+ * number, reused, is added anew.
+ */
+START_TEST(epoll_del_add_around_each_request)
+{
+	struct sockaddr_in sa;
+	struct echo e;
+	struct epoll_event ev, out[2];
+	char req[32], in[64];
+	int fd, ep = epoll_create1(0), pp[2];
+
+	echo_start(&e, &sa);
+	fd = ddp_connect(&sa);
+	ev = (struct epoll_event){ .events = EPOLLIN, .data.u32 = 1 };
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
+	for (int i = 0; i < 300; i++) {
+		memset(req, 'a' + i % 26, sizeof(req));
+		ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL), 0);
+		ev = (struct epoll_event){ .events = EPOLLOUT, .data.u32 = 2 };
+		ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
+		ck_assert_int_eq(epoll_wait(ep, out, 2, 5000), 1);
+		ck_assert_uint_eq(out[0].data.u32, 2);
+		ck_assert(out[0].events & EPOLLOUT);
+		ck_assert_int_eq(write(fd, req, sizeof(req)), (ssize_t)sizeof(req));
+		ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL), 0);
+		ev = (struct epoll_event){ .events = EPOLLIN, .data.u32 = 3 };
+		ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
+		ck_assert_int_eq(epoll_wait(ep, out, 2, 5000), 1);
+		ck_assert_uint_eq(out[0].data.u32, 3);
+		ck_assert(out[0].events & EPOLLIN);
+		ck_assert_int_eq(read(fd, in, sizeof(in)), (ssize_t)sizeof(req));
+		ck_assert_int_eq(memcmp(in, req, sizeof(req)), 0);
+		ev = (struct epoll_event){ .events = EPOLLIN, .data.u32 = 4 };
+		ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev), 0);
+	}
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL), 0);
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL), -1);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev), -1);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_int_eq(write(fd, req, sizeof(req)), (ssize_t)sizeof(req));
+	ck_assert_int_eq(epoll_wait(ep, out, 2, 300), 0); /* (the echo comes back meanwhile) */
+	ev = (struct epoll_event){ .events = EPOLLIN | EPOLLET, .data.u32 = 5 };
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
+	ck_assert_int_eq(epoll_wait(ep, out, 2, 5000), 1);
+	ck_assert_uint_eq(out[0].data.u32, 5);
+	ck_assert(out[0].events & EPOLLIN);
+	ck_assert_int_eq(read(fd, in, sizeof(in)), (ssize_t)sizeof(req));
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL), 0);
+	close(fd);
+	ck_assert_int_eq(pipe(pp), 0);
+	ev = (struct epoll_event){ .events = EPOLLIN, .data.u32 = 6 };
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, pp[0], &ev), 0);
+	ck_assert_int_eq(epoll_wait(ep, out, 2, 50), 0);
+	ck_assert_int_eq(write(pp[1], "x", 1), 1);
+	ck_assert_int_eq(epoll_wait(ep, out, 2, 5000), 1);
+	ck_assert_uint_eq(out[0].data.u32, 6);
+	close(pp[0]);
+	close(pp[1]);
+	close(ep);
+	echo_stop(&e);
+}
+END_TEST
+
 START_TEST(epoll_nonblocking_connect)
 {
 	struct peer p = { .send = "hi", .n = 2, .pieces = 1, .delay_ms = 50 };
@@ -2219,6 +2289,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, epoll_level);
 	tcase_add_test(tc, epoll_edge_mixed_oneshot);
 	tcase_add_test(tc, epoll_edge_added_after_data);
+	tcase_add_test(tc, epoll_del_add_around_each_request);
 	tcase_add_test(tc, epoll_nonblocking_connect);
 	tcase_add_test(tc, epoll_connect_without_tick);
 	tcase_add_test(tc, stat_slots_when_all_taken);
