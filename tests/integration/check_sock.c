@@ -1783,6 +1783,18 @@ END_TEST
  * with TCP); closed while out of the set, it leaves nothing behind, and its
  * number, reused, is added anew.
  */
+/* Takes |fd| out of |ep| and adds it again for |events|: reported at once, with |key|. */
+static void readd_wait(int ep, int fd, uint32_t events, uint32_t key)
+{
+	struct epoll_event ev = { .events = events, .data.u32 = key }, out[2];
+
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL), 0);
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
+	ck_assert_int_eq(epoll_wait(ep, out, 2, 5000), 1);
+	ck_assert_uint_eq(out[0].data.u32, key);
+	ck_assert(out[0].events & events);
+}
+
 START_TEST(epoll_del_add_around_each_request)
 {
 	struct sockaddr_in sa;
@@ -1797,19 +1809,9 @@ START_TEST(epoll_del_add_around_each_request)
 	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
 	for (int i = 0; i < 300; i++) {
 		memset(req, 'a' + i % 26, sizeof(req));
-		ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL), 0);
-		ev = (struct epoll_event){ .events = EPOLLOUT, .data.u32 = 2 };
-		ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
-		ck_assert_int_eq(epoll_wait(ep, out, 2, 5000), 1);
-		ck_assert_uint_eq(out[0].data.u32, 2);
-		ck_assert(out[0].events & EPOLLOUT);
+		readd_wait(ep, fd, EPOLLOUT, 2);
 		ck_assert_int_eq(write(fd, req, sizeof(req)), (ssize_t)sizeof(req));
-		ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL), 0);
-		ev = (struct epoll_event){ .events = EPOLLIN, .data.u32 = 3 };
-		ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
-		ck_assert_int_eq(epoll_wait(ep, out, 2, 5000), 1);
-		ck_assert_uint_eq(out[0].data.u32, 3);
-		ck_assert(out[0].events & EPOLLIN);
+		readd_wait(ep, fd, EPOLLIN, 3);
 		ck_assert_int_eq(read(fd, in, sizeof(in)), (ssize_t)sizeof(req));
 		ck_assert_int_eq(memcmp(in, req, sizeof(req)), 0);
 		ev = (struct epoll_event){ .events = EPOLLIN, .data.u32 = 4 };
