@@ -318,7 +318,7 @@ static int bell_ready(struct epset *st, int epfd)
 	return 0;
 }
 
-/* Forgets entry |e| of |st| (lock held); |kernel|: also out of the kernel's set |epfd|. */
+/* |e| parked or not, counted in its socket (sock_recv.c: a set that reports it). */
 static void set_parked(struct ep_entry *e, bool on)
 {
 	pthread_mutex_lock(&e->s->lock);
@@ -327,6 +327,7 @@ static void set_parked(struct ep_entry *e, bool on)
 	e->parked = on;
 }
 
+/* Forgets entry |e| of |st| (lock held); |kernel|: also out of the kernel's set |epfd|. */
 static void remove_entry(struct epset *st, int epfd, struct ep_entry *e, bool kernel)
 {
 	if (e->parked)
