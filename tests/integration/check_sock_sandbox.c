@@ -49,13 +49,6 @@
 
 #define TOTAL (1u << 20)
 
-static inline bool under_valgrind(void)
-{
-	const char *p = getenv("LD_PRELOAD");
-
-	return p && strstr(p, "vgpreload");
-}
-
 #ifdef HAVE_FILTER
 #define ALLOW(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), \
 		  BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
@@ -88,7 +81,7 @@ static int sandbox(void)
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -1;
 	/* Under valgrind (its own system calls meet the filter): one that allows all, still a sandbox. */
-	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, under_valgrind() ? &lax : &prog);
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, tu_under_valgrind() ? &lax : &prog);
 }
 #endif
 

@@ -152,3 +152,10 @@ int tu_run_forked(Suite *s)
 {
 	return run(s, true);
 }
+
+bool tu_under_valgrind(void)
+{
+	const char *p = getenv("LD_PRELOAD");
+
+	return p && strstr(p, "vgpreload");
+}

@@ -8,6 +8,7 @@
 #define ESOCK_TESTS_TESTUTIL_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Parses hex text ("00 1f 41", whitespace ignored) into |out|; returns the
@@ -48,5 +49,8 @@ int tu_run(struct Suite *s);
  * filter, an exec).
  */
 int tu_run_forked(struct Suite *s);
+
+/* The test runs under valgrind (its preload is in LD_PRELOAD): timing checks step aside. */
+bool tu_under_valgrind(void);
 
 #endif
