@@ -220,10 +220,11 @@ struct esock_conn_param {
 	 */
 	bool half_close;
 	/*
-	 * FPDUs of back-to-back messages may share TCP segments: messages
-	 * queued together (a list of WRs, Read Responses) leave with one
-	 * sendmsg, with MSG_MORE while more work waits behind them, and TCP
-	 * fills whole segments, as with its own small writes.  Otherwise each
+	 * FPDUs of back-to-back messages may share TCP segments: messages of
+	 * up to two FPDUs queued together (a list of WRs, Read Responses)
+	 * leave with one sendmsg, one-FPDU ones with MSG_MORE while more work
+	 * waits behind them, and TCP fills whole segments, as with its own
+	 * small writes; larger messages start segments.  Otherwise each
 	 * message starts a segment (RFC 5044 §4.5 alignment, which RNICs place
 	 * best).  Only towards peers that agreed to it (peer_agrees; without
 	 * that hook the caller vouches for its peer).  Every receiver of esock
