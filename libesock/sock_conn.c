@@ -15,6 +15,8 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -628,6 +630,23 @@ static int linger_ms(void)
 	return esock_env_int("ESOCK_LINGER_MS", 5000, 0, 3600000);
 }
 
+/*
+ * A close whose queued sends did not drain within the linger time: what is
+ * left would be lost, and a FIN between FPDUs would make the stream look
+ * complete to the peer.  The connection is reset instead (SO_LINGER {1, 0}
+ * on the socket the application closes next): the peer sees an error.
+ */
+static void stalled_close(struct esock_sock *s, struct esock_qp *qp, int fd)
+{
+	struct linger l = { 1, 0 };
+
+	log_info("fd %d: close: queued sends did not drain in %d ms: the connection is reset", s->fd,
+		 linger_ms());
+	if (fd >= 0)
+		REAL(setsockopt)(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+	ep_qp_set_linger(qp, true);
+}
+
 void sock_teardown(struct esock_sock *s, bool graceful)
 {
 	struct esock_qp *qp;
@@ -651,16 +670,28 @@ void sock_teardown(struct esock_sock *s, bool graceful)
 				ep_qp_unquiesce(qp); /* (its destruction waits for the token) */
 		} else if (graceful && esock_qp_state(qp) == ESOCK_QPS_RTS) {
 			struct timespec t0, t;
-			int lim = linger_ms();
+			int lim = linger_ms(), fd = ep_qp_fd(qp), outq = -1;
 
 			clock_gettime(CLOCK_MONOTONIC, &t0);
 			esock_qp_disconnect(qp);
 			while (esock_qp_state(qp) == ESOCK_QPS_CLOSING) {
 				struct esock_wc wc[16];
+				int q = -1;
 
 				clock_gettime(CLOCK_MONOTONIC, &t);
-				if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > lim)
+				/*
+				 * The linger time counts from the last progress (the
+				 * kernel's send queue moved: ACKs came), not from the
+				 * close: over a lossy path a drain may take longer.
+				 */
+				if (fd >= 0 && REAL(ioctl)(fd, SIOCOUTQ, &q) == 0 && q != outq) {
+					outq = q;
+					t0 = t;
+				}
+				if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > lim) {
+					stalled_close(s, qp, fd);
 					break;
+				}
 				(void)esock_cq_wait(s->cq, 16, wc, 50);
 			}
 		}

@@ -1846,6 +1846,50 @@ START_TEST(epoll_del_add_around_each_request)
 }
 END_TEST
 
+/*
+ * close() with sends that cannot drain (the peer reads nothing: its receive
+ * buffers and TCP window fill): after the linger time without progress
+ * (ESOCK_LINGER_MS) the connection is reset, so the peer's reads end with
+ * ECONNRESET, never with an EOF that makes a cut stream look complete.
+ */
+START_TEST(close_stalled_resets)
+{
+	struct sockaddr_in sa;
+	int lfd, fd, afd;
+	char *buf = calloc(1, 1 << 20);
+	size_t queued = 0;
+	ssize_t n;
+
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(setenv("ESOCK_LINGER_MS", "300", 1), 0);
+	lfd = listener(true, &sa);
+	fd = ddp_connect(&sa);
+	afd = accept(lfd, NULL, NULL);
+	ck_assert_int_ge(afd, 0);
+	ck_assert_int_eq(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
+	for (int i = 0; i < 20000; i++) { /* until our queue is full too (EAGAIN) */
+		n = write(fd, buf, 65536);
+		if (n < 0) {
+			ck_assert_int_eq(errno, EAGAIN);
+			break;
+		}
+		queued += (size_t)n;
+	}
+	ck_assert_int_lt(n, 0);
+	ck_assert_uint_gt(queued, 0);
+	ck_assert_int_eq(close(fd), 0);
+	do
+		n = read(afd, buf, 1 << 20);
+	while (n > 0);
+	ck_assert_int_eq(n, -1);
+	ck_assert_int_eq(errno, ECONNRESET);
+	close(afd);
+	close(lfd);
+	free(buf);
+	unsetenv("ESOCK_LINGER_MS");
+}
+END_TEST
+
 START_TEST(epoll_nonblocking_connect)
 {
 	struct peer p = { .send = "hi", .n = 2, .pieces = 1, .delay_ms = 50 };
@@ -2291,6 +2335,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, epoll_edge_mixed_oneshot);
 	tcase_add_test(tc, epoll_edge_added_after_data);
 	tcase_add_test(tc, epoll_del_add_around_each_request);
+	tcase_add_test(tc, close_stalled_resets);
 	tcase_add_test(tc, epoll_nonblocking_connect);
 	tcase_add_test(tc, epoll_connect_without_tick);
 	tcase_add_test(tc, stat_slots_when_all_taken);
