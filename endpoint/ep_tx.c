@@ -25,6 +25,16 @@
 #include "util/log.h"
 
 /*
+ * A message of one FPDU: a batch of them with another queued behind goes
+ * with MSG_MORE (write_batch).  Not a larger one: TCP would hold its last
+ * segment back for what comes next, and a reader on another CPU waits for it.
+ */
+static bool one_fpdu(const struct esock_qp *qp, uint64_t len)
+{
+	return len + ESOCK_RDMAP_HDR_MAX <= qp->mulpdu;
+}
+
+/*
  * Towards a packing peer, messages of at most two FPDUs are packed: they
  * share segments and join one sendmsg, their FPDUs falling where TCP cuts
  * the stream.  A 64 KiB message is two FPDUs on loopback (65458 + 78
@@ -39,18 +49,8 @@
  */
 static bool joinable(const struct esock_qp *qp, uint64_t len)
 {
-	return len + ESOCK_RDMAP_HDR_MAX <= qp->mulpdu ||
+	return one_fpdu(qp, len) ||
 	       (!qp->tx_pack_one && len + 2 * ESOCK_RDMAP_HDR_MAX <= 2 * (uint64_t)qp->mulpdu);
-}
-
-/*
- * A message of one FPDU: a batch of them with another queued behind goes
- * with MSG_MORE (write_batch).  Not a larger one: TCP would hold its last
- * segment back for what comes next, and a reader on another CPU waits for it.
- */
-static bool one_fpdu(const struct esock_qp *qp, uint64_t len)
-{
-	return len + ESOCK_RDMAP_HDR_MAX <= qp->mulpdu;
 }
 
 /* The payload a send WR puts on the wire (a Read Request carries none). */
