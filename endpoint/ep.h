@@ -97,6 +97,8 @@ struct esock_cq {
 	_Atomic int efd;       /* its own eventfd, or -1 (none asked for) */
 	atomic_int armed;      /* 0, 1 any completion, 2 solicited only */
 	atomic_int sleepers;
+	atomic_int pollers;    /* threads asleep in poll() on efd (ep_cq_poll_begin) */
+	atomic_bool efd_kicked; /* efd was written since its last read */
 	/* ep_cq.c look_first: waits to go before the next look ahead of sleeping, the last step */
 	_Atomic uint8_t look_skip, look_step;
 	atomic_uint sleeps;    /* times a waiter slept in poll() (diagnostics, tests) */

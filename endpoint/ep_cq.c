@@ -77,8 +77,11 @@ static void notify(struct esock_cq *cq)
 {
 	int efd = atomic_load(&cq->efd);
 
-	if (efd >= 0)
+	if (efd >= 0) {
 		kick_fd(efd);
+		/* After the write: a reader that sees the flag finds the count (ep_cq_poll_begin). */
+		atomic_store(&cq->efd_kicked, true);
+	}
 	pthread_mutex_lock(&cq->lock);
 	for (int i = 0; i < cq->nwatch; i++)
 		cq->watch[i].fn(cq->watch[i].arg, cq->watch[i].key);
@@ -150,7 +153,7 @@ void ep_cq_push(struct esock_cq *cq, const struct esock_wc *wc, bool solicited)
 	if (armed && (armed == 1 || solicited || wc->status != ESOCK_WC_SUCCESS) &&
 	    atomic_compare_exchange_strong(&cq->armed, &armed, 0))
 		notify(cq);
-	else if (atomic_load(&cq->sleepers))
+	else if (atomic_load(&cq->sleepers) || atomic_load(&cq->pollers))
 		notify(cq);
 }
 
@@ -172,7 +175,7 @@ void ep_cq_kick(struct esock_cq *cq)
 
 	atomic_thread_fence(memory_order_seq_cst);
 	if ((armed && atomic_compare_exchange_strong(&cq->armed, &armed, 0)) ||
-	    atomic_load(&cq->sleepers))
+	    atomic_load(&cq->sleepers) || atomic_load(&cq->pollers))
 		notify(cq);
 }
 
@@ -214,12 +217,41 @@ bool ep_cq_arm(struct esock_cq *cq, bool solicited_only)
 	if (fd >= 0) {
 		uint64_t v;
 
+		atomic_store(&cq->efd_kicked, false);
 		(void)!REAL(read)(fd, &v, sizeof(v));
 	}
 	atomic_store(&cq->armed, solicited_only ? 2 : 1);
 	/* The arm must be visible before we look (ep_cq_push publishes, then looks at armed). */
 	atomic_thread_fence(memory_order_seq_cst);
 	return ep_ring_count(&cq->ring) > 0;
+}
+
+/*
+ * A poll() emulation (sock_ready.c) sleeps on the eventfd while it counts as
+ * a poller: every completion kicks it, as an arm's first would.  Unlike an
+ * arm it ends with the sleep (ep_cq_poll_end), so the completions its own
+ * thread makes after waking (it reads the socket) cost no eventfd write,
+ * and the next sleep no read: the eventfd is read only when it was
+ * written (efd_kicked) or poll said it was readable (|fired|).
+ */
+bool ep_cq_poll_begin(struct esock_cq *cq, bool fired)
+{
+	int fd = atomic_load(&cq->efd);
+
+	atomic_fetch_add(&cq->pollers, 1);
+	/* Counted before we look (ep_cq_push publishes, then looks at pollers). */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (fd >= 0 && (atomic_exchange(&cq->efd_kicked, false) || fired)) {
+		uint64_t v;
+
+		(void)!REAL(read)(fd, &v, sizeof(v));
+	}
+	return ep_ring_count(&cq->ring) > 0;
+}
+
+void ep_cq_poll_end(struct esock_cq *cq)
+{
+	atomic_fetch_sub(&cq->pollers, 1);
 }
 
 int user_cq_arm(struct esock_cq *cq, bool solicited_only)

@@ -334,6 +334,7 @@ static void qp_fork_child(struct esock_qp *qp)
 		pthread_mutex_init(&cq->lock, NULL);
 		cq->nsleep = 0;
 		atomic_store(&cq->sleepers, 0);
+		atomic_store(&cq->pollers, 0);
 	}
 }
 

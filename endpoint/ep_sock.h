@@ -300,6 +300,13 @@ void ep_cq_unwatch(struct esock_cq *cq, void *arg, int key);
 bool ep_cq_arm(struct esock_cq *cq, bool solicited_only);
 /* Armed: its next completion tells the watchers; disarm: it tells nobody until armed again. */
 bool ep_cq_armed(const struct esock_cq *cq);
+/*
+ * A thread about to sleep in poll() on |cq|'s descriptor: every completion
+ * kicks it until ep_cq_poll_end (|fired|: its last poll saw the descriptor
+ * readable).  True when completions wait (then do not sleep).
+ */
+bool ep_cq_poll_begin(struct esock_cq *cq, bool fired);
+void ep_cq_poll_end(struct esock_cq *cq);
 void ep_cq_disarm(struct esock_cq *cq);
 /*
  * esock_cq_wait for a reader with a buffer: while it waits, the input of

@@ -69,6 +69,8 @@ struct sock_off;
 
 #define SOCK_SLOT_SIZE 65536
 #define SOCK_SLOTS_MAX 16
+/* Quick EAGAINs between two real looks at most (sock_recv.c quick_trusted). */
+#define QUICK_SPAN_MAX 15
 
 struct esock_sock {
 	/*
@@ -90,6 +92,13 @@ struct esock_sock {
 	 * (an edge each).
 	 */
 	bool rx_hint;
+	/*
+	 * Whether a read after one that emptied the kernel's queue may say
+	 * EAGAIN without a system call (sock_recv.c quick_trusted): that many
+	 * more times before the next real look (quick_skip), and the span
+	 * after a look that found nothing (quick_step, up to QUICK_SPAN_MAX).
+	 */
+	uint8_t quick_step, quick_skip;
 	enum sock_state st;
 	int fd;                     /* the descriptor it was created on */
 

@@ -138,6 +138,7 @@ static int new_qp(struct esock_sock *s)
 	/* Our RTR goes with the first message (ep_sock.h): every wait for input here pushes it. */
 	ep_qp_set_rtr_cork(s->qp, !s->async_api);
 	ep_qp_set_pack_one(s->qp, true); /* its 64 KiB messages stay aligned (ep_sock.h) */
+	s->quick_step = s->quick_skip = QUICK_SPAN_MAX; /* (trusted until a look finds input) */
 	return 0;
 }
 

@@ -68,6 +68,9 @@ static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t 
 	struct esock_sock *small_s[SMALL], **ss = small_s;
 	struct pollfd small_k[2 * SMALL], *k = small_k, small_c[2 * SMALL], *c = small_c;
 	uint32_t small_m[2 * SMALL], *m = small_m;
+	/* Per entry: counted as a poller of its CQ (ep_cq_poll_begin), its descriptor fired. */
+	enum { POLLER = 1, FIRED = 2 };
+	uint8_t small_b[SMALL], *b = small_b;
 	int64_t end = timeout_ms > 0 ? ep_now_ms() + timeout_ms : 0;
 	nfds_t nddp = 0, noff = 0;
 	int rc = 0;
@@ -77,11 +80,13 @@ static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t 
 		k = calloc(2 * n, sizeof(*k));
 		c = calloc(2 * n, sizeof(*c));
 		m = calloc(2 * n, sizeof(*m));
-		if (!ss || !k || !c || !m) {
+		b = calloc(n, sizeof(*b));
+		if (!ss || !k || !c || !m || !b) {
 			free(ss);
 			free(k);
 			free(c);
 			free(m);
+			free(b);
 			errno = ENOMEM;
 			return -1;
 		}
@@ -95,6 +100,7 @@ static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t 
 			s = NULL;
 		}
 		ss[i] = s;
+		b[i] = 0;
 		k[i] = fds[i];
 		k[n + i].fd = -1;
 		k[n + i].events = POLLIN;
@@ -150,8 +156,12 @@ static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t 
 				wait = 100; /* (restricted: no CQ descriptor to wake us: look again) */
 			if (!qp)
 				continue;
-			if (!ready && ep_cq_arm(ss[i]->cq, false))
-				wait = 0; /* completions came meanwhile: look again */
+			/* Kicked by the completions that come while we sleep (its CQ's descriptor). */
+			if (!ready) {
+				if (ep_cq_poll_begin(ss[i]->cq, b[i] & FIRED))
+					wait = 0; /* completions came meanwhile: look again */
+				b[i] = POLLER;
+			}
 			/*
 			 * Its socket too, even when something else is ready: a lazy
 			 * QP's input is read by its callers only (this poll included).
@@ -191,10 +201,15 @@ static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t 
 		rc = REAL(ppoll)(c, nc, wait < 0 ? NULL : &ts, mask);
 		if (off_sleep)
 			sock_off_sleep_end();
+		for (nfds_t j = 0; rc > 0 && j < nc; j++)
+			k[m[j]].revents = c[j].revents;
+		for (nfds_t i = 0; i < n; i++)
+			if (b[i] & POLLER) { /* awake: what this thread now reads kicks nobody */
+				ep_cq_poll_end(ss[i]->cq);
+				b[i] = k[i].revents ? FIRED : 0;
+			}
 		if (rc < 0)
 			break;
-		for (nfds_t j = 0; j < nc; j++)
-			k[m[j]].revents = c[j].revents;
 		rc = ready;
 		for (nfds_t i = 0; i < n; i++) {
 			if (!ss[i]) {
@@ -226,6 +241,7 @@ static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t 
 		free(k);
 		free(c);
 		free(m);
+		free(b);
 	}
 	return rc;
 }
