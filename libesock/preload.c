@@ -73,6 +73,28 @@ API int prctl(int option, ...)
 	return REAL(prctl)(option, a[0], a[1], a[2], a[3]);
 }
 
+/* ---- signals: handlers behind a counting trampoline (sock_signal.c) ---- */
+
+API int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	return sock_sigaction(sig, act, old);
+}
+
+API __sighandler_t signal(int sig, __sighandler_t h)
+{
+	return sock_signal_adopt(sig, REAL(signal)(sig, h));
+}
+
+API __sighandler_t sysv_signal(int sig, __sighandler_t h)
+{
+	return sock_signal_adopt(sig, REAL(sysv_signal)(sig, h));
+}
+
+API __sighandler_t __sysv_signal(int sig, __sighandler_t h)
+{
+	return sock_signal_adopt(sig, REAL(__sysv_signal)(sig, h));
+}
+
 /* ---- setup ---- */
 
 API int socket(int domain, int type, int protocol)

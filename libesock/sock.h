@@ -402,6 +402,29 @@ int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask
 
 /* sock_epoll.c */
 extern atomic_int sock_epoll_regs;           /* DDPMODE entries in epoll sets */
+
+/*
+ * Signals (sock_signal.c): the application's handlers behind a trampoline
+ * that counts them per thread, and an emulated wait's sleeps.  The first
+ * sleep of a wait runs as the application's own call would; before a later
+ * one signals are blocked (the kernel's sleep lets in what the caller's
+ * mask does), and a handler that ran since the wait began ends it: EINTR.
+ */
+int sock_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+__sighandler_t sock_signal_adopt(int sig, __sighandler_t prev);
+struct sock_sleeps {
+	unsigned runs;
+	bool called, blocked;
+	sigset_t old;
+};
+void sock_sleeps_begin(struct sock_sleeps *w);
+/*
+ * Before each kernel call of the wait (|sleeping|: one that may sleep):
+ * *use is the mask to call it with; false when a handler ran (EINTR).
+ */
+bool sock_sleeps_next(struct sock_sleeps *w, bool sleeping, const sigset_t *mask,
+		      const sigset_t **use);
+void sock_sleeps_end(struct sock_sleeps *w); /* (errno kept) */
 extern atomic_bool sock_epoll_used;          /* markers were registered once */
 int sock_epoll_pass(int epfd, struct epoll_event *out, int max, int timeout_ms,
 		    const sigset_t *mask);       /* a set without DDPMODE entries */

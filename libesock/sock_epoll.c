@@ -939,37 +939,30 @@ int sock_epoll_pass(int epfd, struct epoll_event *out, int max, int timeout_ms,
 }
 
 static int emulate(struct epset *st, int epfd, struct epoll_event *out, int max, int timeout_ms,
-		   const sigset_t *mask);
+		   const sigset_t *mask, struct sock_sleeps *w);
 
 int sock_epoll_wait(int epfd, struct epoll_event *out, int max, int timeout_ms,
 		    const sigset_t *mask)
 {
 	struct epset *st = set_of(epfd, false);
-	sigset_t all, old;
-	int rc, e;
+	struct sock_sleeps w;
+	int rc;
 
 	if (!st || !st->n || max <= 0)
 		return sock_epoll_pass(epfd, out, max, timeout_ms, mask);
 	/*
-	 * Signals wait while the emulation works in user space and come only
-	 * in the kernel's sleep (epoll_pwait with the caller's mask, where they
-	 * end it with EINTR): a signal whose handler ran between two of its
-	 * sleeps would find it asleep again, its flag unseen (nginx did not
-	 * end on a SIGTERM that came with its last connection's end).
+	 * A handler that runs between two of the emulation's sleeps ends the
+	 * call with EINTR: asleep again, its flag would go unseen (nginx did
+	 * not end on a SIGTERM that came with its last connection's end).
 	 */
-	if (timeout_ms == 0) /* (never sleeps: no handler can run between two sleeps) */
-		return emulate(st, epfd, out, max, 0, mask);
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	rc = emulate(st, epfd, out, max, timeout_ms, mask ? mask : &old);
-	e = errno;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	errno = e;
+	sock_sleeps_begin(&w);
+	rc = emulate(st, epfd, out, max, timeout_ms, mask, &w);
+	sock_sleeps_end(&w);
 	return rc;
 }
 
 static int emulate(struct epset *st, int epfd, struct epoll_event *out, int max, int timeout_ms,
-		   const sigset_t *mask)
+		   const sigset_t *mask, struct sock_sleeps *w)
 {
 	int64_t end = timeout_ms > 0 ? ep_now_ms() + timeout_ms : 0;
 
@@ -992,7 +985,14 @@ static int emulate(struct epset *st, int epfd, struct epoll_event *out, int max,
 			ep_uncork_all(); /* what we wait for may need a corked RTR out first (ep.h) */
 		if ((off_sleep = st->noff && left) && sock_off_sleep_begin())
 			left = 0; /* (the channel has events already) */
-		kn = REAL(epoll_pwait)(epfd, out + got, max - got, left, mask);
+		const sigset_t *use;
+
+		if (sock_sleeps_next(w, left != 0, mask, &use)) {
+			kn = REAL(epoll_pwait)(epfd, out + got, max - got, left, use);
+		} else {
+			kn = -1; /* a handler ran: the application must see its flag (got is 0) */
+			errno = EINTR;
+		}
 		if (off_sleep)
 			sock_off_sleep_end();
 		if (kn < 0)

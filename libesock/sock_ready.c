@@ -42,28 +42,27 @@ static unsigned ready_now(struct esock_sock *s, unsigned events, bool looked)
 	return sock_ready(s, events);
 }
 
-static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask);
+static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask,
+		   struct sock_sleeps *w);
 
 /*
- * Signals wait while the emulation works in user space and come only in
- * the kernel's sleep (ppoll with the caller's mask: EINTR), never between
- * two sleeps where their handler's flag would go unseen.
+ * A handler that runs between two of the emulation's sleeps ends the call
+ * with EINTR, never finds it asleep again with its flag unseen (sock.h,
+ * sock_sleeps).
  */
 int sock_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 {
-	sigset_t all, old;
-	int rc, e;
+	struct sock_sleeps w;
+	int rc;
 
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	rc = emulate(fds, n, timeout_ms, mask ? mask : &old);
-	e = errno;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	errno = e;
+	sock_sleeps_begin(&w);
+	rc = emulate(fds, n, timeout_ms, mask, &w);
+	sock_sleeps_end(&w);
 	return rc;
 }
 
-static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
+static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask,
+		   struct sock_sleeps *w)
 {
 	struct esock_sock *small_s[SMALL], **ss = small_s;
 	struct pollfd small_k[2 * SMALL], *k = small_k, small_c[2 * SMALL], *c = small_c;
@@ -197,8 +196,14 @@ static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t 
 		if (off_sleep && sock_off_sleep_begin())
 			wait = 0; /* (events came meanwhile) */
 		struct timespec ts = { wait / 1000, (long)(wait % 1000) * 1000000L };
+		const sigset_t *use;
 
-		rc = REAL(ppoll)(c, nc, wait < 0 ? NULL : &ts, mask);
+		if (sock_sleeps_next(w, wait != 0, mask, &use)) {
+			rc = REAL(ppoll)(c, nc, wait < 0 ? NULL : &ts, use);
+		} else {
+			rc = -1; /* a handler ran: the application must see its flag */
+			errno = EINTR;
+		}
 		if (off_sleep)
 			sock_off_sleep_end();
 		for (nfds_t j = 0; rc > 0 && j < nc; j++)

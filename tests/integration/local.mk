@@ -57,6 +57,12 @@ tests_integration_check_sock_peers_SOURCES = tests/integration/check_sock_peers.
 tests_integration_check_sock_peers_LDADD = $(SOCK_TEST_LDADD)
 
 # A forked child in a seccomp sandbox carries on its connection (issue 13).
+# The handlers' trampoline and an emulated wait's sleeps, linked with the
+# socket layer itself (internal functions; its wrappers are this program's).
+TEST_PROGS += tests/integration/check_sock_signal
+tests_integration_check_sock_signal_LDADD = libesock_sock.la tests/unit/libtestutil.la \
+	$(CHECK_LIBS) -ldl -lpthread
+
 TEST_PROGS += tests/integration/check_sock_sandbox
 tests_integration_check_sock_sandbox_SOURCES = tests/integration/check_sock_sandbox.c $(SOCK_UTIL)
 tests_integration_check_sock_sandbox_LDADD = $(SOCK_TEST_LDADD)
