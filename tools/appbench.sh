@@ -8,7 +8,9 @@
 #   top_builddir=build sh tools/appbench.sh [RUNS [OUTDIR [GROUP...]]]
 #   (defaults: 5 appbench-out; groups: redis nginx pgbench iperf3 pingpong)
 #
-# Cells (higher is better in every one):
+# Cells (higher is better in every one; each _cpu cell is its work per second
+# of busy CPU, both ends and the kernel, from /proc/stat: steadier than
+# throughput on a shared machine, where a neighbour moves both modes' rates):
 #   redis   redis-benchmark, 50 clients, SET and GET, pipeline 1 and 16 (requests/s)
 #   nginx   one worker, ab -k: 4 KiB at 20 and 200 connections, 1 MiB at 20 (requests/s)
 #   pgbench PostgreSQL, pgbench -c 4 -j 2 -T 5, select-only and TPC-B-like (tps; root only)
@@ -58,6 +60,17 @@ prefix() {
 	esac
 }
 
+# Busy CPU of the whole machine so far, in ms (user, nice, system, irq, softirq).
+hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
+busy() { awk -v hz="$hz" '/^cpu / { printf "%.0f", ($2 + $3 + $4 + $7 + $8) * 1000 / hz }' /proc/stat; }
+
+# record_cpu CELL MODE RUN OPS MS0 UNIT: OPS done in the busy CPU since MS0, per CPU second.
+record_cpu() {
+	b=$(busy)
+	[ -n "$4" ] && [ "$b" -gt "$5" ] || { record "$1_cpu" "$2" "$3" "" "$6"; return 0; }
+	record "$1_cpu" "$2" "$3" "$(awk -v o="$4" -v ms="$(($b - $5))" 'BEGIN { printf "%.1f", o * 1000 / ms }')" "$6"
+}
+
 # The modes of round R, turned so that no mode always comes first (a warm cache, a busy neighbour).
 modes_of() {
 	case $(($1 % 3)) in
@@ -77,9 +90,11 @@ redis_round() { # MODE RUN
 	wait_listen "$port" "$srv_pid"
 	for p in 1 16; do
 		n=$((p == 1 ? 60000 : 1000000)) # (a pipelined run short enough to blur: ~0.7 s plain)
+		b0=$(busy)
 		# shellcheck disable=SC2086
 		$limit $pre redis-benchmark -h 127.0.0.1 -p "$port" -c 50 -n "$n" -P "$p" -q -t set,get \
 			>"$tmp/rb.out" 2>&1
+		record_cpu "redis_setget_P$p" "$1" "$2" $((2 * n)) "$b0" req/cpu-s
 		for t in SET GET; do
 			v=$(tr '\r' '\n' <"$tmp/rb.out" | sed -n "s/^$t: \([0-9.]*\) requests per second.*/\1/p" | tail -n 1)
 			record "redis_$(echo $t | tr A-Z a-z)_P$p" "$1" "$2" "$v" req/s
@@ -108,12 +123,14 @@ nginx_round() { # MODE RUN
 	wait_listen "$port" "$srv_pid"
 	for c in "4k 20 20000" "4k 200 20000" "1m 20 2000"; do
 		set -- "$1" "$2" $c
+		b0=$(busy)
 		# shellcheck disable=SC2086
 		$limit $pre ab -q -k -s 20 -c "$4" -n "$5" "http://127.0.0.1:$port/$3" >"$tmp/ab.out" 2>&1
 		v=$(sed -n 's/^Requests per second: *\([0-9.]*\).*/\1/p' "$tmp/ab.out")
 		bad=$(sed -n 's/^Failed requests: *//p' "$tmp/ab.out")
 		[ "${bad:-1}" = 0 ] || v=
 		record "nginx_$3_c$4" "$1" "$2" "$v" req/s
+		record_cpu "nginx_$3_c$4" "$1" "$2" "${v:+$5}" "$b0" req/cpu-s
 	done
 	stop "$srv_pid"
 }
@@ -145,11 +162,14 @@ pgbench_round() { # MODE RUN
 	$limit $pre "$pg_bin/pgbench" -h 127.0.0.1 -p "$port" -U postgres -i -s 4 -q postgres \
 		>"$tmp/pgi.out" 2>&1
 	for k in select-only tpcb-like; do
+		b0=$(busy)
 		# shellcheck disable=SC2086
 		$limit $pre "$pg_bin/pgbench" -h 127.0.0.1 -p "$port" -U postgres -c 4 -j 2 -T 5 \
 			-b "$k" postgres >"$tmp/pgb.out" 2>&1
 		v=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p' "$tmp/pgb.out")
 		record "pgbench_$k" "$1" "$2" "$v" tps
+		t=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$tmp/pgb.out")
+		record_cpu "pgbench_$k" "$1" "$2" "$t" "$b0" tx/cpu-s
 	done
 	runuser -u postgres -- "$pg_bin/pg_ctl" -D "$tmp/pg" -m fast -w -t 30 stop >/dev/null 2>&1
 	wait_exit "$srv_pid" 30 >/dev/null || stop "$srv_pid"
@@ -164,16 +184,20 @@ iperf3_round() { # MODE RUN
 	# shellcheck disable=SC2086
 	start "iperf3-$1" $pre iperf3 -s -B 127.0.0.1 -p "$port" -1
 	wait_listen "$port" "$srv_pid"
+	b0=$(busy)
 	# shellcheck disable=SC2086
 	$limit $pre iperf3 -c 127.0.0.1 -p "$port" -t 3 -f m >"$tmp/ip.out" 2>&1
 	v=$(awk '/receiver/ { for (i = 1; i < NF; i++) if ($(i + 1) == "Mbits/sec") v = $i } END { print v }' "$tmp/ip.out")
 	record iperf3_1stream "$1" "$2" "$v" Mbit/s
+	mb=$(awk '/receiver/ { for (i = 1; i < NF; i++) if ($(i + 1) == "MBytes") v = $i } END { print v }' "$tmp/ip.out")
+	record_cpu iperf3_1stream "$1" "$2" "$mb" "$b0" MB/cpu-s
 	wait_exit "$srv_pid" 10 >/dev/null || stop "$srv_pid"
 }
 
 # ---- 64-octet request/response ----
 pingpong_round() { # MODE RUN
 	[ -x "$sockbench" ] || return 2
+	b0=$(busy)
 	case $1 in
 	plain) p50=$("$sockbench" lat 64 20000 same | awk '{print $3}') ;;
 	pass) p50=$(LD_PRELOAD=$esock_lib "$sockbench" lat 64 20000 same | awk '{print $3}') ;;
@@ -181,6 +205,7 @@ pingpong_round() { # MODE RUN
 	esac
 	v=$(awk -v p="${p50:-0}" 'BEGIN { if (p > 0) printf "%.0f", 1e6 / p }')
 	record pingpong_64B "$1" "$2" "$v" rt/s
+	record_cpu pingpong_64B "$1" "$2" "${v:+20000}" "$b0" rt/cpu-s
 }
 
 for r in $(seq "$runs"); do
@@ -207,10 +232,10 @@ function med(k,   i, j, t, m) {
 	return (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
 }
 END {
-	printf "%-20s %12s %12s %12s %8s %8s %s\n", "cell", "plain", "pass", "ddp", "pass/pl", "ddp/pl", "unit"
+	printf "%-24s %12s %12s %12s %8s %8s %s\n", "cell", "plain", "pass", "ddp", "pass/pl", "ddp/pl", "unit"
 	for (c = 1; c <= nc; c++) {
 		x = name[c]; p = med(x SUBSEP "plain"); q = med(x SUBSEP "pass"); d = med(x SUBSEP "ddp")
-		printf "%-20s %12.1f %12.1f %12.1f %8.3f %8.3f %s\n", x, p, q, d, p ? q / p : 0, p ? d / p : 0, unit[x]
+		printf "%-24s %12.1f %12.1f %12.1f %8.3f %8.3f %s\n", x, p, q, d, p ? q / p : 0, p ? d / p : 0, unit[x]
 	}
 }' "$csv" >"$out/summary.txt"
 {

@@ -64,8 +64,10 @@ EXTRA_DIST += tools/connscale-test.sh
 
 # tools/appbench.sh: real applications (redis, nginx, pgbench, iperf3, a 64-octet
 # request/response) plain, pass-through and DDPMODE in the same run; run from
-# the source tree (it uses tests/apps/common.sh), not installed.
-EXTRA_DIST += tools/appbench.sh
+# the source tree (it uses tests/apps/common.sh), not installed; its test runs
+# one round of its smallest group.
+EXTRA_DIST += tools/appbench.sh tools/appbench-test.sh
+TESTS += tools/appbench-test.sh
 
 # tools/tcpserver-eval.sh: the TCP Server's evaluation (nginx, regular TCP against
 # tcpserverd with its optimisations one by one; docs/tcpserver.md); its test
