@@ -811,7 +811,9 @@ START_TEST(poll_wait_costs_no_eventfd_calls)
 	long long calls = io_calls() - before;
 
 	ck_assert_msg(!bad, "%s", bad);
-	ck_assert_msg(calls < N / 4, "%lld read/write-like system calls over %d answers", calls, N);
+	/* (valgrind's own reads and writes are this process's too: not counted there) */
+	ck_assert_msg(calls < N / 4 || tu_under_valgrind(),
+		      "%lld read/write-like system calls over %d answers", calls, N);
 	close(fd);
 	pthread_join(p.th, NULL);
 	close(p.lfd);
@@ -1677,8 +1679,11 @@ START_TEST(accept_both)
 	int lfd, plain, ddp;
 
 	setenv("ESOCK_ACCEPT", "both", 1);
+	/* Both clients speak first: a long sniff delays neither, and a slow run (valgrind) needs it. */
+	setenv("ESOCK_SNIFF_MS", "10000", 1);
 	lfd = listener(true, &sa);
 	unsetenv("ESOCK_ACCEPT"); /* read at listen; later tests may share this process */
+	unsetenv("ESOCK_SNIFF_MS");
 	pthread_create(&th, NULL, accept_two, &lfd);
 	plain = socket(AF_INET, SOCK_STREAM, 0);
 	ck_assert_int_eq(connect(plain, (struct sockaddr *)&sa, sizeof(sa)), 0);
@@ -1819,7 +1824,9 @@ END_TEST
 
 START_TEST(epoll_edge_mixed_oneshot)
 {
-	struct peer p = { .send = "12345678", .n = 8, .pieces = 2, .delay_ms = 100, .gap_ms = 200 };
+	/* (The second piece must come after the 50 ms look below: later under valgrind.) */
+	struct peer p = { .send = "12345678", .n = 8, .pieces = 2, .delay_ms = 100,
+			  .gap_ms = tu_under_valgrind() ? 2000 : 200 };
 	struct sockaddr_in sa;
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u32 = 7 }, out[4];
 	int fd, ep = epoll_create1(EPOLL_CLOEXEC), pp[2];
