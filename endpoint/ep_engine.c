@@ -3,8 +3,11 @@
  * The progress engine: one thread per process, blocking in epoll (or
  * spinning with ESOCK_POLL=spin, pinned with ESOCK_ENGINE_CPU=n), that makes
  * a QP progress when nobody else does: RDMA Write targets, Read Responses,
- * Terminates, socket drain after a blocked send.  Edge-triggered: the token
- * holder always reads until EAGAIN.  Events carry the QP number, looked up
+ * Terminates, socket drain after a blocked send.  Its thread starts only
+ * when a QP is first registered with it (engine_need_thread): until then a
+ * socket program's process stays single-threaded, which the kernel and libc
+ * reward on every call (fdget without a file reference, malloc and stdio
+ * without locks).  Edge-triggered: the token holder always reads until EAGAIN.  Events carry the QP number, looked up
  * with a reference under the table lock, so an event for a QP destroyed
  * meanwhile finds nothing.
  */
@@ -31,7 +34,8 @@
 static pthread_mutex_t tab_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct esock_qp **tab;
 static uint32_t tab_cap;
-static pthread_once_t started = PTHREAD_ONCE_INIT;
+static pthread_once_t started = PTHREAD_ONCE_INIT;        /* epfd and doorbell */
+static pthread_once_t thread_started = PTHREAD_ONCE_INIT; /* engine_main's thread */
 static int epfd = -1;
 static bool spin;
 static int doorbell = -1;       /* eventfd: wakes the engine to start its reattach timer */
@@ -354,6 +358,7 @@ static void atfork_child(void)
 	ndet = 0;
 	pthread_mutex_init(&cork_lock, NULL);
 	memcpy(&started, &fresh, sizeof(started));
+	memcpy(&thread_started, &fresh, sizeof(thread_started));
 	for (uint32_t i = 0; i < tab_cap; i++)
 		if (tab[i])
 			qp_fork_child(tab[i]);
@@ -394,26 +399,15 @@ static void reserve_fd_table(int some_fd)
 		REAL(close)(fd);
 }
 
-static void engine_start(void)
+static void thread_start(void)
 {
-	const char *cpu = getenv("ESOCK_ENGINE_CPU"), *poll = getenv("ESOCK_POLL");
+	const char *cpu = getenv("ESOCK_ENGINE_CPU");
 	pthread_attr_t at;
 	pthread_t th;
 	sigset_t all, old;
 
-	spin = poll && strcmp(poll, "spin") == 0;
-	if ((epfd = REAL(epoll_create1)(EPOLL_CLOEXEC)) >= 0)
-		reserve_fd_table(epfd);
-	if (epfd < 0 ||
-	    (doorbell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
-	    REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, doorbell,
-		      &(struct epoll_event){ .events = EPOLLIN, .data.u32 = 0 }) < 0) {
-		log_error("engine: cannot set up epoll: %s", strerror(errno));
-		epfd = -1;
+	if (epfd < 0)
 		return;
-	}
-	esock_fd_own(epfd);
-	esock_fd_own(doorbell);
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	/* The engine takes no signals: they belong to the application's threads. */
@@ -435,6 +429,38 @@ static void engine_start(void)
 	}
 	log_info("engine: started (%s%s%s)", spin ? "busy-poll" : "epoll",
 		 cpu ? ", CPU " : "", cpu ? cpu : "");
+}
+
+/*
+ * The engine's thread, from the moment a QP is registered with its epoll
+ * set (what was ready before is reported by its first epoll_wait).  False
+ * when it cannot run.
+ */
+static bool engine_need_thread(void)
+{
+	pthread_once(&thread_started, thread_start);
+	return epfd >= 0;
+}
+
+static void engine_start(void)
+{
+	const char *poll = getenv("ESOCK_POLL");
+
+	spin = poll && strcmp(poll, "spin") == 0;
+	if ((epfd = REAL(epoll_create1)(EPOLL_CLOEXEC)) >= 0)
+		reserve_fd_table(epfd);
+	if (epfd < 0 ||
+	    (doorbell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
+	    REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, doorbell,
+		      &(struct epoll_event){ .events = EPOLLIN, .data.u32 = 0 }) < 0) {
+		log_error("engine: cannot set up epoll: %s", strerror(errno));
+		epfd = -1;
+		return;
+	}
+	esock_fd_own(epfd);
+	esock_fd_own(doorbell);
+	if (spin) /* (it polls whatever is registered, from the start) */
+		engine_need_thread();
 }
 
 /* Input: unless a waiter reads it (detached) or its callers do (lazy, once the hold is over). */
@@ -496,7 +522,9 @@ int ep_engine_add(struct esock_qp *qp)
 		return -ENOSYS;
 	pthread_mutex_lock(&qp->eng_lock);
 	ev.events = events_of(qp);
-	if (watched(qp, ev.events) && REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, qp->fd, &ev) < 0) {
+	if (watched(qp, ev.events) && !engine_need_thread()) {
+		rc = -ENOSYS;
+	} else if (watched(qp, ev.events) && REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, qp->fd, &ev) < 0) {
 		rc = -errno;
 	} else {
 		qp->eng_reg = watched(qp, ev.events);
@@ -554,7 +582,9 @@ static void modify(struct esock_qp *qp)
 
 	if (!atomic_load(&qp->in_engine) || (!want && !qp->eng_reg))
 		return;
-	if (REAL(epoll_ctl)(epfd, op, qp->fd, &ev) < 0)
+	if (op == EPOLL_CTL_ADD && !engine_need_thread())
+		log_error("[qp %u fd %d] engine: no thread to watch it", qp->num, qp->fd);
+	else if (REAL(epoll_ctl)(epfd, op, qp->fd, &ev) < 0)
 		log_error("[qp %u fd %d] engine: epoll_ctl %d: %s", qp->num, qp->fd, op, strerror(errno));
 	else
 		qp->eng_reg = want;
@@ -589,7 +619,7 @@ void ep_engine_detach(struct esock_qp *qp)
 		push_u32(&det, &ndet, &capdet, qp->num); /* (without memory: taken back at its next wait) */
 		pthread_mutex_unlock(&det_lock);
 		/* The engine may sleep without a timeout: the first detached QP wakes it. */
-		if (atomic_fetch_add(&ndetached, 1) == 0)
+		if (atomic_fetch_add(&ndetached, 1) == 0 && engine_need_thread())
 			(void)!REAL(write)(doorbell, &(uint64_t){ 1 }, sizeof(uint64_t));
 	}
 	pthread_mutex_unlock(&qp->eng_lock);

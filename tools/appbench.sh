@@ -189,8 +189,9 @@ iperf3_round() { # MODE RUN
 	$limit $pre iperf3 -c 127.0.0.1 -p "$port" -t 3 -f m >"$tmp/ip.out" 2>&1
 	v=$(awk '/receiver/ { for (i = 1; i < NF; i++) if ($(i + 1) == "Mbits/sec") v = $i } END { print v }' "$tmp/ip.out")
 	record iperf3_1stream "$1" "$2" "$v" Mbit/s
-	mb=$(awk '/receiver/ { for (i = 1; i < NF; i++) if ($(i + 1) == "MBytes") v = $i } END { print v }' "$tmp/ip.out")
-	record_cpu iperf3_1stream "$1" "$2" "$mb" "$b0" MB/cpu-s
+	# (what 3 s at that rate carried: iperf3 prints the amount in units of its choosing)
+	record_cpu iperf3_1stream "$1" "$2" "$(awk -v v="${v:-0}" 'BEGIN { if (v > 0) print v * 3 }')" \
+		"$b0" Mbit/cpu-s
 	wait_exit "$srv_pid" 10 >/dev/null || stop "$srv_pid"
 }
 

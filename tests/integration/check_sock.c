@@ -748,6 +748,54 @@ START_TEST(epoll_quick_eagain_loses_nothing)
 }
 END_TEST
 
+/* Threads of this process now (/proc/self/task). */
+static int threads_now(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/*
+ * Connections that their own calls drive (a blocking client and an echo
+ * server, both in this process) never need the engine: its thread is not
+ * started, and a single-threaded program stays single-threaded (the kernel
+ * then takes no file reference per call, libc no lock per malloc).  (A
+ * server that speaks first may: its first Send waits for the client's
+ * first FPDU, which the engine reads if nobody else does.)  Every octet
+ * comes back, in order.
+ */
+START_TEST(driven_connections_start_no_thread)
+{
+	enum { N = 50, SIZE = 1000 };
+	static char data[N * SIZE];
+	uint64_t rng = tu_rng_seed("driven_connections_start_no_thread");
+	struct echo e;
+	struct sockaddr_in sa;
+	char buf[SIZE];
+	int before = threads_now(), fd;
+
+	tu_rng_fill(&rng, data, sizeof(data));
+	echo_start(&e, &sa);
+	fd = ddp_connect(&sa);
+	for (int i = 0; i < N; i++) {
+		write_all(fd, data + (size_t)i * SIZE, SIZE);
+		read_all(fd, buf, sizeof(buf));
+		tu_assert_mem(buf, data + (size_t)i * SIZE, SIZE);
+	}
+	/* This one and the echo server's: no third. */
+	ck_assert_int_eq(threads_now(), before + 1);
+	close(fd);
+	echo_stop(&e);
+}
+END_TEST
+
 /* read(2)- and write(2)-like system calls of this process so far (/proc/self/io). */
 static long long io_calls(void)
 {
@@ -2444,6 +2492,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, epoll_quick_eagain_loses_nothing);
 	tcase_add_test(tc, epoll_quick_eagain_learns);
 	tcase_add_test(tc, poll_wait_costs_no_eventfd_calls);
+	tcase_add_test(tc, driven_connections_start_no_thread);
 	tcase_add_test(tc, blocking_read_waits_into_buffer);
 	tcase_add_test(tc, large_writes_now_free_the_memory);
 	tcase_add_test(tc, options_and_api);
