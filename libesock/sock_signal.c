@@ -42,6 +42,26 @@ static _Atomic(handler3) fns[NSIG]; /* its function, for the trampoline (never c
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 /*
+ * sigaction and signal are async-signal-safe: a handler may call them (a
+ * crash handler resets itself, then raises).  So no signal comes to this
+ * thread while it holds the lock (it would wait for itself).
+ */
+static void lock_table(sigset_t *old)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, old);
+	pthread_mutex_lock(&lock);
+}
+
+static void unlock_table(const sigset_t *old)
+{
+	pthread_mutex_unlock(&lock);
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+/*
  * Every handler is called with three arguments: the kernel passes them to
  * a one-argument handler too (x86-64 and aarch64 alike), which ignores two.
  */
@@ -87,16 +107,19 @@ static int install(int sig, const struct sigaction *a, struct sigaction *kold)
 int sock_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	struct sigaction kold, had;
-	int rc;
+	sigset_t mask;
+	int rc, e;
 
 	if (sig <= 0 || sig >= NSIG || sig == SIGKILL || sig == SIGSTOP)
 		return REAL(sigaction)(sig, act, old); /* (the kernel says what it says) */
-	pthread_mutex_lock(&lock);
+	lock_table(&mask);
 	had = app[sig];
 	rc = act ? install(sig, act, &kold) : REAL(sigaction)(sig, NULL, &kold);
+	e = errno;
 	if (rc == 0 && old)
 		*old = is_ours(&kold) ? had : kold; /* (reset by SA_RESETHAND: the kernel's) */
-	pthread_mutex_unlock(&lock);
+	unlock_table(&mask);
+	errno = e;
 	return rc;
 }
 
@@ -108,16 +131,17 @@ int sock_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 __sighandler_t sock_signal_adopt(int sig, __sighandler_t prev)
 {
 	struct sigaction k;
+	sigset_t mask;
 
 	if (sig <= 0 || sig >= NSIG || prev == SIG_ERR)
 		return prev;
-	pthread_mutex_lock(&lock);
+	lock_table(&mask);
 	if (prev == (__sighandler_t)(void *)trampoline)
 		prev = (app[sig].sa_flags & SA_SIGINFO) ? (__sighandler_t)(void *)app[sig].sa_sigaction
 							 : app[sig].sa_handler;
 	if (REAL(sigaction)(sig, NULL, &k) == 0 && catches(&k) && !is_ours(&k))
 		(void)install(sig, &k, NULL);
-	pthread_mutex_unlock(&lock);
+	unlock_table(&mask);
 	return prev;
 }
 

@@ -143,6 +143,26 @@ START_TEST(signal_gives_back_the_previous_handler)
 }
 END_TEST
 
+static void resets_itself(int sig)
+{
+	runs++;
+	signal(sig, SIG_DFL); /* (a crash handler's way; async-signal-safe, through the wrapper) */
+}
+
+/* A handler may set dispositions itself; the next query says what it set. */
+START_TEST(handler_sets_its_own_disposition)
+{
+	struct sigaction old;
+
+	set_handler(SIGUSR1, resets_itself, 0);
+	runs = 0;
+	ck_assert_int_eq(raise(SIGUSR1), 0);
+	ck_assert_int_eq(runs, 1);
+	ck_assert_int_eq(sigaction(SIGUSR1, NULL, &old), 0);
+	ck_assert_ptr_eq((void *)old.sa_handler, (void *)SIG_DFL);
+}
+END_TEST
+
 /* Whether |sig| is blocked in this thread now. */
 static bool blocked_now(int sig)
 {
@@ -227,6 +247,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, siginfo_handler_gets_its_arguments);
 	tcase_add_test(tc, resethand_leaves_the_default);
 	tcase_add_test(tc, signal_gives_back_the_previous_handler);
+	tcase_add_test(tc, handler_sets_its_own_disposition);
 	tcase_add_test(tc, sleeps_block_only_before_a_second);
 	tcase_add_test(tc, sleeps_end_after_a_handler);
 	suite_add_tcase(s, tc);
