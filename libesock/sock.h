@@ -425,6 +425,18 @@ void sock_sleeps_begin(struct sock_sleeps *w);
 bool sock_sleeps_next(struct sock_sleeps *w, bool sleeping, const sigset_t *mask,
 		      const sigset_t **use);
 void sock_sleeps_end(struct sock_sleeps *w); /* (errno kept) */
+/*
+ * A blocking read or write that waited in poll() (which the kernel never
+ * restarts) and got EINTR: whether every handler that ran in this thread
+ * since sock_sig_seen_begin (at least one) was installed with SA_RESTART,
+ * so that the call goes on as a TCP read or write would.  Starts counting
+ * anew.
+ */
+struct sock_sig_seen {
+	unsigned runs, stops;
+};
+void sock_sig_seen_begin(struct sock_sig_seen *w);
+bool sock_sig_restarts(struct sock_sig_seen *w);
 extern atomic_bool sock_epoll_used;          /* markers were registered once */
 int sock_epoll_pass(int epfd, struct epoll_event *out, int max, int timeout_ms,
 		    const sigset_t *mask);       /* a set without DDPMODE entries */

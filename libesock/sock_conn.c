@@ -591,8 +591,10 @@ int sock_accept(struct esock_sock *ls, struct sockaddr *addr, socklen_t *alen, i
 	struct timeval tv = { 0 };
 	socklen_t tl = sizeof(tv);
 	bool nonblock = ls->nonblock;
+	struct sock_sig_seen seen;
 	int64_t end = -1;
 
+	sock_sig_seen_begin(&seen);
 	if (!nonblock && REAL(getsockopt)(ls->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &tl) == 0 &&
 	    (tv.tv_sec || tv.tv_usec))
 		end = ep_now_ms() + tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000;
@@ -619,8 +621,9 @@ int sock_accept(struct esock_sock *ls, struct sockaddr *addr, socklen_t *alen, i
 		if (end >= 0 && ep_now_ms() >= end)
 			return -EAGAIN;
 		p.fd = esock_listener_poll_fd(ls->lst);
+		/* (EINTR: unless every handler that ran has SA_RESTART and no timeout is set, signal(7)) */
 		if (REAL(poll)(&p, 1, end >= 0 && end - ep_now_ms() < 500 ? (int)(end - ep_now_ms()) : 500) < 0 &&
-		    errno == EINTR)
+		    errno == EINTR && !(end < 0 && sock_sig_restarts(&seen)))
 			return -EINTR;
 	}
 }

@@ -224,6 +224,8 @@ ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 	size_t want = 0, got = 0;
 	bool trunc = false, block, pulled = false, now_done = false;
 	int64_t end = -2; /* SO_RCVTIMEO, read when a wait begins */
+	struct sock_sig_seen seen;
+	bool seen_set = false;
 	ssize_t rc;
 
 	if (s->off)
@@ -323,7 +325,14 @@ ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 			}
 			break;
 		}
+		if (!seen_set) {
+			sock_sig_seen_begin(&seen);
+			seen_set = true;
+		}
 		if ((rc = wait_input(s, iov, iovcnt, flags, end, &got)) < 0) {
+			/* SA_RESTART, and no SO_RCVTIMEO: the kernel would have restarted it (signal(7)). */
+			if (rc == -EINTR && !got && end < 0 && sock_sig_restarts(&seen))
+				continue;
 			if (got && rc == -EINTR)
 				rc = 0;
 			break;

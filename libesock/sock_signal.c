@@ -33,12 +33,14 @@
 #include "util/tls.h"
 
 static ESOCK_TLS unsigned sock_sig_runs; /* handlers run in this thread */
+static ESOCK_TLS unsigned sock_sig_stops; /* of them, installed without SA_RESTART */
 
 typedef void (*handler3)(int, siginfo_t *, void *);
 
 /* The application's disposition of each signal whose handler is the trampoline. */
 static struct sigaction app[NSIG];
 static _Atomic(handler3) fns[NSIG]; /* its function, for the trampoline (never cleared) */
+static atomic_int restarts[NSIG];   /* its SA_RESTART, for the trampoline */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 /*
@@ -71,6 +73,8 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 					    : NULL;
 
 	sock_sig_runs++;
+	if (sig > 0 && sig < NSIG && !atomic_load_explicit(&restarts[sig], memory_order_relaxed))
+		sock_sig_stops++;
 	if (fn)
 		fn(sig, si, uc);
 }
@@ -93,6 +97,7 @@ static int install(int sig, const struct sigaction *a, struct sigaction *kold)
 
 	if (!catches(a))
 		return REAL(sigaction)(sig, a, kold);
+	atomic_store_explicit(&restarts[sig], (a->sa_flags & SA_RESTART) != 0, memory_order_relaxed);
 	atomic_store_explicit(&fns[sig],
 			      (a->sa_flags & SA_SIGINFO) ? a->sa_sigaction : (handler3)(void *)a->sa_handler,
 			      memory_order_release);
@@ -175,4 +180,18 @@ void sock_sleeps_end(struct sock_sleeps *w)
 		pthread_sigmask(SIG_SETMASK, &w->old, NULL);
 	w->blocked = false;
 	errno = e;
+}
+
+void sock_sig_seen_begin(struct sock_sig_seen *w)
+{
+	w->runs = sock_sig_runs;
+	w->stops = sock_sig_stops;
+}
+
+bool sock_sig_restarts(struct sock_sig_seen *w)
+{
+	bool yes = sock_sig_runs != w->runs && sock_sig_stops == w->stops;
+
+	sock_sig_seen_begin(w);
+	return yes;
 }

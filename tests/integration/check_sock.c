@@ -1472,10 +1472,20 @@ START_TEST(sa_restart_read_goes_on)
 	struct sigaction act = { .sa_handler = count_alarm, .sa_flags = SA_RESTART };
 	struct sockaddr_in sa;
 	char buf[16];
-	int fd;
+	pid_t child = -1;
+	int fd, st;
 
 	peer_start(&p, &sa);
 	fd = ddp_connect(&sa);
+	/*
+	 * _i 1: a child holds the connection too, so the reader waits in
+	 * poll(), which the kernel never restarts: the library does, as a
+	 * TCP read would be.
+	 */
+	if (_i == 1 && (child = fork()) == 0) {
+		usleep(600000);
+		_exit(0);
+	}
 	alarms = 0;
 	sigaction(SIGALRM, &act, NULL);
 	ualarm(100000, 0);
@@ -1483,8 +1493,54 @@ START_TEST(sa_restart_read_goes_on)
 	ck_assert_int_eq(alarms, 1);
 	ck_assert_int_eq(memcmp(buf, "0123456789", 10), 0);
 	signal(SIGALRM, SIG_DFL);
+	if (child > 0)
+		ck_assert_int_eq(waitpid(child, &st, 0), child);
 	close(fd);
 	peer_stop(&p);
+}
+END_TEST
+
+static void *late_client(void *arg)
+{
+	const struct sockaddr_in *sa = arg;
+	int fd;
+
+	usleep(400000);
+	fd = ddp_connect(sa);
+	close(fd);
+	return NULL;
+}
+
+/*
+ * A blocking accept interrupted by a handler: EINTR without SA_RESTART
+ * (_i 0), and with it (_i 1) it goes on and returns the connection that
+ * comes later, as the kernel's accept does.
+ */
+START_TEST(accept_and_signals)
+{
+	struct sigaction act = { .sa_handler = count_alarm, .sa_flags = _i ? SA_RESTART : 0 };
+	struct sockaddr_in sa;
+	pthread_t th;
+	int lfd, c;
+
+	lfd = listener(true, &sa);
+	ck_assert_int_eq(pthread_create(&th, NULL, late_client, &sa), 0);
+	alarms = 0;
+	sigemptyset(&act.sa_mask);
+	sigaction(SIGALRM, &act, NULL);
+	ualarm(100000, 0);
+	c = accept(lfd, NULL, NULL);
+	ck_assert_int_eq(alarms, 1);
+	if (_i == 0) {
+		ck_assert_int_eq(c, -1);
+		ck_assert_int_eq(errno, EINTR);
+		c = accept(lfd, NULL, NULL);
+	}
+	ck_assert_int_ge(c, 0);
+	signal(SIGALRM, SIG_DFL);
+	pthread_join(th, NULL);
+	close(c);
+	close(lfd);
 }
 END_TEST
 
@@ -2505,7 +2561,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, one_descriptor_each);
 	tcase_add_test(tc, close_during_blocked_read);
 	tcase_add_test(tc, eintr);
-	tcase_add_test(tc, sa_restart_read_goes_on);
+	tcase_add_loop_test(tc, sa_restart_read_goes_on, 0, 2);
+	tcase_add_loop_test(tc, accept_and_signals, 0, 2);
 	tcase_add_test(tc, threads_share_fd);
 	tcase_add_test(tc, prefork_server);
 	tcase_add_test(tc, api_rdma);
