@@ -9,8 +9,13 @@
 #    the median call takes less than a millisecond (a tick is 1-10 ms);
 #  - nginx, regular TCP and offloaded (no switch, all switches), HTTP/1.0
 #    and keep-alive, with its CPU shared and with both CPUs shared: every
-#    offloaded cell serves at least a tenth of regular TCP's requests in
-#    the same run (measured 0.3-1.3; 0.01-0.04 before).
+#    offloaded cell serves at least a twentieth of regular TCP's requests in
+#    the same run.  The bound stands between the defect (a tick per call:
+#    0.01-0.04) and what works; working runs measured 0.3-1.3 on the first
+#    machine, down to 0.08-0.10 on a second of the same kind (2026-11-27:
+#    HTTP/1.0 without switches, every call a round trip through a CPU that
+#    a busy loop holds for the scheduler's slice), where a tenth failed one
+#    run in three.
 set -u
 b=${top_builddir:-.}
 d=$b/tcpserver/tcpserverd h=$b/tests/tcpserver/tsp-host
@@ -87,7 +92,7 @@ for shared in "$c0" "$c0 $c1"; do
 			rps "$mode" "$ka"
 			off=$R
 			echo "CPU $shared shared, ${ka:-HTTP/1.0}, switches $mode: $off requests/s, regular TCP $tcp"
-			[ "$((off * 10))" -ge "$tcp" ] ||
+			[ "$((off * 20))" -ge "$tcp" ] ||
 				fail "offloaded ($mode) nginx serves $off requests/s, regular TCP $tcp, with CPU $shared shared"
 		done
 	done
