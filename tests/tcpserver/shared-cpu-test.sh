@@ -12,7 +12,7 @@
 #    offloaded cell serves at least a twentieth of regular TCP's requests in
 #    the same run.  The bound stands between the defect (a tick per call:
 #    0.01-0.04) and what works; working runs measured 0.3-1.3 on the first
-#    machine, down to 0.08-0.10 on a second of the same kind (2026-11-27:
+#    machine, down to 0.07-0.10 on a second of the same kind (2026-11-27:
 #    HTTP/1.0 without switches, every call a round trip through a CPU that
 #    a busy loop holds for the scheduler's slice), where a tenth failed one
 #    run in three.
