@@ -210,16 +210,21 @@ int user_cq_fd(struct esock_cq *cq)
 	return fd;
 }
 
+/* Empties the CQ's eventfd (|fd|): nothing written to it is waiting any more. */
+static void efd_drain(struct esock_cq *cq, int fd)
+{
+	uint64_t v;
+
+	atomic_store(&cq->efd_kicked, false);
+	(void)!REAL(read)(fd, &v, sizeof(v));
+}
+
 bool ep_cq_arm(struct esock_cq *cq, bool solicited_only)
 {
 	int fd = atomic_load(&cq->efd);
 
-	if (fd >= 0) {
-		uint64_t v;
-
-		atomic_store(&cq->efd_kicked, false);
-		(void)!REAL(read)(fd, &v, sizeof(v));
-	}
+	if (fd >= 0)
+		efd_drain(cq, fd);
 	atomic_store(&cq->armed, solicited_only ? 2 : 1);
 	/* The arm must be visible before we look (ep_cq_push publishes, then looks at armed). */
 	atomic_thread_fence(memory_order_seq_cst);
@@ -241,11 +246,8 @@ bool ep_cq_poll_begin(struct esock_cq *cq, bool fired)
 	atomic_fetch_add(&cq->pollers, 1);
 	/* Counted before we look (ep_cq_push publishes, then looks at pollers). */
 	atomic_thread_fence(memory_order_seq_cst);
-	if (fd >= 0 && (atomic_exchange(&cq->efd_kicked, false) || fired)) {
-		uint64_t v;
-
-		(void)!REAL(read)(fd, &v, sizeof(v));
-	}
+	if (fd >= 0 && (atomic_load(&cq->efd_kicked) || fired))
+		efd_drain(cq, fd);
 	return ep_ring_count(&cq->ring) > 0;
 }
 
