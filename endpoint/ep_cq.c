@@ -22,6 +22,7 @@
 #include "iwarp/backend.h"
 #include "libc/ownfd.h"
 #include "libc/real.h"
+#include "util/atfork.h"
 #include "util/log.h"
 #include "util/tls.h"
 
@@ -357,7 +358,7 @@ static void efd_fork_child(void)
 static void efd_key_init(void)
 {
 	pthread_key_create(&efd_key, efd_close);
-	pthread_atfork(NULL, NULL, efd_fork_child);
+	esock_atfork(ESOCK_FORK_LEAVES, NULL, NULL, efd_fork_child);
 }
 
 static int thread_efd(void)

@@ -28,6 +28,7 @@
 #include "endpoint/ep.h"
 #include "libc/ownfd.h"
 #include "libc/real.h"
+#include "util/atfork.h"
 #include "util/env.h"
 #include "util/log.h"
 
@@ -295,7 +296,8 @@ void ep_engine_stop(void)
  * child's first connected QP starts its own.  QPs copied from the parent
  * keep sharing the parent's sockets and are not driven in the child.
  * Registered with the first QP (not the engine's start), so that every QP
- * of a child is reset, whichever atfork handlers run before these.
+ * of a child is reset; in the tables' phase (util/atfork.h): after the
+ * sockets' quiesce, so no QP's receive is under way while tab_lock is held.
  */
 static void atfork_prepare(void)
 {
@@ -367,7 +369,7 @@ static void atfork_child(void)
 
 static void fork_handlers(void)
 {
-	if (pthread_atfork(atfork_prepare, atfork_parent, atfork_child) != 0)
+	if (esock_atfork(ESOCK_FORK_TABLES, atfork_prepare, atfork_parent, atfork_child) != 0)
 		log_error("engine: cannot register fork handlers");
 }
 

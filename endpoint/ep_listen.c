@@ -33,6 +33,7 @@
 #include "iwarp/backend.h"
 #include "libc/ownfd.h"
 #include "libc/real.h"
+#include "util/atfork.h"
 #include "util/env.h"
 #include "util/log.h"
 
@@ -102,7 +103,7 @@ static void fork_child(void)
 
 static void atfork_once(void)
 {
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	esock_atfork(ESOCK_FORK_TABLES, fork_prepare, fork_parent, fork_child);
 }
 
 /* ---- the pending set and the ready queue ---- */

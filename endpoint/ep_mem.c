@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 
 #include "endpoint/ep_mem.h"
+#include "util/atfork.h"
 #include "util/log.h"
 
 #if defined(__has_feature)
@@ -77,7 +78,7 @@ static void after_fork(void)
 
 static void init(void)
 {
-	pthread_atfork(before_fork, after_fork, after_fork);
+	esock_atfork(ESOCK_FORK_LEAVES, before_fork, after_fork, after_fork);
 }
 
 /* A block of |cls| from the current chunk, a new one when it is used up (lock held). */

@@ -18,6 +18,7 @@
 
 #include "endpoint/ep.h"
 #include "iwarp/backend.h"
+#include "util/atfork.h"
 
 #define STAG_INDEX_MAX 0xffffffu /* 24 bits */
 #define PAGE_SHIFT 10
@@ -51,7 +52,7 @@ static void fork_unlock(void)
 
 static void mr_atfork(void)
 {
-	pthread_atfork(fork_lock, fork_unlock, fork_unlock);
+	esock_atfork(ESOCK_FORK_LEAVES, fork_lock, fork_unlock, fork_unlock);
 }
 
 int user_pd_alloc(struct esock_pd **pd)

@@ -13,6 +13,7 @@
 
 #include "libc/ownfd.h"
 #include "libesock/fdtab.h"
+#include "util/atfork.h"
 
 struct esock_fdtab esock_fdtab;
 
@@ -39,7 +40,7 @@ static void init_once(void)
 		init_rc = -ENOMEM;
 		return;
 	}
-	pthread_atfork(fork_lock, fork_unlock, fork_unlock);
+	esock_atfork(ESOCK_FORK_TABLES, fork_lock, fork_unlock, fork_unlock);
 	atomic_store_explicit(&esock_fdtab.max, max, memory_order_release);
 }
 

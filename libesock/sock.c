@@ -15,10 +15,11 @@
 
 #include "endpoint/ep_mem.h"
 #include "endpoint/ep_sock.h"
-#include "libesock/fdtab.h"
 #include "libc/ownfd.h"
 #include "libc/real.h"
+#include "libesock/fdtab.h"
 #include "libesock/sock.h"
+#include "util/atfork.h"
 #include "util/env.h"
 #include "util/log.h"
 #include "util/tls.h"
@@ -568,5 +569,5 @@ __attribute__((destructor)) static void sock_at_exit(void)
 
 static void atfork_init(void)
 {
-	pthread_atfork(fork_prepare, fork_parent, sock_fork_child);
+	esock_atfork(ESOCK_FORK_QUIESCE, fork_prepare, fork_parent, sock_fork_child);
 }

@@ -26,10 +26,11 @@
 #include <unistd.h>
 
 #include "endpoint/ep_sock.h"
-#include "libesock/fdtab.h"
 #include "libc/ownfd.h"
 #include "libc/real.h"
+#include "libesock/fdtab.h"
 #include "libesock/sock.h"
+#include "util/atfork.h"
 #include "util/log.h"
 
 #define HO_MAGIC 0x646e61686b6f7365ull /* "esokhand" */
@@ -71,7 +72,7 @@ static void keep_fork_child(void)
 
 static void keep_once(void)
 {
-	pthread_atfork(NULL, NULL, keep_fork_child);
+	esock_atfork(ESOCK_FORK_TABLES, NULL, NULL, keep_fork_child);
 }
 
 void sock_note_inherit(int fd, bool inherit)

@@ -15,6 +15,7 @@
 #include "libesock/sock.h"
 #include "libesock/sock_off.h"
 #include "libesock/sock_off_int.h"
+#include "util/atfork.h"
 #include "util/log.h"
 
 struct off_proc off_proc = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -187,7 +188,7 @@ struct tsp_host *off_host(void)
 
 void off_atfork(void)
 {
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	esock_atfork(ESOCK_FORK_TABLES, fork_prepare, fork_parent, fork_child);
 }
 
 int off_call(struct esock_tsp_msg *req, struct esock_tsp_msg *resp)

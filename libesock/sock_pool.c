@@ -17,6 +17,7 @@
 #include "libesock/sock.h"
 #include "libesock/sock_rxbuf.h"
 #include "libesock/sock_stat.h"
+#include "util/atfork.h"
 #include "util/log.h"
 
 /*
@@ -43,7 +44,7 @@ static void region_fork_child(void)
 
 static void region_once(void)
 {
-	pthread_atfork(NULL, NULL, region_fork_child);
+	esock_atfork(ESOCK_FORK_LEAVES, NULL, NULL, region_fork_child);
 }
 
 void *sock_region_alloc(size_t len)

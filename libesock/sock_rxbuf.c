@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 
 #include "libesock/sock_rxbuf.h"
+#include "util/atfork.h"
 
 #define CLASSES 8                  /* distinct buffer sizes in one process */
 #define CHUNK_BYTES (4u << 20)     /* carved into buffers as they are needed */
@@ -54,7 +55,7 @@ static void fork_done(void)
 
 static void atfork_once(void)
 {
-	pthread_atfork(fork_prepare, fork_done, fork_done);
+	esock_atfork(ESOCK_FORK_LEAVES, fork_prepare, fork_done, fork_done);
 }
 
 /* The class of |size|: found without a lock (every message's get and put), added under it. */

@@ -1,5 +1,8 @@
-# util/: byte order, CRC32C, logging, environment settings (shared by every layer).
+# util/: byte order, CRC32C, logging, environment settings, the order of fork
+# handlers (shared by every layer).
 libesock_core_la_SOURCES += \
+	util/atfork.c \
+	util/atfork.h \
 	util/byteorder.h \
 	util/crc32c.c \
 	util/crc32c_portable.c \

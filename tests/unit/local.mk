@@ -5,7 +5,7 @@ tests_unit_libtestutil_la_SOURCES = tests/unit/testutil.c tests/unit/testutil.h
 # Test vectors included by several unit tests (none lists it in _SOURCES).
 EXTRA_DIST += tests/unit/mpa_vectors.h
 
-TEST_PROGS += tests/unit/check_crc32c tests/unit/check_log
+TEST_PROGS += tests/unit/check_crc32c tests/unit/check_log tests/unit/check_atfork
 
 # The verbs backend's key map is plain C: tested whether or not rdma-core is there.
 TEST_PROGS += tests/unit/check_vb_keys
@@ -16,8 +16,8 @@ tests_unit_check_vb_keys_LDADD = tests/unit/libtestutil.la $(CHECK_LIBS) -lpthre
 
 # The socket layer's shared receive buffers: plain C over mmap.
 TEST_PROGS += tests/unit/check_sock_rxbuf
-tests_unit_check_sock_rxbuf_SOURCES = tests/unit/check_sock_rxbuf.c libesock/sock_rxbuf.c
-# Own object names: sock_rxbuf.c is also built by libtool for libesock_sock.la.
+tests_unit_check_sock_rxbuf_SOURCES = tests/unit/check_sock_rxbuf.c libesock/sock_rxbuf.c util/atfork.c
+# Own object names: these files are also built by libtool for the libraries.
 tests_unit_check_sock_rxbuf_CFLAGS = $(AM_CFLAGS)
 tests_unit_check_sock_rxbuf_LDADD = tests/unit/libtestutil.la $(CHECK_LIBS) -lpthread
 
