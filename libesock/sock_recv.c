@@ -224,8 +224,7 @@ ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 	size_t want = 0, got = 0;
 	bool trunc = false, block, pulled = false, now_done = false;
 	int64_t end = -2; /* SO_RCVTIMEO, read when a wait begins */
-	struct sock_sig_seen seen;
-	bool seen_set = false;
+	struct sock_sig_seen seen; /* (handlers that run while this call waits) */
 	ssize_t rc;
 
 	if (s->off)
@@ -242,6 +241,7 @@ ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 	if (rc == SOCK_FELL_BACK)
 		return sock_plain_io(s, iov, iovcnt, flags, false, msg_flags);
 	block = !s->nonblock && !(flags & MSG_DONTWAIT);
+	sock_sig_seen_begin(&seen);
 	for (;;) {
 		sock_drain(s);
 		if (s->rcount && want) {
@@ -324,10 +324,6 @@ ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 					ep_qp_uncork(s->qp); /* it will wait for input somehow */
 			}
 			break;
-		}
-		if (!seen_set) {
-			sock_sig_seen_begin(&seen);
-			seen_set = true;
 		}
 		if ((rc = wait_input(s, iov, iovcnt, flags, end, &got)) < 0) {
 			/* SA_RESTART, and no SO_RCVTIMEO: the kernel would have restarted it (signal(7)). */
