@@ -92,8 +92,18 @@ for shared in "$c0" "$c0 $c1"; do
 			rps "$mode" "$ka"
 			off=$R
 			echo "CPU $shared shared, ${ka:-HTTP/1.0}, switches $mode: $off requests/s, regular TCP $tcp"
-			[ "$((off * 20))" -ge "$tcp" ] ||
-				fail "offloaded ($mode) nginx serves $off requests/s, regular TCP $tcp, with CPU $shared shared"
+			if [ "$((off * 20))" -lt "$tcp" ]; then
+				# Measured once more, both: the defect (a tick per call) fails
+				# every time; a working cell near the bound (0.049 seen here
+				# once, 2026-11-27) does not twice in a row.
+				rps tcp "$ka"
+				tcp=$R
+				rps "$mode" "$ka"
+				off=$R
+				echo "  again: $off requests/s, regular TCP $tcp"
+				[ "$((off * 20))" -ge "$tcp" ] ||
+					fail "offloaded ($mode) nginx serves $off requests/s, regular TCP $tcp, with CPU $shared shared"
+			fi
 		done
 	done
 	stop_hogs
