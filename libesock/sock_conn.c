@@ -732,9 +732,15 @@ int sock_shutdown(struct esock_sock *s, int how)
 			/*
 			 * Towards an esock peer, TCP's half-close: what is queued
 			 * leaves, then our FIN; the peer reads EOF and may still send.
+			 * Queued are the send WRs, and also the rest of a message
+			 * written in the call that TCP did not take whole (no WR:
+			 * the QP waits for room).  A FIN before that rest ended the
+			 * stream a message early where the peer saw it as complete
+			 * (5 % loss: 8 MiB less 8192 octets, both ends content).
 			 */
-			while (s->inflight && !s->err)
-				if (sock_wait_some(s, -1) == -EBADF)
+			while ((s->inflight || ep_qp_pollout(s->qp)) && !s->err && !s->tx_failed &&
+			       esock_qp_state(s->qp) == ESOCK_QPS_RTS)
+				if (sock_wait_some(s, s->inflight ? -1 : ep_now_ms() + 10) == -EBADF)
 					break;
 			if (s->qp && REAL(shutdown)(ep_qp_fd(s->qp), SHUT_WR) < 0)
 				rc = -errno;

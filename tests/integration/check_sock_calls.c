@@ -656,6 +656,75 @@ START_TEST(poll_out_wakes_for_room)
 }
 END_TEST
 
+/*
+ * shutdown(SHUT_WR) right after a write that TCP did not take whole (a
+ * small send buffer; the rest of the message waits in the library for
+ * room, with no send work request): that rest still goes before the FIN.
+ * Before, the FIN went at once and the reader saw the stream end a message
+ * early (or inside one), though the write had succeeded.  The reader
+ * starts late, so the writes wait; 1 to 24 writes, so that the last one
+ * ends on such a rest whatever the kernel takes.
+ */
+struct late_reader {
+	int fd;
+	size_t got;
+	int err;
+	pthread_t th;
+};
+
+static void *late_reader_main(void *arg)
+{
+	static char buf[1 << 16];
+	struct late_reader *r = arg;
+	ssize_t n;
+
+	usleep(30000);
+	while ((n = read(r->fd, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r->err = errno;
+			break;
+		}
+		r->got += (size_t)n;
+	}
+	return NULL;
+}
+
+START_TEST(shutdown_after_a_partly_taken_write)
+{
+	static char block[8192];
+
+	for (int k = 1; k <= 24; k++) {
+		struct late_reader r = { .got = 0 };
+		int cli, srv, small = 4096;
+		size_t put = 0;
+
+		pairs(1, &cli, &srv);
+		ck_assert_int_eq(setsockopt(cli, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+		ck_assert_int_eq(setsockopt(srv, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+		ck_assert_int_eq(fcntl(cli, F_SETFL, O_NONBLOCK), 0);
+		for (int i = 0; i < k; i++) {
+			ssize_t n = write(cli, block, sizeof(block));
+
+			ck_assert_msg(n > 0 || errno == EAGAIN, "write: %s", strerror(errno));
+			if (n < 0)
+				break;
+			put += (size_t)n;
+		}
+		r.fd = srv;
+		ck_assert_int_eq(pthread_create(&r.th, NULL, late_reader_main, &r), 0);
+		ck_assert_int_eq(shutdown(cli, SHUT_WR), 0);
+		pthread_join(r.th, NULL);
+		ck_assert_msg(r.err == 0, "%d writes: the reader: %s", k, strerror(r.err));
+		ck_assert_msg(r.got == put, "%d writes: %zu octets written, %zu read before EOF", k, put,
+			      r.got);
+		close(cli);
+		close(srv);
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sock calls");
@@ -676,6 +745,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, connect_before_accept);
 	tcase_add_test(tc, accept_gives_lowest_fd);
 	tcase_add_test(tc, poll_out_wakes_for_room);
+	tcase_add_test(tc, shutdown_after_a_partly_taken_write);
 	suite_add_tcase(s, tc);
 	return s;
 }
