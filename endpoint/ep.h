@@ -400,6 +400,12 @@ struct esock_qp {
 	 * esock's socket layer towards its own kind.  Else a FIN ends the QP.
 	 */
 	bool half_close;
+	/*
+	 * Our own half-close (ep_qp_close_send): the FIN goes once everything
+	 * queued is out, the send WRs and the rest of a message TCP did not
+	 * take whole (ep_tx_progress); fin_sent once it went.
+	 */
+	atomic_bool fin_wanted, fin_sent;
 	struct ep_connecting *connecting; /* initiator's MPA exchange in progress (ep_conn.c) */
 
 	/* Set up at creation, and the engine's (ep_engine.c): not the token holder's. */

@@ -350,7 +350,8 @@ int ep_qp_snapshot(struct esock_qp *qp, struct ep_qp_snap *sn, bool keep, uint8_
 	else if (!esock_mpa_rx_idle(&qp->rx) || qp->rxc.kind != EP_RX_NONE || qp->mo_rx ||
 		 qp->txw || qp->txc.kind != EP_TX_NONE || ep_ring_ready(&qp->sqr, qp->sq_tx) ||
 		 qp->sq_done != qp->sq_tx || qp->orq_n || qp->irq_n || qp->term_pending ||
-		 qp->rtr_read_out || qp->has_err || atomic_load(&qp->rx_sleeper))
+		 qp->rtr_read_out || qp->has_err || atomic_load(&qp->rx_sleeper) ||
+		 (atomic_load(&qp->fin_wanted) && !atomic_load(&qp->fin_sent)))
 		rc = -EBUSY; /* (a reader asleep in its receive may take octets any moment) */
 	else if (qp->place.used)
 		rc = -EBUSY; /* a message half placed */

@@ -693,6 +693,17 @@ int ep_qp_post_recv_local(struct esock_qp *qp, void *addr, uint32_t len, uint64_
 	return 0;
 }
 
+void ep_qp_close_send(struct esock_qp *qp)
+{
+	atomic_store(&qp->fin_wanted, true);
+	ep_qp_progress(qp, EP_WANT_TX);
+}
+
+bool ep_qp_send_pending(const struct esock_qp *qp)
+{
+	return qp->pollout || (atomic_load(&qp->fin_wanted) && !atomic_load(&qp->fin_sent));
+}
+
 int user_qp_disconnect(struct esock_qp *qp)
 {
 	int st = atomic_load(&qp->state);

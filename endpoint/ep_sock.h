@@ -93,6 +93,16 @@ const struct esock_conn_info *ep_qp_info(const struct esock_qp *qp);
 void ep_qp_set_rtr_cork(struct esock_qp *qp, bool cork);
 void ep_qp_set_linger(struct esock_qp *qp, bool abort);
 /*
+ * TCP's half-close towards an esock peer (esock_conn_param.half_close): our
+ * FIN follows everything queued (send WRs, the rest of a message sent now
+ * that TCP did not take whole), sent by whichever thread moves the last of
+ * it; the call does not wait, as TCP's shutdown does not.  Nothing may be
+ * posted after it.  ep_qp_send_pending: a message's rest or the FIN still
+ * waits for room (send WRs not complete are the caller's own count).
+ */
+void ep_qp_close_send(struct esock_qp *qp);
+bool ep_qp_send_pending(const struct esock_qp *qp);
+/*
  * Towards a packing peer, pack only messages of one FPDU; a larger one starts
  * a segment (ep_tx.c, joinable).  A socket's stream is cut into 64 KiB
  * messages of two FPDUs, and its reader hands a message to the caller's

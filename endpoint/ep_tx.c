@@ -596,6 +596,14 @@ void ep_tx_progress(struct esock_qp *qp)
 	}
 	if (qp->pollout)
 		ep_engine_want_out(qp, false);
+	/* Our half-close: the FIN follows the last of what was queued before it. */
+	if (atomic_load(&qp->fin_wanted) && !atomic_load(&qp->fin_sent) &&
+	    atomic_load(&qp->state) == ESOCK_QPS_RTS && !qp->tx_hold && !qp->irq_n &&
+	    !ep_ring_ready(&qp->sqr, qp->sq_tx)) {
+		if (REAL(shutdown)(qp->fd, SHUT_WR) < 0)
+			log_debug("[qp %u fd %d] half-close: %s", qp->num, qp->fd, strerror(errno));
+		atomic_store(&qp->fin_sent, true);
+	}
 	/*
 	 * Graceful disconnect: once everything queued is out, close our side.
 	 * Still waiting for the initiator's first FPDU, nothing queued can go:

@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "endpoint/ep_mem.h"
@@ -550,18 +551,34 @@ void sock_fork_child(void)
 
 /*
  * The process ends (exit, or main returned): a connection it drives that
- * other processes hold is left to them with its state (sock_share.c).
+ * other processes hold is left to them with its state (sock_share.c); one
+ * of its own sends what it has queued first (sock_flush_at_exit).
  */
 __attribute__((destructor)) static void sock_at_exit(void)
 {
+	int64_t since = 0;
+
 	pthread_mutex_lock(&live_lock);
 	for (size_t i = 0; i < nlive; i++) {
 		struct esock_sock *s = live[i];
+		struct timespec until;
 
-		if (!s->share)
+		/*
+		 * (A thread that keeps the socket's lock past half a second is
+		 * stuck, or exiting too: its socket is left as it is.)
+		 */
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 500000000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		if (pthread_mutex_timedlock(&s->lock, &until) != 0)
 			continue;
-		pthread_mutex_lock(&s->lock);
-		sock_share_exit(s);
+		if (s->share)
+			sock_share_exit(s);
+		else
+			sock_flush_at_exit(s, &since);
 		pthread_mutex_unlock(&s->lock);
 	}
 	pthread_mutex_unlock(&live_lock);

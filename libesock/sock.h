@@ -337,6 +337,11 @@ int sock_accept(struct esock_sock *ls, struct sockaddr *addr, socklen_t *len, in
 /* POLLIN: a connection to take (|look|: at the backlog too, system calls). */
 unsigned sock_listen_ready(struct esock_sock *ls, unsigned events, bool look);
 void sock_teardown(struct esock_sock *s, bool graceful);
+/*
+ * The process ends with |s| open (lock held): its queued sends leave first,
+ * bounded by one linger time from *since, the last progress seen (sock_conn.c).
+ */
+void sock_flush_at_exit(struct esock_sock *s, int64_t *since);
 
 /* sock_recv.c, sock_send.c, sock_ready.c, sock_conn.c (octets or -errno) */
 ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags,

@@ -651,6 +651,69 @@ static void stalled_close(struct esock_sock *s, struct esock_qp *qp, int fd)
 	ep_qp_set_linger(qp, true);
 }
 
+/*
+ * The linger time counts from the last progress (the kernel's send queue
+ * moved: ACKs came), not from the close: over a lossy path a drain may take
+ * longer than the linger time and still be going well.
+ */
+struct linger_clock {
+	int fd, outq;
+	int64_t since;
+};
+
+static void linger_start(struct linger_clock *c, int fd)
+{
+	*c = (struct linger_clock){ .fd = fd, .outq = -1, .since = ep_now_ms() };
+	if (fd >= 0)
+		(void)REAL(ioctl)(fd, SIOCOUTQ, &c->outq);
+}
+
+static bool linger_over(struct linger_clock *c)
+{
+	int64_t now = ep_now_ms();
+	int q = -1;
+
+	if (c->fd >= 0 && REAL(ioctl)(c->fd, SIOCOUTQ, &q) == 0 && q != c->outq) {
+		c->outq = q;
+		c->since = now;
+	}
+	return now - c->since > linger_ms();
+}
+
+/*
+ * The process ends without closing |s| (exit, main returned; lock held): as
+ * the kernel still sends what TCP holds, what the connection has queued goes
+ * first, then the FIN the kernel sends as the file closes.  What cannot go
+ * within the linger time resets the connection instead, so that the peer
+ * does not take a stream cut short for a whole one.  (_exit and fatal
+ * signals run no destructor: what is queued is lost then, and the peer
+ * sees the FIN between FPDUs, or a cut FPDU, as the kernel sent it.)
+ * |*since|: the last progress of any connection so far (0: none yet), so
+ * that many stalled connections cost one linger time, not one each.
+ */
+void sock_flush_at_exit(struct esock_sock *s, int64_t *since)
+{
+	struct linger_clock c;
+	struct esock_qp *qp = s->qp;
+
+	if (s->off || !qp || s->suspended || s->linger_abort || ep_qp_fd(qp) < 0 ||
+	    esock_qp_state(qp) != ESOCK_QPS_RTS)
+		return;
+	linger_start(&c, ep_qp_fd(qp));
+	if (*since)
+		c.since = *since;
+	while ((s->inflight || ep_qp_send_pending(qp)) && !s->err && !s->tx_failed &&
+	       esock_qp_state(qp) == ESOCK_QPS_RTS) {
+		if (linger_over(&c)) {
+			stalled_close(s, qp, ep_qp_fd(qp));
+			break;
+		}
+		if (sock_wait_some(s, ep_now_ms() + 10) == -EBADF)
+			break;
+	}
+	*since = c.since;
+}
+
 void sock_teardown(struct esock_sock *s, bool graceful)
 {
 	struct esock_qp *qp;
@@ -673,27 +736,15 @@ void sock_teardown(struct esock_sock *s, bool graceful)
 			if (quiesced)
 				ep_qp_unquiesce(qp); /* (its destruction waits for the token) */
 		} else if (graceful && esock_qp_state(qp) == ESOCK_QPS_RTS) {
-			struct timespec t0, t;
-			int lim = linger_ms(), fd = ep_qp_fd(qp), outq = -1;
+			struct linger_clock c;
 
-			clock_gettime(CLOCK_MONOTONIC, &t0);
+			linger_start(&c, ep_qp_fd(qp));
 			esock_qp_disconnect(qp);
 			while (esock_qp_state(qp) == ESOCK_QPS_CLOSING) {
 				struct esock_wc wc[16];
-				int q = -1;
 
-				clock_gettime(CLOCK_MONOTONIC, &t);
-				/*
-				 * The linger time counts from the last progress (the
-				 * kernel's send queue moved: ACKs came), not from the
-				 * close: over a lossy path a drain may take longer.
-				 */
-				if (fd >= 0 && REAL(ioctl)(fd, SIOCOUTQ, &q) == 0 && q != outq) {
-					outq = q;
-					t0 = t;
-				}
-				if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > lim) {
-					stalled_close(s, qp, fd);
+				if (linger_over(&c)) {
+					stalled_close(s, qp, c.fd);
 					break;
 				}
 				(void)esock_cq_wait(s->cq, 16, wc, 50);
@@ -730,20 +781,16 @@ int sock_shutdown(struct esock_sock *s, int how)
 		s->shut_wr = true;
 		if (s->qp && esock_qp_state(s->qp) == ESOCK_QPS_RTS && s->peer_esock) {
 			/*
-			 * Towards an esock peer, TCP's half-close: what is queued
-			 * leaves, then our FIN; the peer reads EOF and may still send.
-			 * Queued are the send WRs, and also the rest of a message
-			 * written in the call that TCP did not take whole (no WR:
-			 * the QP waits for room).  A FIN before that rest ended the
-			 * stream a message early where the peer saw it as complete
-			 * (5 % loss: 8 MiB less 8192 octets, both ends content).
+			 * Towards an esock peer, TCP's half-close: the peer reads EOF
+			 * and may still send.  Our FIN follows what is queued: the
+			 * send WRs, and the rest of a message written in a call that
+			 * TCP did not take whole (no WR: the QP waits for room).  A
+			 * FIN before that rest ended the stream a message early where
+			 * the peer saw it complete (5 % loss: 8 MiB less 8192 octets,
+			 * both ends content).  The endpoint sends it once the last of
+			 * that is out; the call does not wait (TCP's does not).
 			 */
-			while ((s->inflight || ep_qp_pollout(s->qp)) && !s->err && !s->tx_failed &&
-			       esock_qp_state(s->qp) == ESOCK_QPS_RTS)
-				if (sock_wait_some(s, s->inflight ? -1 : ep_now_ms() + 10) == -EBADF)
-					break;
-			if (s->qp && REAL(shutdown)(ep_qp_fd(s->qp), SHUT_WR) < 0)
-				rc = -errno;
+			ep_qp_close_send(s->qp);
 		} else if (s->qp && esock_qp_state(s->qp) == ESOCK_QPS_RTS) {
 			/* RDMA has no half-close: send what is queued, then end the connection. */
 			rc = esock_qp_disconnect(s->qp);

@@ -661,24 +661,25 @@ END_TEST
  * small send buffer; the rest of the message waits in the library for
  * room, with no send work request): that rest still goes before the FIN.
  * Before, the FIN went at once and the reader saw the stream end a message
- * early (or inside one), though the write had succeeded.  The reader
- * starts late, so the writes wait; 1 to 24 writes, so that the last one
- * ends on such a rest whatever the kernel takes.
+ * early (or inside one), though the write had succeeded (5 % loss in the
+ * fault stage: 8 MiB less 8192 octets, both ends content).  shutdown does
+ * not wait for the peer to read, as TCP's does not: the reader starts only
+ * after it returned.  1 to 24 writes, so that the last one ends on such a
+ * rest whatever the kernel takes.
  */
-struct late_reader {
+struct reader {
 	int fd;
 	size_t got;
 	int err;
 	pthread_t th;
 };
 
-static void *late_reader_main(void *arg)
+static void *reader_main(void *arg)
 {
 	static char buf[1 << 16];
-	struct late_reader *r = arg;
+	struct reader *r = arg;
 	ssize_t n;
 
-	usleep(30000);
 	while ((n = read(r->fd, buf, sizeof(buf))) != 0) {
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -691,30 +692,45 @@ static void *late_reader_main(void *arg)
 	return NULL;
 }
 
-START_TEST(shutdown_after_a_partly_taken_write)
+/* Nonblocking writes of |block| on |fd| until EAGAIN or |k| of them: octets written. */
+static size_t write_until_full(int fd, int k)
 {
 	static char block[8192];
+	size_t put = 0;
 
+	for (int i = 0; i < k; i++) {
+		ssize_t n = write(fd, block, sizeof(block));
+
+		ck_assert_msg(n > 0 || errno == EAGAIN, "write: %s", strerror(errno));
+		if (n < 0)
+			break;
+		put += (size_t)n;
+	}
+	return put;
+}
+
+static void shrink_buffers(int sender, int receiver)
+{
+	int small = 4096;
+
+	ck_assert_int_eq(setsockopt(sender, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	ck_assert_int_eq(setsockopt(receiver, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+	ck_assert_int_eq(fcntl(sender, F_SETFL, O_NONBLOCK), 0);
+}
+
+START_TEST(shutdown_after_a_partly_taken_write)
+{
 	for (int k = 1; k <= 24; k++) {
-		struct late_reader r = { .got = 0 };
-		int cli, srv, small = 4096;
-		size_t put = 0;
+		struct reader r = { .got = 0 };
+		int cli, srv;
+		size_t put;
 
 		pairs(1, &cli, &srv);
-		ck_assert_int_eq(setsockopt(cli, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
-		ck_assert_int_eq(setsockopt(srv, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
-		ck_assert_int_eq(fcntl(cli, F_SETFL, O_NONBLOCK), 0);
-		for (int i = 0; i < k; i++) {
-			ssize_t n = write(cli, block, sizeof(block));
-
-			ck_assert_msg(n > 0 || errno == EAGAIN, "write: %s", strerror(errno));
-			if (n < 0)
-				break;
-			put += (size_t)n;
-		}
-		r.fd = srv;
-		ck_assert_int_eq(pthread_create(&r.th, NULL, late_reader_main, &r), 0);
+		shrink_buffers(cli, srv);
+		put = write_until_full(cli, k);
 		ck_assert_int_eq(shutdown(cli, SHUT_WR), 0);
+		r.fd = srv;
+		ck_assert_int_eq(pthread_create(&r.th, NULL, reader_main, &r), 0);
 		pthread_join(r.th, NULL);
 		ck_assert_msg(r.err == 0, "%d writes: the reader: %s", k, strerror(r.err));
 		ck_assert_msg(r.got == put, "%d writes: %zu octets written, %zu read before EOF", k, put,
@@ -722,6 +738,106 @@ START_TEST(shutdown_after_a_partly_taken_write)
 		close(cli);
 		close(srv);
 	}
+}
+END_TEST
+
+/*
+ * A child that connects to a DDPMODE listener of ours (a 4 KiB receive
+ * buffer, inherited by the accepted socket: the window is small from the
+ * start), writes |k| blocks or until EAGAIN, tells how much through a pipe,
+ * and exits without close or shutdown (with ESOCK_LINGER_MS |linger|, if
+ * given).  Its connection's accepted end in *srv, the count in *put.
+ */
+static pid_t exiting_writer(int k, const char *linger, int *lfd, int *srv, size_t *put)
+{
+	struct sockaddr_in sa;
+	int p[2], small = 4096;
+	pid_t pid;
+
+	*lfd = listener(0, 0, &sa);
+	ck_assert_int_eq(setsockopt(*lfd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int fd = ddp_socket(0);
+
+		close(*lfd);
+		close(p[0]);
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+			_exit(3);
+		shrink_buffers(fd, fd); /* (its own receive buffer: unused) */
+		*put = write_until_full(fd, k);
+		if (write(p[1], put, sizeof(*put)) != sizeof(*put))
+			_exit(5);
+		if (linger)
+			setenv("ESOCK_LINGER_MS", linger, 1);
+		exit(0); /* no close, no shutdown: the library's exit handler's turn */
+	}
+	close(p[1]);
+	*srv = accept(*lfd, NULL, NULL);
+	ck_assert_int_ge(*srv, 0);
+	ck_assert_int_eq(read(p[0], put, sizeof(*put)), (ssize_t)sizeof(*put));
+	close(p[0]);
+	return pid;
+}
+
+static void exited_well(pid_t pid)
+{
+	int st;
+
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the writer: status %#x", st);
+}
+
+/*
+ * A process that writes and exits without close or shutdown (exit, or
+ * main returns): as with TCP, whose kernel still sends what it holds, the
+ * peer reads every octet written, then EOF.  Before, what the library held
+ * for room was lost with the process, and the kernel's FIN made the stream
+ * look whole (or cut an FPDU: ECONNRESET after a prefix).  The parent reads
+ * only once the child wrote all it could.
+ */
+START_TEST(exit_without_close_sends_what_is_queued)
+{
+	for (int k = 1; k <= 12; k++) {
+		struct reader r = { .got = 0 };
+		int lfd, srv;
+		size_t put;
+		pid_t pid = exiting_writer(k, NULL, &lfd, &srv, &put);
+
+		r.fd = srv;
+		reader_main(&r);
+		exited_well(pid);
+		ck_assert_msg(r.err == 0, "%d writes: the reader: %s", k, strerror(r.err));
+		ck_assert_msg(r.got == put, "%d writes: %zu octets written, %zu read before EOF", k, put,
+			      r.got);
+		close(srv);
+		close(lfd);
+	}
+}
+END_TEST
+
+/*
+ * The same, with a peer that reads nothing until the writer is gone: the
+ * exit waits one linger time (short here), then resets the connection.  The
+ * reader then sees an error after what came, never a clean EOF after less
+ * than was written.
+ */
+START_TEST(exit_with_a_stalled_peer_resets)
+{
+	struct reader r = { .got = 0 };
+	int lfd, srv;
+	size_t put;
+	pid_t pid = exiting_writer(64, "200", &lfd, &srv, &put);
+
+	exited_well(pid); /* (the peer reads nothing meanwhile) */
+	r.fd = srv;
+	reader_main(&r);
+	ck_assert_msg(r.err != 0 || r.got == put, "%zu octets written, a clean EOF after %zu", put,
+		      r.got);
+	close(srv);
+	close(lfd);
 }
 END_TEST
 
@@ -746,6 +862,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, accept_gives_lowest_fd);
 	tcase_add_test(tc, poll_out_wakes_for_room);
 	tcase_add_test(tc, shutdown_after_a_partly_taken_write);
+	tcase_add_test(tc, exit_without_close_sends_what_is_queued);
+	tcase_add_test(tc, exit_with_a_stalled_peer_resets);
 	suite_add_tcase(s, tc);
 	return s;
 }
