@@ -35,12 +35,15 @@ size_t sock_carry_cap(const struct esock_sock *s)
 	       (size_t)s->o.rdepth * ((size_t)s->o.rsize + sizeof(uint32_t));
 }
 
-/* Sends queued on |s| leave first (bounded): a quiet QP is one with nothing in flight. */
+/*
+ * Sends queued on |s| leave first (bounded): a quiet QP is one with nothing
+ * in flight, nor the rest of a message sent in a call waiting for room.
+ */
 static void drain_sends(struct esock_sock *s)
 {
 	int64_t end = ep_now_ms() + 2000;
 
-	while (s->inflight && ep_now_ms() < end) {
+	while ((s->inflight || (s->qp && ep_qp_send_pending(s->qp))) && ep_now_ms() < end) {
 		struct esock_wc wc[16];
 		int n;
 
