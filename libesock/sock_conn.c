@@ -657,15 +657,13 @@ static void stalled_close(struct esock_sock *s, struct esock_qp *qp, int fd)
  * longer than the linger time and still be going well.
  */
 struct linger_clock {
-	int fd, outq;
+	int fd, outq; /* (outq -2: not read yet; the first reading is no progress) */
 	int64_t since;
 };
 
 static void linger_start(struct linger_clock *c, int fd)
 {
-	*c = (struct linger_clock){ .fd = fd, .outq = -1, .since = ep_now_ms() };
-	if (fd >= 0)
-		(void)REAL(ioctl)(fd, SIOCOUTQ, &c->outq);
+	*c = (struct linger_clock){ .fd = fd, .outq = -2, .since = ep_now_ms() };
 }
 
 static bool linger_over(struct linger_clock *c)
@@ -673,9 +671,12 @@ static bool linger_over(struct linger_clock *c)
 	int64_t now = ep_now_ms();
 	int q = -1;
 
-	if (c->fd >= 0 && REAL(ioctl)(c->fd, SIOCOUTQ, &q) == 0 && q != c->outq) {
+	/* (Restricted: no ioctl; the time counts from the start then.) */
+	if (c->fd >= 0 && !atomic_load(&ep_restricted) && REAL(ioctl)(c->fd, SIOCOUTQ, &q) == 0 &&
+	    q != c->outq) {
+		if (c->outq != -2)
+			c->since = now;
 		c->outq = q;
-		c->since = now;
 	}
 	return now - c->since > linger_ms();
 }
