@@ -47,6 +47,7 @@ struct esock_backend;
 #define EP_DIRECT_MIN 16384
 #define EP_TIMEOUT_DEFAULT_MS 10000
 #define EP_REATTACH_MS 2          /* engine takes a detached QP back after this */
+#define EP_SLEEP_INPUT_MS 20      /* ep_qp_sleep_input's longest sleep in one receive */
 #define EP_LOCAL_LOWAT_DEFAULT (64 * 1024)     /* peer on our CPU (ep_sockbuf.c) */
 #define EP_LOCAL_RCVBUF_DEFAULT (1024 * 1024)
 #define EP_LOCAL_LARGE (32 * 1024)   /* a message this large asks for the unsent bound */
@@ -331,6 +332,15 @@ struct esock_qp {
 	 */
 	atomic_bool rx_sleeper;
 	bool no_sleep_recv;         /* (holder) */
+	/*
+	 * ep_qp_sleep_input: the file made blocking, with an SO_RCVTIMEO of
+	 * EP_SLEEP_INPUT_MS (every other read and write of the QP says
+	 * MSG_DONTWAIT); the one thread that posted sends or waited so far
+	 * (ep_qp_one_thread), and whether another ever did.
+	 */
+	atomic_bool fd_blocking;
+	atomic_uintptr_t user_thread;
+	atomic_bool threads_many;
 	bool rx_wait;               /* esock_conn_param.wait_for_recv */
 	atomic_bool want_room;      /* a writer found no room: EP_SEND_QUIET sends are heard again */
 	bool buf_tuned;             /* (holder) ep_sockbuf_tune had its look (once data moved) */
@@ -421,6 +431,8 @@ struct esock_qp {
 	 * (ep_engine_move).
 	 */
 	bool fd_borrowed;
+	bool fd_of_sock;            /* the socket layer gave the QP its file (ep_qp_set_fd) */
+	bool fd_own;                /* the endpoint made the file (not esock_qp_connect_fd's, ...) */
 	/*
 	 * The owner's SO_LINGER {1, 0} (its destruction resets the connection)
 	 * as the socket layer knows it (linger_known), else asked of the kernel.
@@ -479,6 +491,18 @@ void ep_qp_update_mulpdu(struct esock_qp *qp);
  * gave up (an SO_RCVTIMEO set meanwhile), -EINTR.
  */
 ssize_t ep_qp_sleep_recv(struct esock_qp *qp, void *buf, size_t len, unsigned flags, uint32_t *msgs);
+/*
+ * The endpoint API's twin (esock_cq_wait with one QP on the CQ, no reader's
+ * buffer): sleeps in the socket's receive when only input can complete
+ * something on |cq| (ep_qp.c), feeds what came (completions then wait on
+ * |cq|).  -EAGAIN: it cannot now (poll instead); -EINTR; else 0, also when
+ * the sleep ended after EP_SLEEP_INPUT_MS with nothing.
+ */
+int ep_qp_sleep_input(struct esock_qp *qp, const struct esock_cq *cq);
+/* Whether only the calling thread posted on and waited for |qp| so far (it is marked so). */
+bool ep_qp_one_thread(struct esock_qp *qp);
+/* Restricted mode: the QPs' files blocking for ep_qp_sleep_input are non-blocking again. */
+void ep_qp_nonblocking(struct esock_qp *qp);
 
 /* ep_tx.c / ep_rx.c (token holder) */
 void ep_tx_progress(struct esock_qp *qp);
@@ -564,6 +588,7 @@ struct esock_conn_req {
 	 * layer: the descriptor is the application's, which closes it itself).
 	 */
 	bool keep_fd;
+	bool own_fd;              /* the listener accepted it (not the caller's: esock_request_from_fd) */
 };
 /*
  * Reads what |fd| has towards one start frame (Request or Reply) into

@@ -643,8 +643,11 @@ int user_qp_connect(struct esock_qp *qp, const struct sockaddr *addr,
 		return fd;
 	}
 	esock_fd_own(fd);
-	if ((rc = connect_on(qp, fd, &pol, param, deadline)) < 0)
+	qp->fd_own = true; /* (before it runs: the flag is read by its waiters) */
+	if ((rc = connect_on(qp, fd, &pol, param, deadline)) < 0) {
+		qp->fd_own = false;
 		esock_fd_close(fd);
+	}
 	return rc;
 }
 
@@ -660,6 +663,7 @@ static int connect_fd_prepare(struct esock_qp *qp, int fd, const struct esock_co
 	take_param(qp, param);
 	if (!atomic_compare_exchange_strong(&qp->state, &expect, ESOCK_QPS_CONNECTING))
 		return -EINVAL;
+	qp->fd_own = false; /* (the caller's flags stay as they are) */
 	ep_tune_socket(fd);
 	return 0;
 }
@@ -753,6 +757,7 @@ int user_accept(struct esock_conn_req *r, struct esock_qp *qp,
 	if (rc == 0) {
 		set_info(qp, &mp, &r->req, qp->prof);
 		peer_known(qp, r->fd, r, param);
+		qp->fd_own = r->own_fd && !r->keep_fd;
 		rc = ep_qp_start(qp, r->fd, false);
 	}
 	if (rc < 0) {
@@ -762,6 +767,7 @@ int user_accept(struct esock_conn_req *r, struct esock_qp *qp,
 		if (!r->keep_fd)
 			esock_fd_close(r->fd);
 		qp->fd = -1;
+		qp->fd_own = false;
 		atomic_store(&qp->state, ESOCK_QPS_IDLE);
 	}
 	free(r);

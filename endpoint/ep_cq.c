@@ -504,6 +504,18 @@ static int sleep_in_recv(struct rx_into *into, int left)
 	return 0;
 }
 
+/* ep_qp_sleep_input, after what sleep_on does first (a corked RTR goes out). */
+static int sleep_for_input(struct esock_cq *cq, struct esock_qp *qp, int left)
+{
+	int rc;
+
+	if (left)
+		ep_uncork_all();
+	if ((rc = ep_qp_sleep_input(qp, cq)) != -EAGAIN)
+		atomic_fetch_add_explicit(&cq->sleeps, 1, memory_order_relaxed);
+	return rc;
+}
+
 /* A wait ends with completions, or with octets in the reader's buffer. */
 static bool found(int got, const struct rx_into *into)
 {
@@ -600,21 +612,28 @@ static int cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_
 				if (left < 0 || l < left)
 					left = (int)l;
 			}
-		if (into && (into->flags & EP_NOW_SLEEP) && m == 1 && qps[0] == into->qp) {
+		/*
+		 * One QP whose input is all the wait is for: asleep in its
+		 * socket's receive (a socket's reader, with its buffer; or a
+		 * wait of the endpoint's API with time for a whole sleep).
+		 */
+		rc = -EAGAIN;
+		if (m == 1 && into && (into->flags & EP_NOW_SLEEP) && qps[0] == into->qp)
 			rc = sleep_in_recv(into, left);
-			if (rc != -EAGAIN) {
-				t = ep_now_us();
-				got = user_cq_poll(cq, n, wc);
-				if (found(got, into))
-					break;
-				if (rc == -EINTR) {
-					got = -EINTR;
-					break;
-				}
-				if (timeout_ms >= 0 && t >= end)
-					break;
-				continue;
+		else if (m == 1 && !into && (left < 0 || left >= EP_SLEEP_INPUT_MS))
+			rc = sleep_for_input(cq, qps[0], left);
+		if (rc != -EAGAIN) {
+			t = ep_now_us();
+			got = user_cq_poll(cq, n, wc);
+			if (found(got, into))
+				break;
+			if (rc == -EINTR) {
+				got = -EINTR;
+				break;
 			}
+			if (timeout_ms >= 0 && t >= end)
+				break;
+			continue;
 		}
 		sleeper_add(cq, efd);
 		if ((got = user_cq_poll(cq, n, wc))) {

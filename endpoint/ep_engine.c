@@ -284,6 +284,7 @@ void ep_engine_stop(void)
 		if (tab[i]) {
 			atomic_store(&tab[i]->in_engine, false);
 			tab[i]->eng_reg = false;
+			ep_qp_nonblocking(tab[i]); /* (restricted writes must not block) */
 			if (atomic_exchange(&tab[i]->detached, false))
 				atomic_fetch_sub(&ndetached, 1);
 		}

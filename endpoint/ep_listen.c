@@ -262,6 +262,7 @@ static void adopt(struct esock_listener *l, int fd, const struct sockaddr_storag
 	}
 	r->be = &esock_user_backend;
 	r->fd = fd;
+	r->own_fd = true;
 	r->seq = ++l->adopted;
 	r->drops_at = l->drops;
 	r->remote = *peer;

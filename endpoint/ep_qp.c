@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -321,18 +322,16 @@ static bool may_sleep(struct esock_qp *qp)
 	       !atomic_load(&ep_restricted);
 }
 
-ssize_t ep_qp_sleep_recv(struct esock_qp *qp, void *buf, size_t len, unsigned flags, uint32_t *msgs)
+/*
+ * With the token and an empty stage: takes the right to read, lets the token
+ * go, sleeps in the socket's receive, and is back with the token and what
+ * the read took in the stage.  The read's result.
+ */
+static ssize_t sleep_read(struct esock_qp *qp)
 {
 	size_t asked;
-	ssize_t n, placed;
+	ssize_t n;
 
-	*msgs = 0;
-	if (!token_try(qp))
-		return -EAGAIN;
-	if (!may_sleep(qp) || !ep_rx_sleep_stage(qp)) {
-		token_release(qp);
-		return -EAGAIN;
-	}
 	atomic_store_explicit(&qp->rx_sleeper, true, memory_order_release);
 	token_release(qp); /* (senders go on meanwhile; nobody reads) */
 	n = ep_rx_sleep_read(qp, &asked);
@@ -349,6 +348,21 @@ ssize_t ep_qp_sleep_recv(struct esock_qp *qp, void *buf, size_t len, unsigned fl
 	}
 	atomic_store_explicit(&qp->rx_sleeper, false, memory_order_release);
 	ep_rx_sleep_took(qp, n, asked);
+	return n;
+}
+
+ssize_t ep_qp_sleep_recv(struct esock_qp *qp, void *buf, size_t len, unsigned flags, uint32_t *msgs)
+{
+	ssize_t n, placed;
+
+	*msgs = 0;
+	if (!token_try(qp))
+		return -EAGAIN;
+	if (!may_sleep(qp) || !ep_rx_sleep_stage(qp)) {
+		token_release(qp);
+		return -EAGAIN;
+	}
+	n = sleep_read(qp);
 	/* (The file is non-blocking after all: poll() from now on.  Else an SO_RCVTIMEO set meanwhile.) */
 	if ((n == -EAGAIN || n == -EWOULDBLOCK) && (REAL(fcntl)(qp->fd, F_GETFL) & O_NONBLOCK))
 		qp->no_sleep_recv = true;
@@ -359,6 +373,98 @@ ssize_t ep_qp_sleep_recv(struct esock_qp *qp, void *buf, size_t len, unsigned fl
 	if (placed > 0)
 		return placed;
 	return n == -EINTR ? -EINTR : n == -EAGAIN || n == -EWOULDBLOCK ? -ETIMEDOUT : 0;
+}
+
+/* A per-thread address: the thread's identity, without a system call. */
+static ESOCK_TLS char thread_tag;
+
+bool ep_qp_one_thread(struct esock_qp *qp)
+{
+	uintptr_t me = (uintptr_t)&thread_tag;
+	uintptr_t was = atomic_load_explicit(&qp->user_thread, memory_order_relaxed);
+
+	if (was == me)
+		return true;
+	if (was == 0 && atomic_compare_exchange_strong(&qp->user_thread, &was, me))
+		return true;
+	atomic_store_explicit(&qp->threads_many, true, memory_order_relaxed);
+	return false;
+}
+
+/*
+ * Nothing but input can complete work of |qp| on |cq| (token held): no send
+ * work request or Read Response waits to go out or is half written, and the
+ * receive side is idle and may take a message.  Sends that went out and
+ * wait for their completion only wait for input too (a Read's Response).
+ */
+static bool only_input_completes(struct esock_qp *qp, const struct esock_cq *cq)
+{
+	return rx_idle(qp) && qp->rcq == cq && !ep_ring_ready(&qp->sqr, qp->sq_tx) && !qp->txw &&
+	       !qp->pollout && !qp->irq_n && !qp->tx_hold && !qp->rtr_pending && !qp->term_pending &&
+	       !(atomic_load(&qp->fin_wanted) && !atomic_load(&qp->fin_sent)) &&
+	       !atomic_load(&qp->rx_paused) && !atomic_load(&qp->rx_eof);
+}
+
+/*
+ * The QP's own file blocking, its receive bounded (once per QP; token held):
+ * the sleep ends at least every EP_SLEEP_INPUT_MS, for what it cannot hear
+ * (a first send of another thread, a QP bound to the CQ meanwhile).
+ */
+static bool make_blocking(struct esock_qp *qp)
+{
+	struct timeval tv = { 0, EP_SLEEP_INPUT_MS * 1000 };
+	int fl;
+
+	if (atomic_load(&qp->fd_blocking))
+		return true;
+	if (REAL(setsockopt)(qp->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+	    (fl = REAL(fcntl)(qp->fd, F_GETFL)) < 0 || REAL(fcntl)(qp->fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+		qp->no_sleep_recv = true;
+		return false;
+	}
+	atomic_store(&qp->fd_blocking, true);
+	return true;
+}
+
+/*
+ * A QP of the endpoint's API (its own file: not a socket layer's, whose
+ * flags are the application's and whose reader has ep_qp_sleep_recv) used by one thread only, in a wait with time
+ * for a whole sleep.  poll() on the socket and the CQ's eventfd, then the
+ * read, is two system calls and two wait queues per message where TCP's
+ * blocking read is one (the 64-octet round trip on one CPU: 1.25-1.36x TCP
+ * with poll, docs/benchmarks.md).  What a receive cannot hear: a send of
+ * another thread (its completion kicks the eventfd), a QP bound to the CQ
+ * meanwhile, a local disconnect (it shuts the socket down: that wakes it).
+ * The first of those marks the QP (threads_many) or the CQ (m > 1) and is
+ * heard within EP_SLEEP_INPUT_MS; later waits poll.
+ */
+int ep_qp_sleep_input(struct esock_qp *qp, const struct esock_cq *cq)
+{
+	ssize_t n;
+
+	if (!qp->fd_own || qp->fd_of_sock || qp->fd < 0 || atomic_load(&ep_restricted) ||
+	    atomic_load_explicit(&qp->threads_many, memory_order_relaxed) || !ep_qp_one_thread(qp))
+		return -EAGAIN;
+	if (!token_try(qp))
+		return -EAGAIN;
+	if (qp->no_sleep_recv || !only_input_completes(qp, cq) || !make_blocking(qp) ||
+	    !ep_rx_sleep_stage(qp)) {
+		token_release(qp);
+		return -EAGAIN;
+	}
+	n = sleep_read(qp);
+	serve(qp, EP_WANT_RX); /* (feeds the stage; answers a Read Request that came) */
+	token_release(qp);
+	return n == -EINTR ? -EINTR : 0;
+}
+
+void ep_qp_nonblocking(struct esock_qp *qp)
+{
+	int fl;
+
+	if (atomic_exchange(&qp->fd_blocking, false) && qp->fd >= 0 &&
+	    (fl = REAL(fcntl)(qp->fd, F_GETFL)) >= 0)
+		(void)REAL(fcntl)(qp->fd, F_SETFL, fl | O_NONBLOCK);
 }
 
 /*
@@ -621,6 +727,7 @@ int user_post_send(struct esock_qp *qp, struct esock_send_wr *wr,
 			*bad_wr = wr;
 		return -ENOTCONN;
 	}
+	(void)ep_qp_one_thread(qp); /* (ep_qp_sleep_input: a second thread's sends mark it) */
 	for (; wr; wr = wr->next)
 		if ((rc = queue_send(qp, wr)) < 0)
 			break;

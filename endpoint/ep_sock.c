@@ -29,6 +29,7 @@ void ep_qp_set_fd(struct esock_qp *qp, int fd, bool borrowed)
 {
 	qp->fd = fd;
 	qp->fd_borrowed = borrowed;
+	qp->fd_of_sock = true; /* (its flags are the application's: ep_qp_sleep_input) */
 }
 
 bool ep_qp_fd_borrowed(const struct esock_qp *qp)

@@ -692,6 +692,81 @@ START_TEST(destroy_while_waiting)
 }
 END_TEST
 
+/*
+ * A waiter alone on a CQ that takes both its QP's receives and its sends
+ * sleeps in the socket's receive (ep_qp_sleep_input: the file turns
+ * blocking); another thread's first Send then completes on that CQ with no
+ * answer from the peer.  No input comes to wake the receive: the waiter
+ * still returns with that completion, within the receive's bound, not at
+ * its own 3 s timeout.  Later waits poll (the QP is marked as shared).
+ */
+struct one_cq_waiter {
+	struct esock_cq *cq;
+	struct esock_wc wc;
+	int rc;
+	int64_t took_ms;
+};
+
+static void *one_cq_wait(void *arg)
+{
+	struct one_cq_waiter *w = arg;
+	int64_t t0 = now_ms();
+
+	w->rc = esock_cq_wait(w->cq, 1, &w->wc, 3000);
+	w->took_ms = now_ms() - t0;
+	return NULL;
+}
+
+START_TEST(second_threads_send_reaches_a_receive_sleeper)
+{
+	static uint8_t out[64], in[64];
+	struct esock_qp_attr a = { 0 };
+	struct one_cq_waiter w = { 0 };
+	struct esock_mr *mo, *mi;
+	struct ep_pair p;
+	pthread_t th;
+
+	memset(&p, 0, sizeof(p));
+	ck_assert_int_eq(esock_pd_alloc(&p.a.pd), 0);
+	ck_assert_int_eq(esock_cq_create(64, &p.a.scq), 0);
+	p.a.rcq = p.a.scq; /* one CQ for both */
+	a.pd = p.a.pd;
+	a.send_cq = a.recv_cq = p.a.scq;
+	a.max_sge = 1;
+	ck_assert_int_eq(esock_qp_create(&a, &p.a.qp), 0);
+	ep_side_init(&p.b);
+	ck_assert_int_eq(ep_pair_open_sides(&p, NULL, NULL), 0);
+	ck_assert_int_eq(p.accept_rc, 0);
+	mo = ep_reg(&p.a, out, sizeof(out), ESOCK_ACCESS_LOCAL_WRITE);
+	mi = ep_reg(&p.b, in, sizeof(in), ESOCK_ACCESS_LOCAL_WRITE);
+	ep_post_recv1(&p.b, 1, in, sizeof(in), esock_mr_stag(mi));
+	w.cq = p.a.scq;
+	ck_assert_int_eq(pthread_create(&th, NULL, one_cq_wait, &w), 0);
+	usleep(100000); /* let it fall asleep */
+	ck_assert_msg(atomic_load(&p.a.qp->fd_blocking), "the waiter did not sleep in the receive");
+	fill(out, sizeof(out), 3);
+	ck_assert_int_eq(ep_post_send1(&p.a, 7, ESOCK_WR_SEND, out, sizeof(out), esock_mr_stag(mo), 0, 0), 0);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(w.rc, 1);
+	ck_assert_int_eq(w.wc.status, ESOCK_WC_SUCCESS);
+	ck_assert_uint_eq(w.wc.wr_id, 7);
+	ck_assert_msg(w.took_ms < 100 + 2000, "the waiter slept on for %lld ms", (long long)w.took_ms);
+	ck_assert(atomic_load(&p.a.qp->threads_many));
+	/* The peer got it whole. */
+	ck_assert_int_eq(ep_wait1(p.b.rcq, &w.wc), 1);
+	ck_assert_uint_eq(w.wc.byte_len, sizeof(out));
+	ck_assert_int_eq(memcmp(in, out, sizeof(out)), 0);
+	ck_assert_int_eq(esock_mr_dereg(mo), 0);
+	ck_assert_int_eq(esock_mr_dereg(mi), 0);
+	ck_assert_int_eq(esock_qp_destroy(p.a.qp), 0);
+	ck_assert_int_eq(esock_cq_destroy(p.a.scq), 0);
+	ep_side_fini(&p.b);
+	esock_pd_free(p.a.pd);
+	esock_pd_free(p.b.pd);
+	esock_listener_close(p.l);
+}
+END_TEST
+
 /* A listener on loopback in *lfd, |fn| accepting in a thread, a client connected to it. */
 static int connect_through(int *lfd, void *(*fn)(void *), void *arg, pthread_t *th)
 {
@@ -1346,6 +1421,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, not_connected);
 	tcase_add_test(tc, cq_overflow);
 	tcase_add_test(tc, destroy_while_waiting);
+	tcase_add_test(tc, second_threads_send_reaches_a_receive_sleeper);
 	tcase_add_test(tc, adopted_fds);
 	tcase_add_test(tc, half_close_before_start);
 	tcase_add_loop_test(tc, wait_for_recv, 0, 2);
