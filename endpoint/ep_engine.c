@@ -252,8 +252,17 @@ static void *engine_main(void *arg)
 			}
 			if (!(qp = qp_get(ev[i].data.u32)))
 				continue;
+			/*
+			 * A read that comes back short emptied the socket: what comes
+			 * later is a new edge.  Only a FIN (or an error) may have come
+			 * with the last data in one edge: then read on to EAGAIN, where
+			 * it shows.  (Draining always cost a passive RDMA Read responder
+			 * an empty recvfrom per request.)
+			 */
 			if (ev[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
-				w |= EP_WANT_RX | EP_WANT_DRAIN;
+				w |= EP_WANT_RX;
+			if (ev[i].events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP))
+				w |= EP_WANT_DRAIN;
 			if (ev[i].events & EPOLLOUT)
 				w |= EP_WANT_TX;
 			ep_qp_progress(qp, w);

@@ -817,9 +817,11 @@ static void stage_compact(struct esock_qp *qp)
 /*
  * Reads and handles until the socket is drained.  A read that returns fewer
  * octets than asked for emptied the socket's queue, so a waiter (whose
- * poll() is level-triggered) spends no read on an EAGAIN.  The engine's
- * epoll is edge-triggered: it asks to |drain| to EAGAIN, or a FIN that came
- * with the last data would go unnoticed.
+ * poll() is level-triggered) spends no read on an EAGAIN, nor does the
+ * engine (edge-triggered: later octets are a new edge).  A FIN that came
+ * with the last data makes no edge of its own: the engine asks to |drain|
+ * to EAGAIN when its event says EPOLLRDHUP (or an error), else the FIN
+ * would go unnoticed.
  */
 static void rx_progress(struct esock_qp *qp, bool drain)
 {

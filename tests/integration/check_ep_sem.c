@@ -593,6 +593,48 @@ START_TEST(disconnect_flush)
 }
 END_TEST
 
+/*
+ * The same with nobody waiting on the receiving side: its engine alone
+ * reads the Send and the FIN right behind it.  It stops reading at a short
+ * read (no empty recvfrom per message); the FIN, which may come in the
+ * same wake-up as the data, must still end the QP (its event says
+ * EPOLLRDHUP: the engine reads on to EOF then).
+ */
+START_TEST(engine_sees_fin_behind_data)
+{
+	for (int round = 0; round < 20; round++) {
+		struct ep_pair p;
+		uint8_t src[256], dst[2][256];
+		struct esock_mr *ms, *md;
+		struct esock_wc wc[4];
+		int64_t t0;
+		int n;
+
+		fill(src, sizeof(src), 2);
+		ck_assert_int_eq(ep_pair_open(&p, NULL, NULL), 0);
+		ms = ep_reg(&p.a, src, sizeof(src), 0);
+		md = ep_reg(&p.b, dst, sizeof(dst), ESOCK_ACCESS_LOCAL_WRITE);
+		for (int i = 0; i < 2; i++)
+			ep_post_recv1(&p.b, (uint64_t)i, dst[i], 256, esock_mr_stag(md));
+		ck_assert_int_eq(ep_post_send1(&p.a, 9, ESOCK_WR_SEND, src, 256, esock_mr_stag(ms), 0, 0), 0);
+		ck_assert_int_eq(esock_qp_disconnect(p.a.qp), 0);
+		t0 = now_ms();
+		while (esock_qp_state(p.b.qp) != ESOCK_QPS_ERROR && now_ms() - t0 < 3000)
+			usleep(1000);
+		ck_assert_msg(esock_qp_state(p.b.qp) == ESOCK_QPS_ERROR,
+			      "round %d: the FIN behind the data went unnoticed", round);
+		n = esock_cq_poll(p.b.rcq, 4, wc);
+		ck_assert_int_eq(n, 2);
+		ck_assert_int_eq(wc[0].status, ESOCK_WC_SUCCESS);
+		ck_assert_int_eq(memcmp(dst[0], src, sizeof(src)), 0);
+		ck_assert_int_eq(wc[1].status, ESOCK_WC_WR_FLUSH_ERR);
+		esock_mr_dereg(ms);
+		esock_mr_dereg(md);
+		ep_pair_close(&p);
+	}
+}
+END_TEST
+
 /* Posting checks: bad lkey, SGE beyond its MR, Read sink without local write. */
 START_TEST(post_checks)
 {
@@ -1417,6 +1459,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, many_qps);
 	tcase_add_loop_test(tc, mpa_variants, 0, (int)(sizeof(variants) / sizeof(variants[0])));
 	tcase_add_test(tc, disconnect_flush);
+	tcase_add_test(tc, engine_sees_fin_behind_data);
 	tcase_add_test(tc, post_checks);
 	tcase_add_test(tc, not_connected);
 	tcase_add_test(tc, cq_overflow);
