@@ -428,11 +428,12 @@ static bool make_blocking(struct esock_qp *qp)
 
 /*
  * A QP of the endpoint's API (its own file: not a socket layer's, whose
- * flags are the application's and whose reader has ep_qp_sleep_recv) used by one thread only, in a wait with time
- * for a whole sleep.  poll() on the socket and the CQ's eventfd, then the
- * read, is two system calls and two wait queues per message where TCP's
- * blocking read is one (the 64-octet round trip on one CPU: 1.25-1.36x TCP
- * with poll, docs/benchmarks.md).  What a receive cannot hear: a send of
+ * flags are the application's and whose reader has ep_qp_sleep_recv), used
+ * by one thread only, in a wait with time for a whole sleep.  poll() on the
+ * socket and the CQ's eventfd, then the read, is two system calls and two
+ * wait queues per message where TCP's blocking read is one (the 64-octet
+ * round trip on one CPU: 1.25-1.36x TCP with poll, docs/benchmarks.md).
+ * What a receive cannot hear: a send of
  * another thread (its completion kicks the eventfd), a QP bound to the CQ
  * meanwhile, a local disconnect (it shuts the socket down: that wakes it).
  * The first of those marks the QP (threads_many) or the CQ (m > 1) and is
