@@ -314,12 +314,18 @@ static bool rx_idle(struct esock_qp *qp)
 	       !ep_cq_count(qp->rcq);
 }
 
-/* Whether the reader may sleep in the socket's receive now (token held). */
-static bool may_sleep(struct esock_qp *qp)
+/* Whether a thread may sleep in the socket's receive now, as far as input goes (token held). */
+static bool rx_may_sleep(struct esock_qp *qp)
 {
-	return rx_idle(qp) && qp->lazy && qp->fd >= 0 && !qp->tx_hold && !qp->no_sleep_recv &&
+	return rx_idle(qp) && qp->fd >= 0 && !qp->tx_hold && !qp->no_sleep_recv &&
 	       !qp->term_pending && !atomic_load(&qp->rx_paused) && !atomic_load(&qp->rx_eof) &&
 	       !atomic_load(&ep_restricted);
+}
+
+/* The socket layer's reader (ep_qp_sleep_recv): its QP is lazy (the engine leaves it alone). */
+static bool may_sleep(struct esock_qp *qp)
+{
+	return qp->lazy && rx_may_sleep(qp);
 }
 
 /*
@@ -399,10 +405,9 @@ bool ep_qp_one_thread(struct esock_qp *qp)
  */
 static bool only_input_completes(struct esock_qp *qp, const struct esock_cq *cq)
 {
-	return rx_idle(qp) && qp->rcq == cq && !ep_ring_ready(&qp->sqr, qp->sq_tx) && !qp->txw &&
-	       !qp->pollout && !qp->irq_n && !qp->tx_hold && !qp->rtr_pending && !qp->term_pending &&
-	       !(atomic_load(&qp->fin_wanted) && !atomic_load(&qp->fin_sent)) &&
-	       !atomic_load(&qp->rx_paused) && !atomic_load(&qp->rx_eof);
+	return rx_may_sleep(qp) && qp->rcq == cq && !ep_ring_ready(&qp->sqr, qp->sq_tx) &&
+	       !qp->txw && !qp->pollout && !qp->irq_n && !qp->rtr_pending &&
+	       !(atomic_load(&qp->fin_wanted) && !atomic_load(&qp->fin_sent));
 }
 
 /*
@@ -448,7 +453,7 @@ int ep_qp_sleep_input(struct esock_qp *qp, const struct esock_cq *cq)
 		return -EAGAIN;
 	if (!token_try(qp))
 		return -EAGAIN;
-	if (qp->no_sleep_recv || !only_input_completes(qp, cq) || !make_blocking(qp) ||
+	if (!only_input_completes(qp, cq) || !make_blocking(qp) ||
 	    !ep_rx_sleep_stage(qp)) {
 		token_release(qp);
 		return -EAGAIN;
