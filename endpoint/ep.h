@@ -103,6 +103,7 @@ struct esock_cq {
 	/* ep_cq.c look_first: waits to go before the next look ahead of sleeping, the last step */
 	_Atomic uint8_t look_skip, look_step;
 	atomic_uint sleeps;    /* times a waiter slept in poll() (diagnostics, tests) */
+	atomic_int spin_us;    /* how long its waiters spin before they sleep (ep_spin.h) */
 	atomic_int refs;       /* QPs bound */
 	pthread_mutex_t lock;  /* the lists below */
 	struct esock_qp **qps; /* bound QPs, for progress while waiting */

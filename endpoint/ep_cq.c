@@ -19,6 +19,7 @@
 
 #include "endpoint/ep.h"
 #include "endpoint/ep_mem.h"
+#include "endpoint/ep_spin.h"
 #include "iwarp/backend.h"
 #include "libc/ownfd.h"
 #include "libc/real.h"
@@ -42,6 +43,7 @@ int user_cq_create(int depth, struct esock_cq **cq)
 		return -ENOMEM;
 	}
 	atomic_init(&c->efd, -1); /* made when asked for (esock_cq_fd) */
+	ep_spin_window_init(&c->spin_us);
 	pthread_mutex_init(&c->lock, NULL);
 	c->be = &esock_user_backend;
 	*cq = c;
@@ -563,13 +565,13 @@ static int cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_
 		   struct rx_into *into)
 {
 	struct esock_qp *qps[WAIT_FDS];
-	int64_t t, end, spin_end;
-	int m, got, rc, efd;
+	int64_t t, t0, end, spin_end;
+	int m, got, rc, efd, window;
 
 	if ((got = user_cq_poll(cq, n, wc)))
 		return got;
 	/* One clock read per round: a 64-octet round trip is only ~15 µs. */
-	t = ep_now_us();
+	t0 = t = ep_now_us();
 	end = timeout_ms >= 0 ? t + (int64_t)timeout_ms * 1000 : INT64_MAX;
 	spin_end = 0;
 	m = pin_bound(cq, qps);
@@ -579,10 +581,14 @@ static int cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_
 		got = progress_pinned(cq, qps, &m, n, wc, into);
 		look_found(cq, found(got, into));
 		if (found(got, into))
-			goto out;
+			goto out; /* (no lesson for the spin: it was there before) */
 	}
-	/* Yield first: on one CPU the peer runs and answers before we look. */
-	while (t < end && ep_spin(&spin_end)) {
+	/*
+	 * Yield first: on one CPU the peer runs and answers before we look.
+	 * For as long as this CQ's answers have shown to be worth it.
+	 */
+	window = ep_spin_window(&cq->spin_us);
+	while (t < end && ep_spin_for(&spin_end, window)) {
 		int small = 0;
 
 		got = progress_pinned(cq, qps, &m, n, wc, into);
@@ -592,7 +598,7 @@ static int cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_
 			small += (int)into->msgs;
 		ep_spin_found(small);
 		if (found(got, into))
-			goto out;
+			goto out; /* (caught spinning: the window stays as it is) */
 		t = ep_now_us();
 	}
 	efd = thread_efd();
@@ -654,6 +660,9 @@ static int cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_
 		if (rc == 0 && timeout_ms >= 0 && t >= end)
 			break;
 	}
+	/* Slept: for an answer, or for nothing longer than the spin (not a signal's end). */
+	if (got >= 0 && (found(got, into) || t - t0 > window))
+		ep_spin_learn(&cq->spin_us, found(got, into) ? t - t0 : INT64_MAX, false);
 out:
 	unpin(qps, m, t / 1000);
 	return got;

@@ -212,9 +212,11 @@ static inline void ep_uncork_all(void)
  * One round of a waiter's spin before it sleeps (ep_wait.c): yields the CPU
  * (on one CPU the peer runs and answers; across CPUs the answer is caught
  * without a wake-up).  |*spin_end| starts at 0.  False once the spin is
- * over: ESOCK_SPIN_US passed, or a yield lost the CPU to a busy thread for
- * a whole slice (then this thread does not spin for a second).
+ * over: |window_us| passed, or a yield lost the CPU to a busy thread for
+ * a whole slice (then this thread does not spin for a second).  ep_spin
+ * spins for a new CQ's window (a wait that no CQ learns for).
  */
+bool ep_spin_for(int64_t *spin_end, int window_us);
 bool ep_spin(int64_t *spin_end);
 /*
  * What the look after a spin round found (|n| receive completions of fewer

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * How a waiter tells time and spins before it sleeps (ep_spin, ep_sock.h):
- * the clock every endpoint timeout is measured on, and the short yield loop
+ * the clock every endpoint timeout is measured on, the short yield loop
  * that catches an answer from a peer on the same or the other CPU without a
- * wake-up.
+ * wake-up, and the window a CQ's waits learn for it (ep_spin.h).
  */
 #include "config.h"
 
@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "endpoint/ep.h"
+#include "endpoint/ep_spin.h"
 #include "util/env.h"
 #include "util/tls.h"
 
@@ -34,13 +35,29 @@ int64_t ep_now_ms(void)
 	return ep_now_us() / 1000;
 }
 
-static int spin_us(void);
+static int spin_fixed_us(void);
+static int spin_cap_us(void);
+
+/* A new CQ's window, and the one of a spin that no CQ learns for. */
+static int first_us(void)
+{
+	int fixed = spin_fixed_us();
+
+	if (fixed >= 0)
+		return fixed;
+	return EP_SPIN_FIRST_US < spin_cap_us() ? EP_SPIN_FIRST_US : spin_cap_us();
+}
 
 bool ep_spin(int64_t *spin_end)
 {
+	return ep_spin_for(spin_end, first_us());
+}
+
+bool ep_spin_for(int64_t *spin_end, int window_us)
+{
 	int64_t t0, t;
 
-	if (atomic_load(&ep_restricted))
+	if (atomic_load(&ep_restricted) || (window_us <= 0 && !*spin_end))
 		return false; /* (no sched_yield in a sandbox) */
 	t0 = ep_now_us();
 	if (spin_long) /* (a caller that does not tell what it found: lost) */
@@ -48,7 +65,7 @@ bool ep_spin(int64_t *spin_end)
 	if (!*spin_end) {
 		if (t0 < spin_off_until)
 			return false;
-		*spin_end = t0 + spin_us();
+		*spin_end = t0 + window_us;
 	}
 	if (t0 >= *spin_end)
 		return false;
@@ -78,14 +95,51 @@ void ep_spin_found(int n)
 	spin_long = false;
 }
 
-/* How long a waiter polls before it sleeps: $ESOCK_SPIN_US, default 50 µs. */
-static int spin_us(void)
+void ep_spin_window_init(atomic_int *w)
+{
+	atomic_init(w, first_us());
+}
+
+int ep_spin_window(atomic_int *w)
+{
+	return atomic_load_explicit(w, memory_order_relaxed);
+}
+
+void ep_spin_learn(atomic_int *w, int64_t waited_us, bool caught)
+{
+	int old = atomic_load_explicit(w, memory_order_relaxed), nw;
+
+	if (spin_fixed_us() >= 0)
+		return;
+	/* (Two waiters of one CQ may race here: either's lesson is a fine window.) */
+	if ((nw = ep_spin_next(old, waited_us, caught, spin_cap_us())) != old)
+		atomic_store_explicit(w, nw, memory_order_relaxed);
+}
+
+/*
+ * A fixed window, no learning: $ESOCK_SPIN_US (for experiments and for
+ * a machine whose best window is known); -1 when unset.
+ */
+static int spin_fixed_us(void)
+{
+	static atomic_int v = -2;
+	int s = atomic_load_explicit(&v, memory_order_relaxed);
+
+	if (s == -2) {
+		s = esock_env_int("ESOCK_SPIN_US", -1, 0, 1000000);
+		atomic_store(&v, s);
+	}
+	return s;
+}
+
+/* The longest window a CQ learns: $ESOCK_SPIN_MAX_US (0: never spin). */
+static int spin_cap_us(void)
 {
 	static atomic_int v = -1;
 	int s = atomic_load_explicit(&v, memory_order_relaxed);
 
 	if (s < 0) {
-		s = esock_env_int("ESOCK_SPIN_US", 50, 0, 1000000);
+		s = esock_env_int("ESOCK_SPIN_MAX_US", EP_SPIN_CAP_US, 0, 1000000);
 		atomic_store(&v, s);
 	}
 	return s;

@@ -9,7 +9,7 @@ libesock_ep_la_SOURCES = endpoint/ep.h endpoint/ep_ring.h endpoint/ep_profile.h 
 	endpoint/ep_tx.c endpoint/ep_txbatch.c endpoint/ep_spare.h endpoint/ep_spare.c endpoint/ep_rx.c \
 	endpoint/ep_engine.c endpoint/ep_sockbuf.c endpoint/ep_restrict.c endpoint/ep_backend.c \
 	endpoint/ep_ops.h endpoint/ep_ops.c endpoint/ep_sock.h endpoint/ep_sock.c endpoint/ep_wait.c \
-	endpoint/ep_mem.h endpoint/ep_mem.c \
+	endpoint/ep_spin.h endpoint/ep_mem.h endpoint/ep_mem.c \
 	iwarp/backend.h iwarp/dispatch.c iwarp/choose.c
 libesock_ep_la_LIBADD = libesock_libc.la libesock_core.la -lpthread
 

@@ -27,6 +27,8 @@ static const char usage_text[] =
 	"  --iters N         latency round trips per cell (default 10000; fewer for big sizes)\n"
 	"  --seconds S       length of a bandwidth cell (default 0.5)\n"
 	"  --window N        outstanding work requests for bandwidth (default 32)\n"
+	"  --think US        latency: the server works US microseconds (busy) before each\n"
+	"                    answer, as a server does per request (default 0)\n"
 	"  --addr A          the endpoint's connections to and from IPv4 address A (default\n"
 	"                    127.0.0.1; ESOCK_BACKEND=verbs on siw needs the netdev's)\n"
 	"  --crc on|off|both, --markers on|off|both   (default CRC on, markers off)\n"
@@ -113,6 +115,7 @@ static int option(struct bench_opts *o, int c, const char *arg)
 	case 's': o->seconds = atof(arg); return o->seconds > 0 ? 0 : -1;
 	case 'i': o->iters = atoi(arg); return o->iters > 0 ? 0 : -1;
 	case 'w': o->window = atoi(arg); return o->window > 0 && o->window <= 256 ? 0 : -1;
+	case 't': o->think_us = atoi(arg); return o->think_us >= 0 && o->think_us <= 1000000 ? 0 : -1;
 	case 'o': return parse_ops(arg, &o->ops);
 	case 'C': return parse_onoff(arg, o->crc, &o->ncrc);
 	case 'M': return parse_onoff(arg, o->markers, &o->nmarkers);
@@ -140,6 +143,7 @@ int main(int argc, char **argv)
 		{ "window", required_argument, NULL, 'w' }, { "crc", required_argument, NULL, 'C' },
 		{ "markers", required_argument, NULL, 'M' }, { "cpus", required_argument, NULL, 'P' },
 		{ "addr", required_argument, NULL, 'A' }, { "pack", required_argument, NULL, 'k' },
+		{ "think", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 }
 	};
 	struct bench_opts o;

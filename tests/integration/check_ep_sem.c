@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "endpoint/ep.h"
+#include "endpoint/ep_spin.h"
 #include "libc/real.h"
 #include "tests/integration/ep_pair.h"
 #include "tests/unit/testutil.h"
@@ -821,6 +822,71 @@ START_TEST(second_threads_send_reaches_a_receive_sleeper)
 }
 END_TEST
 
+/* Sends one message after a pause longer than any spin window (a server that thinks). */
+struct late_sender {
+	struct ep_side *side;
+	void *buf;
+	uint32_t lkey;
+	uint64_t id;
+	int rc;
+};
+
+static void *send_late(void *arg)
+{
+	struct late_sender *l = arg;
+
+	usleep(30000);
+	l->rc = ep_post_send1(l->side, l->id, ESOCK_WR_SEND, l->buf, 64, l->lkey, 0, 0);
+	return NULL;
+}
+
+/*
+ * A CQ whose answers come long after its waits begin stops spinning for
+ * them (each spin would burn its whole window), and its waits still get
+ * every message, asleep from the start (ep_spin.h; the growing side of the
+ * rule is unit-tested: how quick an answer is depends on the machine).
+ */
+START_TEST(slow_answers_stop_the_spin)
+{
+	static uint8_t out[64], in[64];
+	struct ep_pair p;
+	struct esock_mr *mo, *mi;
+	struct esock_wc wc;
+	pthread_t th;
+	bool fixed = getenv("ESOCK_SPIN_US") != NULL;
+
+	ck_assert_int_eq(ep_pair_open(&p, NULL, NULL), 0);
+	mo = ep_reg(&p.a, out, sizeof(out), 0);
+	mi = ep_reg(&p.b, in, sizeof(in), ESOCK_ACCESS_LOCAL_WRITE);
+	if (!fixed)
+		ck_assert_int_eq(atomic_load(&p.b.rcq->spin_us), EP_SPIN_FIRST_US);
+	for (int i = 0; i < 6; i++) {
+		struct late_sender l = { .side = &p.a, .buf = out, .lkey = esock_mr_stag(mo), .id = (uint64_t)i };
+
+		fill(out, sizeof(out), (unsigned)i);
+		memset(in, 0, sizeof(in));
+		ep_post_recv1(&p.b, (uint64_t)i, in, sizeof(in), esock_mr_stag(mi));
+		ck_assert_int_eq(pthread_create(&th, NULL, send_late, &l), 0);
+		ck_assert_int_eq(esock_cq_wait(p.b.rcq, 1, &wc, 10000), 1);
+		pthread_join(th, NULL);
+		ck_assert_int_eq(l.rc, 0);
+		ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+		ck_assert_uint_eq(wc.wr_id, (uint64_t)i);
+		ck_assert_int_eq(memcmp(in, out, sizeof(in)), 0);
+		if (!fixed && i == 0)
+			ck_assert_int_lt(atomic_load(&p.b.rcq->spin_us), EP_SPIN_FIRST_US);
+	}
+	if (!fixed)
+		ck_assert_int_eq(atomic_load(&p.b.rcq->spin_us), 0);
+	/* Its sends' CQ learnt nothing from it: nobody waited there. */
+	if (!fixed)
+		ck_assert_int_eq(atomic_load(&p.a.scq->spin_us), EP_SPIN_FIRST_US);
+	ck_assert_int_eq(esock_mr_dereg(mo), 0);
+	ck_assert_int_eq(esock_mr_dereg(mi), 0);
+	ep_pair_close(&p);
+}
+END_TEST
+
 /* A listener on loopback in *lfd, |fn| accepting in a thread, a client connected to it. */
 static int connect_through(int *lfd, void *(*fn)(void *), void *arg, pthread_t *th)
 {
@@ -1280,9 +1346,18 @@ START_TEST(pack_big_messages_aligned)
 {
 	int eor = -1;
 	long mss, sent = send_list_segments(true, 16, 0, 3, &mss, &eor);
+	const char *poll = getenv("ESOCK_POLL");
 
 	ck_assert_msg(eor >= 16, "%d writes ended a segment for 16 messages of three FPDUs", eor);
-	ck_assert_msg(sent >= 48, "%ld segments for 16 messages of three FPDUs (MSS %ld)", sent, mss);
+	/*
+	 * The kernel's own count, only with the engine asleep in epoll: with it
+	 * busy-polling (engine-modes.sh) tcpi_segs_out read 33-36 in one run of
+	 * four, fewer than the 40 a wholly packed stream needs, so there it
+	 * does not count what this asks (2026-11-28, kernel 6.18).
+	 */
+	if (!poll || strcmp(poll, "spin") != 0)
+		ck_assert_msg(sent >= 48, "%ld segments for 16 messages of three FPDUs (MSS %ld)", sent,
+			      mss);
 }
 END_TEST
 
@@ -1477,6 +1552,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, cq_overflow);
 	tcase_add_test(tc, destroy_while_waiting);
 	tcase_add_test(tc, second_threads_send_reaches_a_receive_sleeper);
+	tcase_add_test(tc, slow_answers_stop_the_spin);
 	tcase_add_test(tc, adopted_fds);
 	tcase_add_test(tc, half_close_before_start);
 	tcase_add_loop_test(tc, wait_for_recv, 0, 2);

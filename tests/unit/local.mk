@@ -14,6 +14,10 @@ tests_unit_check_vb_keys_SOURCES = tests/unit/check_vb_keys.c kpatch/verbs/vb_ke
 tests_unit_check_vb_keys_CFLAGS = $(AM_CFLAGS)
 tests_unit_check_vb_keys_LDADD = tests/unit/libtestutil.la $(CHECK_LIBS) -lpthread
 
+# The rule by which a CQ learns how long to spin: one header, no library.
+TEST_PROGS += tests/unit/check_ep_spin
+tests_unit_check_ep_spin_LDADD = tests/unit/libtestutil.la $(CHECK_LIBS)
+
 # The socket layer's shared receive buffers: plain C over mmap.
 TEST_PROGS += tests/unit/check_sock_rxbuf
 tests_unit_check_sock_rxbuf_SOURCES = tests/unit/check_sock_rxbuf.c libesock/sock_rxbuf.c util/atfork.c

@@ -37,6 +37,7 @@ struct bench_opts {
 	int crc[2], ncrc;             /* 1 on, 0 off */
 	int markers[2], nmarkers;
 	int pack;                     /* 1: FPDUs share segments between two esock ends */
+	int think_us;                 /* latency: the server's busy work per answer */
 	enum bench_cpus cpus[3];
 	int ncpus;
 };
@@ -47,6 +48,7 @@ struct bench_job {
 	int32_t op;                   /* enum bench_op */
 	int32_t tcp;                  /* 1: the raw TCP baseline, 0: esock */
 	int32_t crc, markers, window, pack;
+	int32_t think_us;             /* latency: the server works this long before each answer */
 	uint64_t size, count;         /* message size, messages (warm-up included) */
 	uint64_t peer_addr;           /* the client's registered memory */
 	uint32_t peer_stag;
@@ -61,6 +63,7 @@ struct bench_hello {
 
 /* util.c */
 double bench_now(void);
+void bench_think(int us); /* busy for |us| microseconds (a server's work) */
 void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void bench_set_child(pid_t pid);
 void bench_pin(int cpu);

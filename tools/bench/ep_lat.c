@@ -108,9 +108,11 @@ void ep_lat_server(struct bside *s, const struct bench_job *j)
 			while (s->rq_done < i + 1)
 				bs_wait(s);
 			bs_post_recv(s, i + 1, rbuf, j->size);
+			bench_think(j->think_us);
 			bs_post(s, ESOCK_WR_SEND, sbuf, j->size, 0, 0);
 		} else {
 			spin_for(&rbuf[j->size - 1], tag_of(i));
+			bench_think(j->think_us);
 			sbuf[j->size - 1] = tag_of(i);
 			bs_post(s, ESOCK_WR_RDMA_WRITE, sbuf, j->size, j->peer_addr, j->peer_stag);
 		}

@@ -135,7 +135,8 @@ static void bw_cell(struct client *c, struct bench_job j)
 static void run_cells(struct client *c, int crc, int markers)
 {
 	const struct bench_opts *o = c->o;
-	struct bench_job j = { .crc = crc, .markers = markers, .window = o->window, .pack = o->pack };
+	struct bench_job j = { .crc = crc, .markers = markers, .window = o->window, .pack = o->pack,
+				.think_us = o->think_us };
 
 	for (int op = 0; op < OP_COUNT && o->lat; op++)
 		for (int i = 0; i < o->nlat && (o->ops & (1u << op)); i++) {
@@ -219,9 +220,10 @@ int bench_endpoint(const struct bench_opts *o)
 		printf("test,op,size,crc,markers,placement,iters,esock_value,tcp_value,unit,ratio\n");
 	else
 		printf("# esock %s endpoint vs kernel TCP on 127.0.0.1; latency: round trip in us "
-		       "(p50, p99), bandwidth: MB/s; ratio = esock/TCP\n# %s\n"
+		       "(p50, p99%s%.0d%s), bandwidth: MB/s; ratio = esock/TCP\n# %s\n"
 		       "%-7s %-5s %9s %-3s %-7s %-9s %8s %10s %10s %-4s %6s\n",
-		       esock_version(), machine, "test", "op", "size", "crc", "markers", "placement", "iters",
+		       esock_version(), o->think_us ? "; the server works " : "", o->think_us,
+		       o->think_us ? " us per answer" : "", machine, "test", "op", "size", "crc", "markers", "placement", "iters",
 		       "esock", "tcp", "unit", "ratio");
 	fflush(stdout);
 	for (int i = 0; i < o->ncpus; i++) {

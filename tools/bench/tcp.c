@@ -97,6 +97,8 @@ void tcp_lat_server(int fd, struct bench_mem *m, const struct bench_job *j)
 
 	for (uint64_t i = 0; i < j->count; i++) {
 		get(fd, rbuf, in);
+		if (j->op != OP_READ) /* (an RDMA Read's responder is the library, not the program) */
+			bench_think(j->think_us);
 		put(fd, sbuf, j->size);
 	}
 }

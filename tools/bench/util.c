@@ -30,6 +30,17 @@ double bench_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+void bench_think(int us)
+{
+	double end;
+
+	if (us <= 0)
+		return;
+	end = bench_now() + us * 1e-6;
+	while (bench_now() < end)
+		;
+}
+
 void bench_set_child(pid_t pid)
 {
 	child_pid = pid;
