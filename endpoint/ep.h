@@ -192,6 +192,7 @@ struct ep_tx_cur {
 	struct esock_sge resp_sge;   /* Read Response source as one piece */
 	struct esock_rdmap_read_req read_req; /* Read Request being sent */
 	uint32_t now_len;        /* EP_TX_NOW: its payload */
+	bool plain;              /* EP_TX_SQ: a plain Send of one FPDU (ep_tx.c plain_fits) */
 	bool last_fpdu_built;
 };
 

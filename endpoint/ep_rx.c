@@ -635,6 +635,41 @@ static bool fast_send(struct esock_qp *qp, const struct esock_mpa_ev *ev)
 	return true;
 }
 
+/*
+ * The same prediction for the endpoint's own receives: a whole plain Send
+ * (no Solicited Event, no Invalidate) that the next posted receive takes
+ * whole, with no message half-placed before it, is copied into that
+ * receive's SGEs and completed at once, as the general way would place and
+ * complete it (deliver_recvs: same completion, same order).  Anything else,
+ * a message too long for the receive among them, goes the general way.
+ */
+static bool fast_send_rq(struct esock_qp *qp, const struct esock_mpa_ev *ev)
+{
+	struct ep_rqe *r;
+	uint32_t msn;
+	size_t hl, pay;
+
+	if (qp->rxt.on || qp->rq_next != qp->rq_done || qp->mo_rx || qp->tx_hold ||
+	    !(hl = esock_rdmap_plain_send(ev->data, ev->len, &msn)))
+		return false;
+	pay = ev->len - hl;
+	if (msn != qp->msn_rx[ESOCK_DDP_QN_SEND] || !rq_ready(qp) ||
+	    pay > EP_RQE(qp, qp->rq_next)->len ||
+	    esock_ddp_place_whole(&qp->place, ESOCK_DDP_QN_SEND, msn) < 0)
+		return false;
+	r = EP_RQE(qp, qp->rq_next++);
+	rqe_fill(r, ev->data + hl, pay);
+	qp->msn_rx[ESOCK_DDP_QN_SEND]++;
+	qp->rx_small = ev->len < EP_DIRECT_MIN;
+	qp->rx_cont = false;
+	struct esock_wc wc = { .wr_id = r->wr_id, .status = ESOCK_WC_SUCCESS, .opcode = ESOCK_WC_RECV,
+			       .byte_len = (uint32_t)pay, .qp_num = qp->num };
+
+	ep_ring_release(&qp->rqr, qp->rq_done++);
+	ep_cq_push(qp->rcq, &wc, false);
+	return true;
+}
+
 /* ---- the driver ---- */
 
 static bool rx_alive(struct esock_qp *qp)
@@ -656,7 +691,7 @@ static ssize_t feed(struct esock_qp *qp, const uint8_t *p, size_t len)
 		return -1;
 	}
 	if (ev.type == ESOCK_MPA_EV_ULPDU) {
-		if (!fast_send(qp, &ev))
+		if (!fast_send(qp, &ev) && !fast_send_rq(qp, &ev))
 			on_whole(qp, &ev);
 	}
 	else if (ev.type == ESOCK_MPA_EV_HDR)

@@ -35,6 +35,17 @@ static bool one_fpdu(const struct esock_qp *qp, uint64_t len)
 }
 
 /*
+ * A Send whose payload of |len| octets makes one FPDU as the segmenter cuts
+ * it (ddp_seg.c: payloads of mulpdu less the header, in multiples of 4), so
+ * framing it at once (frame_plain_send) puts the same octets on the wire.
+ */
+static bool plain_fits(const struct esock_qp *qp, uint64_t len)
+{
+	return len && !qp->info.markers_tx && qp->mulpdu >= ESOCK_DDP_UNTAGGED_HLEN + 4 &&
+	       len <= ((qp->mulpdu - ESOCK_DDP_UNTAGGED_HLEN) & ~(uint64_t)3);
+}
+
+/*
  * Towards a packing peer, messages of at most two FPDUs are packed: they
  * share segments and join one sendmsg, their FPDUs falling where TCP cuts
  * the stream.  A 64 KiB message is two FPDUs on loopback (65458 + 78
@@ -221,18 +232,25 @@ static void seg_start(struct esock_qp *qp, struct esock_rdmap_msg *m, uint64_t l
 	qp->txc.seg.tmpl.ulp_ctrl = esock_rdmap_ctrl(m->opcode);
 }
 
-/* Starts the send WR |e|: header template and segmentation. */
+/*
+ * Starts the send WR |e|: header template and segmentation, or nothing more
+ * for a plain Send of one FPDU (build_fpdu frames it whole; header
+ * prediction's sending twin, as ep_tx_send_now's).
+ */
 static void start_sqe(struct esock_qp *qp, struct ep_sqe *e)
 {
 	const struct ep_wr_op *op = ep_wr_op(e->opcode);
 	struct esock_rdmap_msg m;
 
-	esock_rdmap_msg_init(&m, op->rdmap);
 	qp->txc.kind = EP_TX_SQ;
 	qp->txc.sqe = e;
 	ep_sockbuf_msg(qp, wire_len(e));
 	qp->txc.sge = e->sge;
 	qp->txc.num_sge = e->num_sge;
+	qp->txc.plain = e->opcode == ESOCK_WR_SEND && !e->inval_stag && plain_fits(qp, e->len);
+	if (qp->txc.plain)
+		return;
+	esock_rdmap_msg_init(&m, op->rdmap);
 	if (op->tagged) {
 		m.ddp.stag = e->rkey;
 		m.ddp.to = e->remote_addr;
@@ -399,6 +417,8 @@ static int batch_fpdu(struct esock_qp *qp, const struct iovec *iov, int n, size_
 	return 0;
 }
 
+static int frame_plain_send(struct esock_qp *qp, const struct iovec *iov, int iovcnt, size_t len);
+
 /* Adds the next FPDU of the current message to the batch.  Returns 0 or a negative code. */
 static int build_fpdu(struct esock_qp *qp)
 {
@@ -413,6 +433,13 @@ static int build_fpdu(struct esock_qp *qp)
 		iov[0].iov_len = qp->term_len;
 		c->last_fpdu_built = true;
 		return batch_fpdu(qp, iov, 1, qp->term_len);
+	}
+	if (c->plain) { /* (SGEs of no length are left out by frame_plain_send) */
+		for (int i = 0; i < c->num_sge; i++)
+			iov[i] = (struct iovec){ (void *)(uintptr_t)c->sge[i].addr, c->sge[i].length };
+		c->plain = false;
+		c->last_fpdu_built = true;
+		return frame_plain_send(qp, iov, c->num_sge, c->sqe->len);
 	}
 	memset(&m, 0, sizeof(m));
 	if (!esock_ddp_seg_next(&c->seg, &m.ddp, &off, &len))
@@ -714,7 +741,7 @@ int ep_tx_send_now(struct esock_qp *qp, const struct iovec *iov, int iovcnt, siz
 	c->kind = EP_TX_NOW;
 	c->now_len = (uint32_t)len;
 	ep_sockbuf_msg(qp, len);
-	if (!qp->txw->tx.markers && len && len + ESOCK_DDP_UNTAGGED_HLEN <= qp->mulpdu) {
+	if (plain_fits(qp, len)) {
 		if (frame_plain_send(qp, iov, iovcnt, len) < 0) {
 			tx_failed(qp, -EPROTO);
 			return -EPIPE;

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "endpoint/ep.h"
 #include "endpoint/ep_sock.h"
 #include "tests/integration/ep_pair.h"
 #include "tests/integration/evil_peer.h"
@@ -927,6 +928,96 @@ START_TEST(exact_fit_accepted)
 }
 END_TEST
 
+/*
+ * The victim's Sends on the wire, octet for octet, as the segmenter cuts them
+ * (RFC 5041 §5: payloads of MULPDU less the header, in multiples of 4 but the
+ * last; every header field, reserved and Invalidate STag 0 included), for
+ * sizes on both sides of one FPDU: small ones framed whole, one-FPDU ones
+ * framed at once (header prediction's sending twin), larger ones segmented.
+ * Then Sends from the peer into receives of two SGEs: scattered, completed
+ * in order, with nothing written outside them.
+ */
+START_TEST(sends_on_the_wire)
+{
+	struct victim *v = victim_open(NULL, NULL);
+	/* Sizes as {FPDU payloads, octets}: the MULPDU follows the MSS, which grows on loopback. */
+	static const long sizes[][2] = { { 0, 1 }, { 0, 3 }, { 0, 64 }, { 0, 255 }, { 0, 256 },
+					 { 0, 257 }, { 0, 4095 }, { 1, -1 }, { 1, 0 }, { 1, 1 },
+					 { 1, 4 }, { 2, 3 }, { 1, -1 }, { 1, 0 }, { 1, 1 } };
+	size_t cap = 3 * 65536;
+	uint8_t *buf = malloc(cap);
+	struct esock_mr *mr;
+	struct esock_wc wc;
+	uint32_t msn = 1;
+
+	ck_assert_ptr_nonnull(buf);
+	for (size_t i = 0; i < cap; i++)
+		buf[i] = (uint8_t)(i * 7 + 3);
+	mr = ep_reg(&v->s, buf, cap, 0);
+	sync_send(v); /* (the victim, the responder, sends only after our first FPDU) */
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++, msn++) {
+		size_t maxp = ((size_t)v->s.qp->mulpdu - ESOCK_DDP_UNTAGGED_HLEN) & ~(size_t)3;
+		size_t len = (size_t)((long)maxp * sizes[k][0] + sizes[k][1]), off = 0;
+
+		ck_assert_uint_le(len, cap);
+		ck_assert_int_eq(ep_post_send1(&v->s, k, ESOCK_WR_SEND, buf, (uint32_t)len,
+					       esock_mr_stag(mr), 0, 0), 0);
+		/* (as the segmenter saw it: a message of several FPDUs may ask TCP for the MSS) */
+		maxp = ((size_t)v->s.qp->mulpdu - ESOCK_DDP_UNTAGGED_HLEN) & ~(size_t)3;
+		do {
+			size_t n = len - off < maxp ? len - off : maxp;
+			struct esock_rdmap_msg m, want;
+			uint8_t hdr[ESOCK_RDMAP_HDR_MAX];
+			ssize_t hl;
+
+			ck_assert_int_eq(esock_rdmap_msg_init(&want, ESOCK_RDMAP_SEND), 0);
+			want.ddp.msn = msn;
+			want.ddp.mo = (uint32_t)off;
+			want.ddp.last = off + n == len;
+			hl = esock_rdmap_hdr_encode(&want, hdr, sizeof(hdr));
+			ck_assert_int_gt(hl, 0);
+			ck_assert_int_eq(evil_next(v->e, &m), 1); /* (its CRC and padding checked) */
+			ck_assert_msg(v->e->seg_len == (size_t)hl + n,
+				      "a Send of %zu: FPDU at %zu carries %zu octets, not %zu", len, off,
+				      v->e->seg_len, (size_t)hl + n);
+			ck_assert_msg(memcmp(v->e->seg, hdr, (size_t)hl) == 0,
+				      "a Send of %zu: header at %zu differs", len, off);
+			ck_assert_int_eq(memcmp(v->e->seg + hl, buf + off, n), 0);
+			off += n;
+		} while (off < len);
+		ck_assert_int_eq(ep_wait1(v->s.scq, &wc), 1);
+		ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+		ck_assert_uint_eq(wc.wr_id, k);
+		ck_assert_uint_eq(wc.byte_len, len);
+	}
+	/* Into two SGEs (3 + 50 octets of the 64-octet receive buffer, apart), three times. */
+	for (int i = 0; i < 3; i++) {
+		uint8_t *rb = v->r[R_RECV].base, hdr[ESOCK_RDMAP_HDR_MAX], msg[40];
+		struct esock_sge sg[2] = { { va(rb + 1), 3, v->r[R_RECV].stag },
+					   { va(rb + 10), 50, v->r[R_RECV].stag } };
+		struct esock_recv_wr rw = { .wr_id = 70u + (uint64_t)i, .sg_list = sg, .num_sge = 2 };
+		size_t hl = evil_hdr_send(v->e, hdr, ESOCK_RDMAP_SEND, 0);
+
+		for (size_t j = 0; j < sizeof(msg); j++)
+			msg[j] = (uint8_t)(j + 11 * (size_t)i);
+		ck_assert_int_eq(esock_post_recv(v->s.qp, &rw, NULL), 0);
+		evil_send(v->e, hdr, hl, msg, sizeof(msg));
+		ck_assert_int_eq(esock_cq_wait(v->s.rcq, 1, &wc, EVIL_TIMEOUT_MS), 1);
+		ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+		ck_assert_uint_eq(wc.wr_id, 70u + (uint64_t)i);
+		ck_assert_uint_eq(wc.opcode, ESOCK_WC_RECV);
+		ck_assert_uint_eq(wc.byte_len, sizeof(msg));
+		memcpy(v->r[R_RECV].want + GUARD + 1, msg, 3);
+		memcpy(v->r[R_RECV].want + GUARD + 10, msg + 3, sizeof(msg) - 3);
+		victim_expect_memory(v);
+	}
+	ck_assert_int_eq(esock_qp_state(v->s.qp), ESOCK_QPS_RTS);
+	ck_assert_int_eq(esock_mr_dereg(mr), 0);
+	free(buf);
+	victim_close(v);
+}
+END_TEST
+
 /* Markers both ways (the victim asks for them and we ask for them). */
 START_TEST(markers_placed)
 {
@@ -1343,6 +1434,7 @@ static Suite *suite(void)
 	tc = tcase(s, "MPA exchange");
 	tcase_add_loop_test(tc, garbage_request, 0, NGARBAGE);
 	tcase_add_test(tc, reply_never_comes);
+	tcase_add_test(tc, sends_on_the_wire);
 	tcase_add_test(tc, request_never_comes);
 	tcase_add_test(tc, pending_bound);
 	tcase_add_loop_test(tc, reject_reply, 0, 2);
