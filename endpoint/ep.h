@@ -383,6 +383,7 @@ struct esock_qp {
 		uint32_t msgs;
 		uint32_t open_msn;          /* the message |open| in the buffer, from octet |filled| */
 		bool one, on, open;
+		bool in_call;               /* an ep_qp_recv_now call is reading (ep_rx.c leave_for_next) */
 	} rxt;
 	size_t term_len;            /* (holder) octets of termbuf */
 	uint32_t orq_n, irq_n;      /* (holder) Reads in flight (orq), the peer's being answered (irq) */

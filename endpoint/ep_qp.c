@@ -286,7 +286,9 @@ static ssize_t recv_into(struct esock_qp *qp, void *buf, size_t len, unsigned fl
 	qp->rxt.one = flags & EP_NOW_ONE;
 	qp->rxt.open = false;
 	qp->rxt.on = len > 0;
+	qp->rxt.in_call = true;
 	serve(qp, EP_WANT_RX);
+	qp->rxt.in_call = false;
 	if (flags & EP_NOW_FINISH)
 		finish_open(qp);
 	qp->rxt.on = false;
