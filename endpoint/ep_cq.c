@@ -463,12 +463,20 @@ static int progress_pinned(struct esock_cq *cq, struct esock_qp **qps, int *m, i
 		unsigned want = EP_WANT_RX | EP_WANT_TX;
 		int st;
 
-		if (into && qps[i] == into->qp && !into->placed) {
+		/*
+		 * The reader's own QP is read only into its buffer (what does not
+		 * fit goes to receives within that call).  Not when the call could
+		 * not (another thread held the token, completions waited): read
+		 * here, the next messages would go to receives, to be copied out
+		 * after (a loaded machine: a third of a 64 KiB stream); the next
+		 * round tries again.
+		 */
+		if (into && qps[i] == into->qp) {
 			uint32_t msgs;
-			ssize_t got = ep_qp_recv_now(qps[i], into->buf, into->len, now_flags(into), &msgs);
+			ssize_t got = into->placed ? 0 : ep_qp_recv_now(qps[i], into->buf, into->len,
+									now_flags(into), &msgs);
 
-			if (got >= 0)
-				want = EP_WANT_TX; /* (it read: what did not fit went to receives) */
+			want = EP_WANT_TX;
 			if (got > 0) {
 				into->placed = (size_t)got;
 				into->msgs = msgs;

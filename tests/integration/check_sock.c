@@ -598,8 +598,8 @@ END_TEST
  * straight in its buffer (rx_now) though the next ones are already there:
  * a read stops at the end of the messages its buffer takes, as TCP's does,
  * instead of reading the next into a receive buffer to copy it out at the
- * next call (one 64 KiB copy for every other message before).  Every octet
- * arrives, in order.
+ * next call (one 64 KiB copy for nearly every message before, with the
+ * writer ahead).  Every octet arrives, in order.
  */
 START_TEST(stream_reader_takes_messages_in_its_buffer)
 {
@@ -623,7 +623,12 @@ START_TEST(stream_reader_takes_messages_in_its_buffer)
 	}
 	ck_assert_int_eq(getsockopt(fd, SOL_ESOCK, ESOCK_STATS, &st, &sl), 0);
 	ck_assert_uint_eq(st.rx_msgs, N);
-	ck_assert_msg(st.rx_now >= N - 2, "rx_now %llu of %d messages",
+	/*
+	 * All 48 on a quiet machine; 39 under valgrind, 32 in a loaded CI's
+	 * sanitizer run (a round whose read could not take the QP's token
+	 * leaves the input to the next); 1-3 when a read went on into receives.
+	 */
+	ck_assert_msg(st.rx_now >= N / 2, "rx_now %llu of %d messages",
 		      (unsigned long long)st.rx_now, N);
 	close(fd);
 	pthread_join(p.th, NULL);
