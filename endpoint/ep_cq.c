@@ -670,7 +670,7 @@ static int cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_
 	}
 	/* Slept: for an answer, or for nothing longer than the spin (not a signal's end). */
 	if (got >= 0 && (found(got, into) || t - t0 > window))
-		ep_spin_learn(&cq->spin_us, found(got, into) ? t - t0 : INT64_MAX, false);
+		ep_spin_learn(&cq->spin_us, found(got, into) ? t - t0 : INT64_MAX);
 out:
 	unpin(qps, m, t / 1000);
 	return got;

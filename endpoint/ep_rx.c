@@ -609,64 +609,46 @@ static void on_whole(struct esock_qp *qp, const struct esock_mpa_ev *ev)
 }
 
 /*
- * Header prediction (as TCP's): the commonest FPDU of a stream, a whole Send
- * that the caller's buffer of ep_qp_recv_now takes, is recognized in one
- * look and copied there, skipping the general decode, placement and
- * delivery; the MPA layer has checked its framing and CRC.  Anything else,
- * or anything odd about it, goes the general way, which judges it.
+ * Header prediction (as TCP's): the commonest FPDU of a stream, a whole plain
+ * Send (no Solicited Event, no Invalidate) with no message half-placed before
+ * it, is recognized in one look and copied where it goes, skipping the
+ * general decode, placement and delivery; the MPA layer has checked its
+ * framing and CRC.  It goes to the caller's buffer of ep_qp_recv_now when
+ * that takes it, else (no such call) to the next posted receive when that
+ * takes it whole, completed at once as deliver_recvs would (same completion,
+ * same order).  Anything else, or anything odd about it, a message too long
+ * for the receive among them, goes the general way, which judges it.
  */
 static bool fast_send(struct esock_qp *qp, const struct esock_mpa_ev *ev)
 {
 	uint32_t msn;
 	size_t hl, pay;
 
-	if (!qp->rxt.on || qp->rq_next != qp->rq_done || qp->mo_rx || qp->tx_hold ||
+	if (qp->rq_next != qp->rq_done || qp->mo_rx || qp->tx_hold ||
 	    !(hl = esock_rdmap_plain_send(ev->data, ev->len, &msn)))
 		return false;
 	pay = ev->len - hl;
-	if (msn != qp->msn_rx[ESOCK_DDP_QN_SEND] || pay > qp->rxt.room - qp->rxt.promised ||
+	if (msn != qp->msn_rx[ESOCK_DDP_QN_SEND] ||
+	    (qp->rxt.on ? pay > qp->rxt.room - qp->rxt.promised
+			: !rq_ready(qp) || pay > EP_RQE(qp, qp->rq_next)->len) ||
 	    esock_ddp_place_whole(&qp->place, ESOCK_DDP_QN_SEND, msn) < 0)
 		return false;
-	memcpy(rxt_claim(qp, pay, msn), ev->data + hl, pay);
-	rxt_filled(qp, pay);
+	if (qp->rxt.on) {
+		memcpy(rxt_claim(qp, pay, msn), ev->data + hl, pay);
+		rxt_filled(qp, pay);
+	} else {
+		struct ep_rqe *r = EP_RQE(qp, qp->rq_next++);
+		struct esock_wc wc = { .wr_id = r->wr_id, .status = ESOCK_WC_SUCCESS,
+				       .opcode = ESOCK_WC_RECV, .byte_len = (uint32_t)pay,
+				       .qp_num = qp->num };
+
+		rqe_fill(r, ev->data + hl, pay);
+		ep_ring_release(&qp->rqr, qp->rq_done++);
+		ep_cq_push(qp->rcq, &wc, false);
+	}
 	qp->msn_rx[ESOCK_DDP_QN_SEND]++;
 	qp->rx_small = ev->len < EP_DIRECT_MIN; /* (as on_hdr: the next stage read's size) */
 	qp->rx_cont = false;
-	return true;
-}
-
-/*
- * The same prediction for the endpoint's own receives: a whole plain Send
- * (no Solicited Event, no Invalidate) that the next posted receive takes
- * whole, with no message half-placed before it, is copied into that
- * receive's SGEs and completed at once, as the general way would place and
- * complete it (deliver_recvs: same completion, same order).  Anything else,
- * a message too long for the receive among them, goes the general way.
- */
-static bool fast_send_rq(struct esock_qp *qp, const struct esock_mpa_ev *ev)
-{
-	struct ep_rqe *r;
-	uint32_t msn;
-	size_t hl, pay;
-
-	if (qp->rxt.on || qp->rq_next != qp->rq_done || qp->mo_rx || qp->tx_hold ||
-	    !(hl = esock_rdmap_plain_send(ev->data, ev->len, &msn)))
-		return false;
-	pay = ev->len - hl;
-	if (msn != qp->msn_rx[ESOCK_DDP_QN_SEND] || !rq_ready(qp) ||
-	    pay > EP_RQE(qp, qp->rq_next)->len ||
-	    esock_ddp_place_whole(&qp->place, ESOCK_DDP_QN_SEND, msn) < 0)
-		return false;
-	r = EP_RQE(qp, qp->rq_next++);
-	rqe_fill(r, ev->data + hl, pay);
-	qp->msn_rx[ESOCK_DDP_QN_SEND]++;
-	qp->rx_small = ev->len < EP_DIRECT_MIN;
-	qp->rx_cont = false;
-	struct esock_wc wc = { .wr_id = r->wr_id, .status = ESOCK_WC_SUCCESS, .opcode = ESOCK_WC_RECV,
-			       .byte_len = (uint32_t)pay, .qp_num = qp->num };
-
-	ep_ring_release(&qp->rqr, qp->rq_done++);
-	ep_cq_push(qp->rcq, &wc, false);
 	return true;
 }
 
@@ -691,7 +673,7 @@ static ssize_t feed(struct esock_qp *qp, const uint8_t *p, size_t len)
 		return -1;
 	}
 	if (ev.type == ESOCK_MPA_EV_ULPDU) {
-		if (!fast_send(qp, &ev) && !fast_send_rq(qp, &ev))
+		if (!fast_send(qp, &ev))
 			on_whole(qp, &ev);
 	}
 	else if (ev.type == ESOCK_MPA_EV_HDR)
@@ -775,18 +757,27 @@ static int feed_direct(struct esock_qp *qp, size_t n)
 }
 
 /*
+ * The MPA length and untagged header at |p| (markers off) start a Send's
+ * first FPDU with payload: untagged, QN 0, MO 0.
+ */
+static bool send_starts(const uint8_t *p)
+{
+	const uint8_t *h = p + ESOCK_MPA_LEN_LEN;
+
+	return esock_get_be16(p) > ESOCK_DDP_UNTAGGED_HLEN && !(h[0] & ESOCK_DDP_CTRL_T) &&
+	       esock_get_be32(h + 6) == ESOCK_DDP_QN_SEND && esock_get_be32(h + 14) == 0;
+}
+
+/*
  * The untagged header at |p| (behind the MPA length, markers off) is that of
  * a whole message the caller's buffer of ep_qp_recv_now has room for.
  */
 static bool now_fits(const struct esock_qp *qp, const uint8_t *p)
 {
-	size_t ulen = esock_get_be16(p), pay = ulen - ESOCK_DDP_UNTAGGED_HLEN;
+	size_t pay = esock_get_be16(p) - (size_t)ESOCK_DDP_UNTAGGED_HLEN;
 
-	return qp->rxt.on && !qp->info.markers_rx && qp->rq_next == qp->rq_done &&
-	       ulen > ESOCK_DDP_UNTAGGED_HLEN && !(p[ESOCK_MPA_LEN_LEN] & ESOCK_DDP_CTRL_T) &&
-	       esock_get_be32(p + ESOCK_MPA_LEN_LEN + 6) == ESOCK_DDP_QN_SEND &&
-	       (p[ESOCK_MPA_LEN_LEN] & ESOCK_DDP_CTRL_L) &&
-	       esock_get_be32(p + ESOCK_MPA_LEN_LEN + 14) == 0 && pay <= qp->rxt.room - qp->rxt.promised;
+	return qp->rxt.on && !qp->info.markers_rx && qp->rq_next == qp->rq_done && send_starts(p) &&
+	       (p[ESOCK_MPA_LEN_LEN] & ESOCK_DDP_CTRL_L) && pay <= qp->rxt.room - qp->rxt.promised;
 }
 
 /*
@@ -854,16 +845,15 @@ static bool now_partial(const struct esock_qp *qp)
  */
 static bool leave_for_next_call(const struct esock_qp *qp)
 {
-	const uint8_t *p = qp->stage + qp->stage_off, *h = p + ESOCK_MPA_LEN_LEN;
+	const uint8_t *p = qp->stage + qp->stage_off;
 	size_t avail = qp->stage_len - qp->stage_off, ulen;
 
 	if (!qp->rxt.in_call || !qp->rxt.msgs || qp->rxt.open || qp->info.markers_rx ||
-	    !esock_mpa_rx_idle(&qp->rx) || avail < ESOCK_MPA_LEN_LEN + ESOCK_DDP_UNTAGGED_HLEN)
+	    !esock_mpa_rx_idle(&qp->rx) || avail < ESOCK_MPA_LEN_LEN + ESOCK_DDP_UNTAGGED_HLEN ||
+	    !send_starts(p))
 		return false;
 	ulen = esock_get_be16(p);
-	return ulen > ESOCK_DDP_UNTAGGED_HLEN && !(h[0] & ESOCK_DDP_CTRL_T) &&
-	       esock_get_be32(h + 6) == ESOCK_DDP_QN_SEND && esock_get_be32(h + 14) == 0 &&
-	       esock_mpa_fpdu_len((uint16_t)ulen, false, 0) > avail &&
+	return esock_mpa_fpdu_len(ulen, false, 0) > avail &&
 	       ulen - ESOCK_DDP_UNTAGGED_HLEN > qp->rxt.room - qp->rxt.promised;
 }
 

@@ -52,11 +52,12 @@ static inline int ep_spin_next(int window_us, int64_t waited_us, bool caught, in
 
 /*
  * A CQ's window (ep_wait.c): a new one, the current one, and the lesson of
- * a wait.  $ESOCK_SPIN_US fixes every window (no learning);
+ * a wait that slept, |waited_us| after it began (a wait caught spinning
+ * teaches nothing).  $ESOCK_SPIN_US fixes every window (no learning);
  * $ESOCK_SPIN_MAX_US is the cap (default EP_SPIN_CAP_US; 0: no spin).
  */
 void ep_spin_window_init(atomic_int *w);
 int ep_spin_window(atomic_int *w);
-void ep_spin_learn(atomic_int *w, int64_t waited_us, bool caught);
+void ep_spin_learn(atomic_int *w, int64_t waited_us);
 
 #endif

@@ -434,12 +434,10 @@ static int build_fpdu(struct esock_qp *qp)
 		c->last_fpdu_built = true;
 		return batch_fpdu(qp, iov, 1, qp->term_len);
 	}
-	if (c->plain) { /* (SGEs of no length are left out by frame_plain_send) */
-		for (int i = 0; i < c->num_sge; i++)
-			iov[i] = (struct iovec){ (void *)(uintptr_t)c->sge[i].addr, c->sge[i].length };
+	if (c->plain) {
 		c->plain = false;
 		c->last_fpdu_built = true;
-		return frame_plain_send(qp, iov, c->num_sge, c->sqe->len);
+		return frame_plain_send(qp, iov, payload_iov(c, 0, c->sqe->len, iov), c->sqe->len);
 	}
 	memset(&m, 0, sizeof(m));
 	if (!esock_ddp_seg_next(&c->seg, &m.ddp, &off, &len))

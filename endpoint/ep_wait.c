@@ -57,8 +57,9 @@ bool ep_spin_for(int64_t *spin_end, int window_us)
 {
 	int64_t t0, t;
 
+	/* (no sched_yield in a sandbox; a window of 0: no spin, not even a clock read) */
 	if (atomic_load(&ep_restricted) || (window_us <= 0 && !*spin_end))
-		return false; /* (no sched_yield in a sandbox) */
+		return false;
 	t0 = ep_now_us();
 	if (spin_long) /* (a caller that does not tell what it found: lost) */
 		ep_spin_found(0);
@@ -105,14 +106,14 @@ int ep_spin_window(atomic_int *w)
 	return atomic_load_explicit(w, memory_order_relaxed);
 }
 
-void ep_spin_learn(atomic_int *w, int64_t waited_us, bool caught)
+void ep_spin_learn(atomic_int *w, int64_t waited_us)
 {
 	int old = atomic_load_explicit(w, memory_order_relaxed), nw;
 
 	if (spin_fixed_us() >= 0)
 		return;
 	/* (Two waiters of one CQ may race here: either's lesson is a fine window.) */
-	if ((nw = ep_spin_next(old, waited_us, caught, spin_cap_us())) != old)
+	if ((nw = ep_spin_next(old, waited_us, false, spin_cap_us())) != old)
 		atomic_store_explicit(w, nw, memory_order_relaxed);
 }
 

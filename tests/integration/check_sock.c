@@ -556,6 +556,34 @@ START_TEST(epoll_reads_direct)
 END_TEST
 
 /*
+ * Reads p->n pieces of p->size octets from a piece sender over DDPMODE, each
+ * checked in order (acked when the sender waits for it), and returns the
+ * reading socket's counters.
+ */
+static void read_pieces(struct piece_sender *p, char *in, struct esock_sock_stats *st)
+{
+	socklen_t sl = sizeof(*st);
+	struct sockaddr_in sa;
+	int fd;
+
+	p->lfd = listener(true, &sa);
+	ck_assert_int_eq(pthread_create(&p->th, NULL, piece_sender_main, p), 0);
+	fd = ddp_connect(&sa);
+	if (p->stream)
+		usleep(50000); /* (the sender runs ahead: the socket fills) */
+	for (int i = 0; i < p->n; i++) {
+		read_all(fd, in, p->size);
+		tu_assert_mem(in, p->data + (size_t)i * p->size, p->size);
+		if (!p->stream)
+			ck_assert_int_eq(write(fd, "a", 1), 1);
+	}
+	ck_assert_int_eq(getsockopt(fd, SOL_ESOCK, ESOCK_STATS, st, &sl), 0);
+	close(fd);
+	pthread_join(p->th, NULL);
+	close(p->lfd);
+}
+
+/*
  * A blocking reader that waits for a message larger than an FPDU gets it
  * straight in its buffer (rx_now): while it waits, its thread reads the
  * QP's input into that buffer, not into a receive buffer to be copied out
@@ -571,25 +599,11 @@ START_TEST(blocking_read_waits_into_buffer)
 	uint64_t rng = tu_rng_seed("blocking_read_waits_into_buffer");
 	struct piece_sender p = { .n = N, .size = SIZE, .data = data };
 	struct esock_sock_stats st;
-	socklen_t sl = sizeof(st);
-	struct sockaddr_in sa;
-	int fd;
 
 	tu_rng_fill(&rng, data, sizeof(data));
-	p.lfd = listener(true, &sa);
-	ck_assert_int_eq(pthread_create(&p.th, NULL, piece_sender_main, &p), 0);
-	fd = ddp_connect(&sa);
-	for (int i = 0; i < N; i++) {
-		read_all(fd, in, sizeof(in));
-		tu_assert_mem(in, data + (size_t)i * SIZE, SIZE);
-		ck_assert_int_eq(write(fd, "a", 1), 1);
-	}
-	ck_assert_int_eq(getsockopt(fd, SOL_ESOCK, ESOCK_STATS, &st, &sl), 0);
+	read_pieces(&p, in, &st);
 	ck_assert_msg(st.rx_now >= N / 2, "rx_now %llu of %d messages (%llu)",
 		      (unsigned long long)st.rx_now, N, (unsigned long long)st.rx_msgs);
-	close(fd);
-	pthread_join(p.th, NULL);
-	close(p.lfd);
 }
 END_TEST
 
@@ -608,20 +622,9 @@ START_TEST(stream_reader_takes_messages_in_its_buffer)
 	uint64_t rng = tu_rng_seed("stream_reader_takes_messages_in_its_buffer");
 	struct piece_sender p = { .n = N, .size = SIZE, .data = data, .stream = true };
 	struct esock_sock_stats st;
-	socklen_t sl = sizeof(st);
-	struct sockaddr_in sa;
-	int fd;
 
 	tu_rng_fill(&rng, data, sizeof(data));
-	p.lfd = listener(true, &sa);
-	ck_assert_int_eq(pthread_create(&p.th, NULL, piece_sender_main, &p), 0);
-	fd = ddp_connect(&sa);
-	usleep(50000); /* (the sender runs ahead: the socket fills) */
-	for (int i = 0; i < N; i++) {
-		read_all(fd, in, sizeof(in));
-		tu_assert_mem(in, data + (size_t)i * SIZE, SIZE);
-	}
-	ck_assert_int_eq(getsockopt(fd, SOL_ESOCK, ESOCK_STATS, &st, &sl), 0);
+	read_pieces(&p, in, &st);
 	ck_assert_uint_eq(st.rx_msgs, N);
 	/*
 	 * All 48 on a quiet machine; 39 under valgrind, 32 in a loaded CI's
@@ -630,9 +633,6 @@ START_TEST(stream_reader_takes_messages_in_its_buffer)
 	 */
 	ck_assert_msg(st.rx_now >= N / 2, "rx_now %llu of %d messages",
 		      (unsigned long long)st.rx_now, N);
-	close(fd);
-	pthread_join(p.th, NULL);
-	close(p.lfd);
 }
 END_TEST
 
