@@ -103,6 +103,7 @@ struct esock_cq {
 	/* ep_cq.c look_first: waits to go before the next look ahead of sleeping, the last step */
 	_Atomic uint8_t look_skip, look_step;
 	atomic_uint sleeps;    /* times a waiter slept in poll() (diagnostics, tests) */
+	atomic_uint kicks;     /* times its listeners were told (notify: diagnostics, tests) */
 	atomic_int spin_us;    /* how long its waiters spin before they sleep (ep_spin.h) */
 	atomic_int refs;       /* QPs bound */
 	pthread_mutex_t lock;  /* the lists below */
@@ -120,6 +121,13 @@ void ep_cq_push(struct esock_cq *cq, const struct esock_wc *wc, bool solicited);
  * and its descriptor and watchers (poll, epoll sets) hear nothing.
  */
 void ep_cq_push_quiet(struct esock_cq *cq, const struct esock_wc *wc);
+/*
+ * Between these two (nested, one thread), the waiters of the CQs completed
+ * into are woken only at the end: the caller serves a QP under its progress
+ * token and calls ep_cq_wake_now after letting the token go (ep_cq.c).
+ */
+void ep_cq_hold_wakes(void);
+void ep_cq_wake_now(void);
 int ep_cq_bind(struct esock_cq *cq, struct esock_qp *qp);
 void ep_cq_unbind(struct esock_cq *cq, struct esock_qp *qp);
 
@@ -322,6 +330,9 @@ struct esock_qp {
 	bool tx_more;               /* (holder) the last write held its tail back (MSG_MORE): push it */
 	bool rx_small;              /* (holder) the last message began with a small FPDU: the next stage read is large (ep_rx.c) */
 	bool rx_cont;               /* (holder) the last FPDU did not end its message (DDP L = 0) */
+	bool rx_was_direct;         /* (holder) the last payload was read straight into place */
+	uint16_t rx_tail;           /* (holder) octets a direct read asks for behind the payload (ep_rx.c) */
+	uint32_t rx_full_reads;     /* (holder) reads that took all they asked for (diagnostics, tests) */
 	bool rx_in_whole;           /* (holder) an FPDU that came whole is being handled (on_whole) */
 	bool rx_empty;              /* (holder) the last read of the socket came back short or empty */
 	bool rx_took_short;         /* (holder) the stage holds what a short read took: read no more now */

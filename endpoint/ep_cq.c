@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,7 @@ static void notify(struct esock_cq *cq)
 {
 	int efd = atomic_load(&cq->efd);
 
+	atomic_fetch_add_explicit(&cq->kicks, 1, memory_order_relaxed);
 	if (efd >= 0) {
 		kick_fd(efd);
 		/* After the write: a reader that sees the flag finds the count (ep_cq_poll_begin). */
@@ -91,6 +93,48 @@ static void notify(struct esock_cq *cq)
 	for (int i = 0; i < cq->nsleep; i++)
 		kick_fd(cq->sleep_efd[i]);
 	pthread_mutex_unlock(&cq->lock);
+}
+
+/*
+ * Wake-ups after the token.  Completions made while this thread serves a QP
+ * (ep_cq_hold_wakes .. ep_cq_wake_now, around the progress token) wake their
+ * waiters once the token is let go, one kick per CQ for the whole turn.
+ * Woken at once, a waiter on the same CPU runs before the holder lets go,
+ * finds the token taken and its socket readable, and polls in a loop until
+ * the scheduler runs the holder again (seen: runs of up to 5 ms, 7 % of a
+ * one-CPU 64 KiB stream); and a batch of 16 completions cost 16 writes.
+ */
+#define HELD_MAX 4
+static ESOCK_TLS unsigned hold_depth;
+static ESOCK_TLS int nheld;
+static ESOCK_TLS struct esock_cq *held[HELD_MAX];
+
+static void wake(struct esock_cq *cq)
+{
+	if (hold_depth) {
+		for (int i = 0; i < nheld; i++)
+			if (held[i] == cq)
+				return;
+		if (nheld < HELD_MAX) {
+			held[nheld++] = cq;
+			return;
+		}
+	}
+	notify(cq);
+}
+
+void ep_cq_hold_wakes(void)
+{
+	hold_depth++;
+}
+
+void ep_cq_wake_now(void)
+{
+	/* (The holder keeps its QP referenced until after this: its CQs stay.) */
+	if (--hold_depth)
+		return;
+	while (nheld)
+		notify(held[--nheld]);
 }
 
 /* Grows |*arr| (|*cap| entries of |size|) to hold one more.  0 or -ENOMEM. */
@@ -155,16 +199,16 @@ void ep_cq_push(struct esock_cq *cq, const struct esock_wc *wc, bool solicited)
 	armed = atomic_load(&cq->armed);
 	if (armed && (armed == 1 || solicited || wc->status != ESOCK_WC_SUCCESS) &&
 	    atomic_compare_exchange_strong(&cq->armed, &armed, 0))
-		notify(cq);
+		wake(cq);
 	else if (atomic_load(&cq->sleepers) || atomic_load(&cq->pollers))
-		notify(cq);
+		wake(cq);
 }
 
 void ep_cq_push_quiet(struct esock_cq *cq, const struct esock_wc *wc)
 {
 	publish(cq, wc);
 	if (atomic_load(&cq->sleepers))
-		notify(cq);
+		wake(cq);
 }
 
 /*
@@ -179,7 +223,7 @@ void ep_cq_kick(struct esock_cq *cq)
 	atomic_thread_fence(memory_order_seq_cst);
 	if ((armed && atomic_compare_exchange_strong(&cq->armed, &armed, 0)) ||
 	    atomic_load(&cq->sleepers) || atomic_load(&cq->pollers))
-		notify(cq);
+		wake(cq);
 }
 
 int user_cq_poll(struct esock_cq *cq, int n, struct esock_wc *wc)
@@ -526,6 +570,15 @@ static int sleep_for_input(struct esock_cq *cq, struct esock_qp *qp, int left)
 	return rc;
 }
 
+/* Another thread holds the progress token of a pinned QP. */
+static bool any_taken(struct esock_qp **qps, int m)
+{
+	for (int i = 0; i < m; i++)
+		if (atomic_load_explicit(&qps[i]->busy, memory_order_relaxed))
+			return true;
+	return false;
+}
+
 /* A wait ends with completions, or with octets in the reader's buffer. */
 static bool found(int got, const struct rx_into *into)
 {
@@ -667,6 +720,13 @@ static int cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_
 		}
 		if (rc == 0 && timeout_ms >= 0 && t >= end)
 			break;
+		/*
+		 * Input there, but another thread holds the QP's token: it serves
+		 * our wish when it lets go.  If it was put off this CPU holding
+		 * it, poll() says ready again at once: let it run first.
+		 */
+		if (rc > 0 && any_taken(qps, m))
+			sched_yield();
 	}
 	/* Slept: for an answer, or for nothing longer than the spin (not a signal's end). */
 	if (got >= 0 && (found(got, into) || t - t0 > window))

@@ -225,8 +225,10 @@ void ep_qp_progress(struct esock_qp *qp, unsigned want)
 		else
 			w |= e & ~(unsigned)(EP_WANT_RX | EP_WANT_TX | EP_WANT_DRAIN);
 
+		ep_cq_hold_wakes();
 		serve(qp, w);
 		atomic_store(&qp->busy, false);
+		ep_cq_wake_now();
 	}
 }
 
@@ -304,8 +306,10 @@ ssize_t ep_qp_recv_now(struct esock_qp *qp, void *buf, size_t len, unsigned flag
 	*msgs = 0;
 	if (!(flags & EP_NOW_WAIT ? token_wait(qp) : token_try(qp)))
 		return -EAGAIN;
+	ep_cq_hold_wakes();
 	n = recv_into(qp, buf, len, flags, msgs);
 	token_release(qp);
+	ep_cq_wake_now();
 	return n;
 }
 
@@ -374,10 +378,12 @@ ssize_t ep_qp_sleep_recv(struct esock_qp *qp, void *buf, size_t len, unsigned fl
 	/* (The file is non-blocking after all: poll() from now on.  Else an SO_RCVTIMEO set meanwhile.) */
 	if ((n == -EAGAIN || n == -EWOULDBLOCK) && (REAL(fcntl)(qp->fd, F_GETFL) & O_NONBLOCK))
 		qp->no_sleep_recv = true;
+	ep_cq_hold_wakes();
 	placed = recv_into(qp, buf, len, flags, msgs);
 	if (placed < 0)
 		serve(qp, EP_WANT_RX); /* (completions wait: what came goes behind them) */
 	token_release(qp);
+	ep_cq_wake_now();
 	if (placed > 0)
 		return placed;
 	return n == -EINTR ? -EINTR : n == -EAGAIN || n == -EWOULDBLOCK ? -ETIMEDOUT : 0;
@@ -461,8 +467,10 @@ int ep_qp_sleep_input(struct esock_qp *qp, const struct esock_cq *cq)
 		return -EAGAIN;
 	}
 	n = sleep_read(qp);
+	ep_cq_hold_wakes();
 	serve(qp, EP_WANT_RX); /* (feeds the stage; answers a Read Request that came) */
 	token_release(qp);
+	ep_cq_wake_now();
 	return n == -EINTR ? -EINTR : 0;
 }
 
@@ -529,8 +537,10 @@ int ep_qp_send_now(struct esock_qp *qp, const struct iovec *iov, int iovcnt, siz
 	/* Taken (by the engine, a reader, a quiesce): the queued path serves it in turn. */
 	if (!token_try(qp))
 		return -EAGAIN;
+	ep_cq_hold_wakes();
 	rc = ep_tx_send_now(qp, iov, iovcnt, len);
 	token_release(qp);
+	ep_cq_wake_now();
 	return rc;
 }
 

@@ -35,6 +35,7 @@
 #define STAGE_READ (4096 + 64)
 #define STAGE_READ_SMALL (EP_STAGE_LEN - 512)
 #define STAGE_TAIL 64   /* read behind a payload: CRC, next header, a little more */
+#define TAIL_SMALL_MAX 4096 /* a small FPDU behind a large one this long is read with it */
 _Static_assert(STAGE_READ + 256 <= EP_STAGE_LEN, "a read fits behind a partial header");
 _Static_assert(STAGE_READ_SMALL >= 65536, "a stage read takes 64 KiB of small FPDUs");
 
@@ -391,6 +392,21 @@ static void on_hdr(struct esock_qp *qp, const struct esock_mpa_ev *ev)
 	 */
 	if (!qp->rx_cont)
 		qp->rx_small = ev->ulpdu_len < EP_DIRECT_MIN;
+	/*
+	 * Behind a payload read straight into place: a small FPDU there (the
+	 * short last one of a large message: 78 octets behind 65458 for 64 KiB
+	 * on loopback) is read with that payload next time, CRC and the header
+	 * after it included, so such a message costs one receive call, not two.
+	 * Only what was seen last time: a large FPDU there wants a short tail
+	 * (what the tail takes of its payload is copied out of the stage).
+	 */
+	if (qp->rx_was_direct) {
+		size_t whole = ESOCK_MPA_LEN_LEN + ev->ulpdu_len + esock_mpa_pad_len(ev->ulpdu_len) +
+			       ESOCK_MPA_CRC_LEN;
+
+		qp->rx_was_direct = false;
+		qp->rx_tail = whole <= TAIL_SMALL_MAX ? (uint16_t)(whole + STAGE_TAIL) : STAGE_TAIL;
+	}
 	qp->rx_cont = ev->len && !(ev->data[0] & ESOCK_DDP_CTRL_L);
 	memcpy(c->hdr, ev->data, ev->len);
 	oi = ev->len ? esock_rdmap_opinfo(ev->data[1] & ESOCK_RDMAP_CTRL_OPCODE) : NULL;
@@ -722,7 +738,9 @@ static ssize_t read_some(struct esock_qp *qp, size_t *direct, size_t *asked)
 	}
 	/* Behind what the stage still holds (a partial header kept for a look). */
 	iov[cnt].iov_base = qp->stage + qp->stage_len;
-	iov[cnt].iov_len = *direct ? STAGE_TAIL : qp->rx_small ? STAGE_READ_SMALL : STAGE_READ;
+	iov[cnt].iov_len = *direct ? (qp->rx_tail ? qp->rx_tail : STAGE_TAIL)
+				   : qp->rx_small ? STAGE_READ_SMALL : STAGE_READ;
+	qp->rx_was_direct = *direct > 0;
 	if (iov[cnt].iov_len > EP_STAGE_LEN - qp->stage_len) /* (it holds a few octets at most) */
 		iov[cnt].iov_len = EP_STAGE_LEN - qp->stage_len;
 	*asked = *direct + iov[cnt++].iov_len;
@@ -907,6 +925,7 @@ static void rx_progress(struct esock_qp *qp, bool drain)
 		n = read_some(qp, &direct, &asked);
 		/* (Short or nothing: the kernel's queue was empty then; ep_qp_rx_seen_empty.) */
 		qp->rx_empty = n == -EAGAIN || n == -EWOULDBLOCK || (n > 0 && (size_t)n < asked);
+		qp->rx_full_reads += n > 0 && (size_t)n == asked;
 		if (qp->rx_empty && n < 0)
 			return;
 		/* (Still holding for its first FPDU, the peer's FIN ends it all: we could never send.) */

@@ -1531,6 +1531,119 @@ START_TEST(quiet_sends)
 }
 END_TEST
 
+struct collector {
+	struct esock_cq *cq;
+	int want, got, bad;
+};
+
+static void *collect(void *arg)
+{
+	struct collector *c = arg;
+	struct esock_wc wc[16];
+	int n;
+
+	while (c->got < c->want && (n = esock_cq_wait(c->cq, 16, wc, 5000)) > 0)
+		for (int i = 0; i < n; i++, c->got++)
+			c->bad += wc[i].status != ESOCK_WC_SUCCESS;
+	return NULL;
+}
+
+/*
+ * A list of 16 Sends completes while another thread sleeps on their CQ: it
+ * is woken once for the batch, after the thread that served the QP let go
+ * of it, not once per completion (16 eventfd writes, each waking the
+ * sleeper onto a token still held: ep_cq.c).
+ */
+START_TEST(batch_wakes_a_sleeper_once)
+{
+	enum { N = 16 };
+	static uint8_t out[N][64], in[N][64];
+	struct esock_sge sge[N];
+	struct esock_send_wr wr[N];
+	struct collector c;
+	struct ep_pair p;
+	struct esock_mr *mo, *mi;
+	struct esock_wc wc;
+	pthread_t th;
+	unsigned k0;
+
+	ck_assert_int_eq(ep_pair_open(&p, NULL, NULL), 0);
+	mo = ep_reg(&p.a, out, sizeof(out), 0);
+	mi = ep_reg(&p.b, in, sizeof(in), ESOCK_ACCESS_LOCAL_WRITE);
+	for (int i = 0; i < N; i++) {
+		ep_post_recv1(&p.b, (uint64_t)i, in[i], 64, esock_mr_stag(mi));
+		fill(out[i], 64, (unsigned)i);
+		sge[i] = (struct esock_sge){ U64(out[i]), 64, esock_mr_stag(mo) };
+		wr[i] = (struct esock_send_wr){ .wr_id = (uint64_t)i, .sg_list = &sge[i], .num_sge = 1,
+						.opcode = ESOCK_WR_SEND, .send_flags = ESOCK_SEND_SIGNALED,
+						.next = i + 1 < N ? &wr[i + 1] : NULL };
+	}
+	c = (struct collector){ .cq = p.a.scq, .want = N };
+	ck_assert_int_eq(pthread_create(&th, NULL, collect, &c), 0);
+	/* Asleep by now: its spin is at most EP_SPIN_CAP_US. */
+	nanosleep(&(struct timespec){ 0, 100 * 1000 * 1000 }, NULL);
+	k0 = atomic_load(&p.a.scq->kicks);
+	ck_assert_int_eq(esock_post_send(p.a.qp, wr, NULL), 0);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(c.got, N);
+	ck_assert_int_eq(c.bad, 0);
+	ck_assert_msg(atomic_load(&p.a.scq->kicks) - k0 <= 3, "%u wake-ups for a batch of %d",
+		      atomic_load(&p.a.scq->kicks) - k0, N);
+	for (int i = 0; i < N; i++) {
+		ck_assert_int_eq(ep_wait1(p.b.rcq, &wc), 1);
+		ck_assert_uint_eq(wc.wr_id, (uint64_t)i);
+		ck_assert_int_eq(memcmp(in[i], out[i], 64), 0);
+	}
+	esock_mr_dereg(mo);
+	esock_mr_dereg(mi);
+	ep_pair_close(&p);
+}
+END_TEST
+
+/*
+ * A 64 KiB Send is a large FPDU and a short one on loopback (65458 + 78
+ * octets): the reader learns to take the short one, with the CRC and the
+ * next header, in the read that places the large payload, so a stream of
+ * them costs one full receive call per message, not two (ep_rx.c).  Reads
+ * that came back short (the writer not yet there) do not count.
+ */
+START_TEST(large_messages_one_read_each)
+{
+	enum { WARM = 16, N = 64, SZ = 65536 };
+	static uint8_t out[SZ], in[SZ];
+	struct ep_pair p;
+	struct esock_mr *mo, *mi;
+	struct esock_wc wc;
+	uint32_t r0 = 0;
+
+	ck_assert_int_eq(ep_pair_open(&p, NULL, NULL), 0);
+	mo = ep_reg(&p.a, out, sizeof(out), 0);
+	mi = ep_reg(&p.b, in, sizeof(in), ESOCK_ACCESS_LOCAL_WRITE);
+	fill(out, sizeof(out), 7);
+	for (int i = 0; i < WARM + N; i++) {
+		if (i == WARM) { /* (the MSS has grown: the MULPDU is the large one now) */
+			ck_assert_int_gt(p.a.qp->info.mulpdu, SZ / 2);
+			r0 = p.b.qp->rx_full_reads;
+		}
+		ep_post_recv1(&p.b, (uint64_t)i, in, SZ, esock_mr_stag(mi));
+		ck_assert_int_eq(ep_post_send1(&p.a, (uint64_t)i, ESOCK_WR_SEND, out, SZ,
+					       esock_mr_stag(mo), 0, 0), 0);
+		if (i % 8 == 7) /* (eight at a time: within the queues' depths) */
+			for (int k = 0; k < 8; k++) {
+				ck_assert_int_eq(ep_wait1(p.b.rcq, &wc), 1);
+				ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+				ck_assert_int_eq(ep_wait1(p.a.scq, &wc), 1);
+			}
+	}
+	ck_assert_int_eq(memcmp(in, out, SZ), 0);
+	ck_assert_msg(p.b.qp->rx_full_reads - r0 <= N + N / 4, "%u full reads for %d messages",
+		      p.b.qp->rx_full_reads - r0, N);
+	esock_mr_dereg(mo);
+	esock_mr_dereg(mi);
+	ep_pair_close(&p);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("endpoint semantics");
@@ -1562,6 +1675,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, pack_big_messages_aligned);
 	tcase_add_test(tc, wishes_survive_quiesce);
 	tcase_add_test(tc, quiet_sends);
+	tcase_add_test(tc, batch_wakes_a_sleeper_once);
+	tcase_add_test(tc, large_messages_one_read_each);
 	suite_add_tcase(s, tc);
 	return s;
 }
