@@ -36,6 +36,7 @@ static const char usage_text[] =
 	"                    having announced esock in the MPA exchange (default on; off:\n"
 	"                    one message per segment, as towards an RNIC)\n"
 	"  --cpus none|same|split|both   same: both processes on CPU 0; split: client 0, server 1\n"
+	"  --only tcp|esock  run one transport's cells only (to profile it; ratio 0)\n"
 	"  --csv             CSV: test,op,size,crc,markers,placement,iters,esock_value,tcp_value,unit,ratio\n"
 	"ESOCK_ENGINE_CPU and ESOCK_POLL are read by the library (engine thread CPU, busy polling).\n";
 
@@ -121,6 +122,7 @@ static int option(struct bench_opts *o, int c, const char *arg)
 	case 'M': return parse_onoff(arg, o->markers, &o->nmarkers);
 	case 'k': return strcmp(arg, "on") == 0 ? (o->pack = 1, 0) : strcmp(arg, "off") == 0 ? (o->pack = 0, 0) : -1;
 	case 'P': return parse_cpus(arg, o);
+	case 'O': return strcmp(arg, "tcp") == 0 ? (o->only = 1, 0) : strcmp(arg, "esock") == 0 ? (o->only = 2, 0) : -1;
 	case 'A': return inet_pton(AF_INET, arg, &bench_ep_addr) == 1 ? 0 : -1;
 	case 'S':
 		o->nlat = o->nbw = bench_parse_sizes(arg, o->lat_sizes, BENCH_SIZES_MAX);
@@ -143,7 +145,7 @@ int main(int argc, char **argv)
 		{ "window", required_argument, NULL, 'w' }, { "crc", required_argument, NULL, 'C' },
 		{ "markers", required_argument, NULL, 'M' }, { "cpus", required_argument, NULL, 'P' },
 		{ "addr", required_argument, NULL, 'A' }, { "pack", required_argument, NULL, 'k' },
-		{ "think", required_argument, NULL, 't' },
+		{ "think", required_argument, NULL, 't' }, { "only", required_argument, NULL, 'O' },
 		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 }
 	};
 	struct bench_opts o;

@@ -38,6 +38,7 @@ struct bench_opts {
 	int markers[2], nmarkers;
 	int pack;                     /* 1: FPDUs share segments between two esock ends */
 	int think_us;                 /* latency: the server's busy work per answer */
+	int only;                     /* 0 both, 1 TCP only, 2 esock only (profiling) */
 	enum bench_cpus cpus[3];
 	int ncpus;
 };

@@ -103,9 +103,11 @@ static void lat_cell(struct client *c, struct bench_job j)
 	if (!t_tcp || !t_ep)
 		bench_die("out of memory");
 	j.tcp = 1;
-	run_job(c, &j, t_tcp);
+	if (c->o->only != 2)
+		run_job(c, &j, t_tcp);
 	j.tcp = 0;
-	run_job(c, &j, t_ep);
+	if (c->o->only != 1)
+		run_job(c, &j, t_ep);
 	bench_sort(t_tcp + warm, n);
 	bench_sort(t_ep + warm, n);
 	row(c, &j, "lat_p50", n, bench_pct(t_ep + warm, n, 50), bench_pct(t_tcp + warm, n, 50), "us");
@@ -126,9 +128,9 @@ static void bw_cell(struct client *c, struct bench_job j)
 	secs = (double)j.count * (double)j.size / (mbs * 1e6);
 	calib = (double)j.count * c->o->seconds / secs;
 	j.count = (uint64_t)(calib < 8 ? 8 : calib > 5e6 ? 5e6 : calib);
-	tcp = run_job(c, &j, NULL);
+	tcp = c->o->only == 2 ? 0 : run_job(c, &j, NULL);
 	j.tcp = 0;
-	ep = run_job(c, &j, NULL);
+	ep = c->o->only == 1 ? 0 : run_job(c, &j, NULL);
 	row(c, &j, "bw", j.count, ep, tcp, "MB/s");
 }
 
