@@ -331,7 +331,8 @@ struct esock_qp {
 	bool rx_small;              /* (holder) the last message began with a small FPDU: the next stage read is large (ep_rx.c) */
 	bool rx_cont;               /* (holder) the last FPDU did not end its message (DDP L = 0) */
 	bool rx_was_direct;         /* (holder) the last payload was read straight into place */
-	uint16_t rx_tail;           /* (holder) octets a direct read asks for behind the payload (ep_rx.c) */
+	uint16_t rx_tail;           /* (holder) octets a direct read asks for behind the payload at rx_tail_at (ep_rx.c) */
+	uint64_t rx_tail_at, rx_direct_end; /* (holder) message offsets where such payloads end */
 	uint32_t rx_full_reads;     /* (holder) reads that took all they asked for (diagnostics, tests) */
 	bool rx_in_whole;           /* (holder) an FPDU that came whole is being handled (on_whole) */
 	bool rx_empty;              /* (holder) the last read of the socket came back short or empty */

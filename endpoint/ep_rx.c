@@ -395,17 +395,23 @@ static void on_hdr(struct esock_qp *qp, const struct esock_mpa_ev *ev)
 	/*
 	 * Behind a payload read straight into place: a small FPDU there (the
 	 * short last one of a large message: 78 octets behind 65458 for 64 KiB
-	 * on loopback) is read with that payload next time, CRC and the header
+	 * on loopback) is read with the payload that ends at the same message
+	 * offset next time (messages of one size repeat), CRC and the header
 	 * after it included, so such a message costs one receive call, not two.
-	 * Only what was seen last time: a large FPDU there wants a short tail
-	 * (what the tail takes of its payload is copied out of the stage).
+	 * Behind the others a short tail: what a tail takes of a large payload
+	 * is copied out of the stage.
 	 */
 	if (qp->rx_was_direct) {
 		size_t whole = ESOCK_MPA_LEN_LEN + ev->ulpdu_len + esock_mpa_pad_len(ev->ulpdu_len) +
 			       ESOCK_MPA_CRC_LEN;
 
 		qp->rx_was_direct = false;
-		qp->rx_tail = whole <= TAIL_SMALL_MAX ? (uint16_t)(whole + STAGE_TAIL) : STAGE_TAIL;
+		if (whole <= TAIL_SMALL_MAX) {
+			qp->rx_tail = (uint16_t)(whole + STAGE_TAIL);
+			qp->rx_tail_at = qp->rx_direct_end;
+		} else if (qp->rx_tail_at == qp->rx_direct_end) {
+			qp->rx_tail = 0; /* (that size of message is over) */
+		}
 	}
 	qp->rx_cont = ev->len && !(ev->data[0] & ESOCK_DDP_CTRL_L);
 	memcpy(c->hdr, ev->data, ev->len);
@@ -738,8 +744,14 @@ static ssize_t read_some(struct esock_qp *qp, size_t *direct, size_t *asked)
 	}
 	/* Behind what the stage still holds (a partial header kept for a look). */
 	iov[cnt].iov_base = qp->stage + qp->stage_len;
-	iov[cnt].iov_len = *direct ? (qp->rx_tail ? qp->rx_tail : STAGE_TAIL)
-				   : qp->rx_small ? STAGE_READ_SMALL : STAGE_READ;
+	if (*direct) {
+		/* Where this payload ends in its message: a small FPDU behind it last time? */
+		qp->rx_direct_end = (c->m.ddp.tagged ? c->m.ddp.to : c->m.ddp.mo) + c->payload_len;
+		iov[cnt].iov_len = qp->rx_tail && qp->rx_direct_end == qp->rx_tail_at ? qp->rx_tail
+										 : STAGE_TAIL;
+	} else {
+		iov[cnt].iov_len = qp->rx_small ? STAGE_READ_SMALL : STAGE_READ;
+	}
 	qp->rx_was_direct = *direct > 0;
 	if (iov[cnt].iov_len > EP_STAGE_LEN - qp->stage_len) /* (it holds a few octets at most) */
 		iov[cnt].iov_len = EP_STAGE_LEN - qp->stage_len;

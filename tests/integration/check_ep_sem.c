@@ -1602,19 +1602,21 @@ END_TEST
 
 /*
  * A 64 KiB Send is a large FPDU and a short one on loopback (65458 + 78
- * octets): the reader learns to take the short one, with the CRC and the
- * next header, in the read that places the large payload, so a stream of
- * them costs one full receive call per message, not two (ep_rx.c).  Reads
- * that came back short (the writer not yet there) do not count.
+ * octets), a 256 KiB one four large and a short one: the reader learns to
+ * take the short one, with the CRC and the next header, in the read that
+ * places the large payload before it (the one that ends at that message
+ * offset), so a stream of them costs one full receive call per large FPDU,
+ * not one more per message (ep_rx.c).  Reads that came back short (the
+ * writer not yet there) do not count.  _i = 0: 64 KiB, 1: 256 KiB.
  */
 START_TEST(large_messages_one_read_each)
 {
-	enum { WARM = 16, N = 64, SZ = 65536 };
-	static uint8_t out[SZ], in[SZ];
+	enum { WARM = 16, N = 64, MAX = 4 * 65536 };
+	static uint8_t out[MAX], in[MAX];
+	uint32_t sz = _i ? MAX : 65536, large = sz / 65536, r0 = 0;
 	struct ep_pair p;
 	struct esock_mr *mo, *mi;
 	struct esock_wc wc;
-	uint32_t r0 = 0;
 
 	ck_assert_int_eq(ep_pair_open(&p, NULL, NULL), 0);
 	mo = ep_reg(&p.a, out, sizeof(out), 0);
@@ -1622,11 +1624,11 @@ START_TEST(large_messages_one_read_each)
 	fill(out, sizeof(out), 7);
 	for (int i = 0; i < WARM + N; i++) {
 		if (i == WARM) { /* (the MSS has grown: the MULPDU is the large one now) */
-			ck_assert_int_gt(p.a.qp->info.mulpdu, SZ / 2);
+			ck_assert_int_gt(p.a.qp->info.mulpdu, 65536 / 2);
 			r0 = p.b.qp->rx_full_reads;
 		}
-		ep_post_recv1(&p.b, (uint64_t)i, in, SZ, esock_mr_stag(mi));
-		ck_assert_int_eq(ep_post_send1(&p.a, (uint64_t)i, ESOCK_WR_SEND, out, SZ,
+		ep_post_recv1(&p.b, (uint64_t)i, in, sz, esock_mr_stag(mi));
+		ck_assert_int_eq(ep_post_send1(&p.a, (uint64_t)i, ESOCK_WR_SEND, out, sz,
 					       esock_mr_stag(mo), 0, 0), 0);
 		if (i % 8 == 7) /* (eight at a time: within the queues' depths) */
 			for (int k = 0; k < 8; k++) {
@@ -1635,9 +1637,10 @@ START_TEST(large_messages_one_read_each)
 				ck_assert_int_eq(ep_wait1(p.a.scq, &wc), 1);
 			}
 	}
-	ck_assert_int_eq(memcmp(in, out, SZ), 0);
-	ck_assert_msg(p.b.qp->rx_full_reads - r0 <= N + N / 4, "%u full reads for %d messages",
-		      p.b.qp->rx_full_reads - r0, N);
+	ck_assert_int_eq(memcmp(in, out, sz), 0);
+	ck_assert_msg(p.b.qp->rx_full_reads - r0 <= N * large + N / 4,
+		      "%u full reads for %d messages of %u large FPDUs", p.b.qp->rx_full_reads - r0,
+		      N, large);
 	esock_mr_dereg(mo);
 	esock_mr_dereg(mi);
 	ep_pair_close(&p);
@@ -1676,7 +1679,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, wishes_survive_quiesce);
 	tcase_add_test(tc, quiet_sends);
 	tcase_add_test(tc, batch_wakes_a_sleeper_once);
-	tcase_add_test(tc, large_messages_one_read_each);
+	tcase_add_loop_test(tc, large_messages_one_read_each, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
