@@ -2,11 +2,14 @@
 /*
  * CRC32C: RFC 3720 Appendix B.4 vectors, the "123456789" check value, chaining,
  * the MPA wire order (LSB first) and agreement of every implementation
- * (ISA-L or dispatch, SSE4.2, slice-by-8) on random data at every alignment.
+ * (ISA-L or dispatch, SSE4.2, slice-by-8) on random data at every alignment,
+ * and that a CRC leaves the vector registers' upper halves clean.
  */
 #include "config.h"
 
 #include <check.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -144,6 +147,60 @@ START_TEST(test_impl_name)
 }
 END_TEST
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+
+/* XGETBV with ECX = 1 (XINUSE) is there: CPUID.(EAX=0DH, ECX=1):EAX bit 2. */
+static bool xinuse_readable(void)
+{
+	unsigned a, b, c, d;
+
+	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE))
+		return false;
+	if (__get_cpuid_max(0, NULL) < 0xd)
+		return false;
+	__cpuid_count(0xd, 1, a, b, c, d);
+	return a & (1u << 2);
+}
+
+static uint64_t xinuse(void)
+{
+	uint32_t lo, hi;
+
+	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(1));
+	return (uint64_t)hi << 32 | lo;
+}
+#endif
+
+/*
+ * After a CRC of any size the upper halves of YMM0-15 and ZMM0-15 are in
+ * their initial state (XINUSE bits 2 and 6 clear): ISA-L's AVX-512 kernel
+ * leaves them dirty, and on Intel cores every legacy-SSE instruction of the
+ * library and the application then pays a transition penalty (util/crc32c.c).
+ */
+START_TEST(test_upper_state_clean)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	static uint8_t buf[65536];
+	static const size_t sizes[] = { 16, 255, 256, 4096, 4112, 65536 };
+
+	if (!xinuse_readable()) {
+		fprintf(stderr, "upper_state_clean: no XGETBV(1) on this CPU, not checked\n");
+		return;
+	}
+	memset(buf, 0x5a, sizeof(buf));
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		uint32_t crc = esock_crc32c(0, buf, sizes[i]);
+		uint64_t in_use = xinuse();
+
+		ck_assert_msg(!(in_use & ((1u << 2) | (1u << 6))),
+			      "%zu octets (crc %08x): XINUSE %#llx, upper halves dirty", sizes[i], crc,
+			      (unsigned long long)in_use);
+	}
+#endif
+}
+END_TEST
+
 static Suite *crc32c_suite(void)
 {
 	Suite *s = suite_create("crc32c");
@@ -155,6 +212,7 @@ static Suite *crc32c_suite(void)
 	tcase_add_test(tc, test_impls_agree_every_alignment);
 	tcase_add_test(tc, test_residue);
 	tcase_add_test(tc, test_impl_name);
+	tcase_add_test(tc, test_upper_state_clean);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
