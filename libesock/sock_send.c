@@ -53,6 +53,59 @@ static void seek(const struct iovec *iov, int iovcnt, size_t off, int *vi, size_
 	*vo = off;
 }
 
+/*
+ * The |len| octets of |iov| from octet |from| on as at most |max| pieces in
+ * |out|: their count, or 0 when they need more.
+ */
+static int slice(const struct iovec *iov, int iovcnt, size_t from, size_t len, struct iovec *out,
+		 int max)
+{
+	int vi, n = 0;
+	size_t vo;
+
+	seek(iov, iovcnt, from, &vi, &vo);
+	for (; len && vi < iovcnt; vi++, vo = 0) {
+		size_t take = iov[vi].iov_len - vo < len ? iov[vi].iov_len - vo : len;
+
+		if (!take)
+			continue;
+		if (n == max)
+			return 0;
+		out[n++] = (struct iovec){ (uint8_t *)iov[vi].iov_base + vo, take };
+		len -= take;
+	}
+	return n;
+}
+
+/*
+ * Sends of up to |step| octets each, in this call, while each goes whole
+ * (ep_qp_send_now: nothing queued before it, TCP takes it or the endpoint
+ * keeps what it did not): no send WR, no completion, and the caller's
+ * memory is not copied.  Octets sent so, or -EPIPE when none were and the
+ * connection failed.
+ */
+static ssize_t send_now_chunks(struct esock_sock *s, const struct iovec *iov, int iovcnt,
+			       size_t total, size_t step)
+{
+	size_t done = 0;
+
+	while (done < total) {
+		struct iovec part[SOCK_MAX_SGE];
+		size_t len = total - done < step ? total - done : step;
+		int n = slice(iov, iovcnt, done, len, part, SOCK_MAX_SGE), rc;
+
+		if (!n || (rc = ep_qp_send_now(s->qp, part, n, len)) == -EAGAIN)
+			break;
+		if (rc < 0)
+			return done ? (ssize_t)done : rc;
+		s->stats->tx_msgs++;
+		s->stats->tx_now++;
+		s->stats->tx_bytes += len;
+		done += len;
+	}
+	return (ssize_t)done;
+}
+
 #define DIRECT_LIST 16 /* Sends posted as one list: towards an esock peer one sendmsg (ep_tx.c) */
 
 /*
@@ -62,7 +115,7 @@ static void seek(const struct iovec *iov, int iovcnt, size_t off, int *vi, size_
  * cannot cut the wait short: the queue still points into the caller's memory.
  */
 static ssize_t send_direct(struct esock_sock *s, const struct iovec *iov, int iovcnt,
-			   size_t total, size_t chunk)
+			   size_t from, size_t total, size_t chunk)
 {
 	int vi = 0;
 	size_t vo = 0, posted = 0;
@@ -70,6 +123,7 @@ static ssize_t send_direct(struct esock_sock *s, const struct iovec *iov, int io
 	uint32_t lkey = 0; /* (EP_SEND_LOCAL: no key) */
 	int rc = 0;
 
+	seek(iov, iovcnt, from, &vi, &vo);
 	while (posted < total) {
 		struct esock_sge sge[DIRECT_LIST][SOCK_MAX_SGE];
 		struct esock_send_wr wr[DIRECT_LIST], *bad = NULL;
@@ -120,7 +174,7 @@ static ssize_t send_direct(struct esock_sock *s, const struct iovec *iov, int io
 		s->direct_seq += (uint64_t)ok;
 		last = s->direct_seq;
 		if (rc < 0) {
-			seek(iov, iovcnt, posted, &vi, &vo);
+			seek(iov, iovcnt, from + posted, &vi, &vo);
 			if (rc != -ENOMEM)
 				break;
 			if ((rc = sock_wait_some(s, -1)) == -EBADF) /* send queue full: let some complete */
@@ -156,6 +210,7 @@ struct src {
 	const struct iovec *iov;
 	int iovcnt, vi;
 	size_t vo, pos;
+	size_t skip; /* octets of |iov| already sent another way */
 	int fd;
 	const off_t *off;
 };
@@ -164,7 +219,8 @@ static ssize_t iov_fill(struct src *src, uint8_t *dst, size_t len, size_t at)
 {
 	size_t done = 0;
 
-	if (at != src->pos) /* (after a list was not taken whole) */
+	at += src->skip;
+	if (at != src->pos) /* (after a list was not taken whole, or past the skipped octets) */
 		seek(src->iov, src->iovcnt, at, &src->vi, &src->vo);
 	while (done < len) {
 		size_t take = src->iov[src->vi].iov_len - src->vo;
@@ -359,7 +415,7 @@ static ssize_t send_end(struct esock_sock *s, ssize_t rc, size_t total, int flag
 ssize_t sock_send_ex(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags,
 		     bool all)
 {
-	size_t total = 0, chunk;
+	size_t total = 0, chunk, done = 0;
 	bool block;
 	ssize_t rc;
 
@@ -378,19 +434,18 @@ ssize_t sock_send_ex(struct esock_sock *s, const struct iovec *iov, int iovcnt, 
 		return send_end(s, -EMSGSIZE, total, flags);
 	block = all || (!s->nonblock && !(flags & MSG_DONTWAIT));
 	/*
-	 * A message with nothing queued before it goes in this call: no send
+	 * Messages with nothing queued before them go in this call: no send
 	 * WR, no completion to collect, no copy into a slot (but for what TCP
-	 * does not take at once).
+	 * does not take at once).  A longer write goes so message by message
+	 * (iperf3 writes 128 KiB); what is left goes the queued way.
 	 */
-	if (total <= EP_SEND_NOW_BIG && total <= chunk &&
-	    (rc = ep_qp_send_now(s->qp, iov, iovcnt, total)) != -EAGAIN) {
-		if (rc == 0) {
-			s->stats->tx_msgs++;
-			s->stats->tx_now++;
-			s->stats->tx_bytes += total;
-			rc = (ssize_t)total;
-		}
-		return send_end(s, rc, total, flags);
+	if (!s->o.msgmode || total <= EP_SEND_NOW_BIG) {
+		/* (a message of a message-mode socket is never cut: one Send or none) */
+		size_t step = s->o.msgmode ? total : chunk < EP_SEND_NOW_BIG ? chunk : EP_SEND_NOW_BIG;
+
+		if ((rc = send_now_chunks(s, iov, iovcnt, total, step)) < 0 || (size_t)rc == total)
+			return send_end(s, rc, total, flags);
+		done = (size_t)rc;
 	}
 	/*
 	 * A blocking write sends from the caller's memory and returns once all
@@ -398,12 +453,15 @@ ssize_t sock_send_ex(struct esock_sock *s, const struct iovec *iov, int iovcnt, 
 	 * copies into the send slots instead (its memory is free at once).
 	 */
 	if (block && !s->o.msgmode && s->sndtimeo_ms <= 0) {
-		rc = send_direct(s, iov, iovcnt, total, chunk);
+		rc = send_direct(s, iov, iovcnt, done, total - done, chunk);
 	} else {
-		struct src src = { .fill = iov_fill, .iov = iov, .iovcnt = iovcnt };
+		struct src src = { .fill = iov_fill, .iov = iov, .iovcnt = iovcnt, .skip = done };
 
-		rc = send_slots(s, &src, total, chunk, block, block ? sock_timeo_deadline(s->sndtimeo_ms) : -1);
+		rc = send_slots(s, &src, total - done, chunk, block,
+				block ? sock_timeo_deadline(s->sndtimeo_ms) : -1);
 	}
+	if (done)
+		rc = rc > 0 ? (ssize_t)done + rc : (ssize_t)done;
 	return send_end(s, rc, total, flags);
 }
 

@@ -491,6 +491,25 @@ static int piece_sender_connect(struct piece_sender *p, char *data, size_t len, 
 }
 
 /*
+ * Reads |fd| (non-blocking) 4 KiB at a time into |in| from octet |have| on
+ * (|cap| octets at most) until EAGAIN; returns the new |have|.
+ */
+static size_t read_to_eagain(int fd, char *in, size_t have, size_t cap)
+{
+	char buf[4096];
+	ssize_t k;
+
+	while ((k = read(fd, buf, sizeof(buf))) > 0) {
+		ck_assert_uint_le(have + (size_t)k, cap);
+		memcpy(in + have, buf, (size_t)k);
+		have += (size_t)k;
+	}
+	ck_assert_int_eq(k, -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	return have;
+}
+
+/*
  * An event-driven server's reads take the direct path too: epoll's look
  * leaves a non-blocking socket's new input in the socket, reports it, and
  * the read places it straight into the application's buffer (rx_now, no
@@ -501,7 +520,7 @@ static int piece_sender_connect(struct piece_sender *p, char *data, size_t len, 
 START_TEST(epoll_reads_direct)
 {
 	enum { N = 100 };
-	static char data[N * 1000], in[N * 1000], buf[4096];
+	static char data[N * 1000], in[N * 1000];
 	uint64_t rng = tu_rng_seed("epoll_reads_direct");
 	bool et = _i == 1;
 	struct piece_sender p = { .n = N, .data = data };
@@ -516,21 +535,13 @@ START_TEST(epoll_reads_direct)
 		bool again = true;
 
 		while (have < (size_t)(i + 1) * 1000) {
-			ssize_t k;
-
 			ck_assert_int_eq(epoll_wait(ep, &got, 1, 5000), 1);
 			ck_assert(got.events & EPOLLIN);
 			/* Unread: level-triggered says so again, edge-triggered not. */
 			if (again)
 				ck_assert_int_eq(epoll_wait(ep, &got, 1, 0), et ? 0 : 1);
 			again = false;
-			while ((k = read(fd, buf, sizeof(buf))) > 0) {
-				ck_assert_uint_le(have + (size_t)k, sizeof(in));
-				memcpy(in + have, buf, (size_t)k);
-				have += (size_t)k;
-			}
-			ck_assert_int_eq(k, -1);
-			ck_assert_int_eq(errno, EAGAIN);
+			have = read_to_eagain(fd, in, have, sizeof(in));
 		}
 		ck_assert_uint_eq(have, (size_t)(i + 1) * 1000);
 		/* Read to EAGAIN: nothing to report, either way. */
@@ -548,6 +559,58 @@ START_TEST(epoll_reads_direct)
 	 */
 	ck_assert_msg(st.rx_eagain_quick >= N - N / 16 - 5, "rx_eagain_quick %llu of %d",
 		      (unsigned long long)st.rx_eagain_quick, N);
+	close(ep);
+	close(fd);
+	pthread_join(p.th, NULL);
+	close(p.lfd);
+}
+END_TEST
+
+/*
+ * The same for a reader that waits in poll (_i = 0) or select (_i = 1): the
+ * wait leaves a non-blocking socket's new input in the socket, and the read
+ * places it straight into the application's buffer (rx_now), where it used
+ * to go to the receive pool and be copied out (iperf3's select loop).
+ */
+START_TEST(poll_reads_direct)
+{
+	enum { N = 100 };
+	static char data[N * 1000], in[N * 1000];
+	uint64_t rng = tu_rng_seed("poll_reads_direct");
+	struct piece_sender p = { .n = N, .data = data };
+	struct esock_sock_stats st;
+	socklen_t sl = sizeof(st);
+	size_t have = 0;
+	int ep = epoll_create1(0);
+	int fd = piece_sender_connect(&p, data, sizeof(data), &rng, ep, EPOLLIN);
+
+	/* (in no epoll set: each EAGAIN below is the kernel's own) */
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL), 0);
+	for (int i = 0; i < N; i++) {
+		while (have < (size_t)(i + 1) * 1000) {
+			if (_i == 0) {
+				struct pollfd pf = { .fd = fd, .events = POLLIN };
+
+				ck_assert_int_eq(poll(&pf, 1, 5000), 1);
+				ck_assert(pf.revents & POLLIN);
+			} else {
+				fd_set rs;
+				struct timeval tv = { 5, 0 };
+
+				FD_ZERO(&rs);
+				FD_SET(fd, &rs);
+				ck_assert_int_eq(select(fd + 1, &rs, NULL, NULL, &tv), 1);
+				ck_assert(FD_ISSET(fd, &rs));
+			}
+			have = read_to_eagain(fd, in, have, sizeof(in));
+		}
+		ck_assert_uint_eq(have, (size_t)(i + 1) * 1000);
+		ck_assert_int_eq(write(fd, "a", 1), 1);
+	}
+	tu_assert_mem(in, data, sizeof(in));
+	ck_assert_int_eq(getsockopt(fd, SOL_ESOCK, ESOCK_STATS, &st, &sl), 0);
+	ck_assert_uint_eq(st.rx_msgs, N);
+	ck_assert_msg(st.rx_now == N, "rx_now %llu of %d", (unsigned long long)st.rx_now, N);
 	close(ep);
 	close(fd);
 	pthread_join(p.th, NULL);
@@ -638,43 +701,50 @@ END_TEST
 
 /* ---- a large message sent at once: the caller's memory is free on return ---- */
 
-enum { SPILL_N = 64, SPILL_SIZE = 40000 };
+/*
+ * Non-blocking writes of |n| messages of |size| octets from a writer that
+ * overwrites every octet write reported written at once (had any of it
+ * still been sent from its memory, the reader would see the scribble), to
+ * a reader that checks them after |delay_us|.
+ */
+enum { SCRIBBLE_MAX = 160000 };
 
-static uint8_t spill_byte(size_t msg, size_t j)
+struct scribble {
+	size_t n, size;
+	useconds_t delay_us;
+	int lfd;
+	pthread_t th;
+	size_t bad_msg, bad_at; /* the first octet that differed, or |n| */
+};
+
+static uint8_t scribble_byte(size_t msg, size_t j)
 {
 	return (uint8_t)(msg * 131u + j * 7u + (j >> 8));
 }
 
-struct slow_reader {
-	int lfd;
-	pthread_t th;
-	size_t bad_msg, bad_at; /* the first octet that differed, or SPILL_N */
-};
-
-static void *slow_reader_main(void *arg)
+static void *scribble_reader_main(void *arg)
 {
-	struct slow_reader *r = arg;
-	static uint8_t in[SPILL_SIZE];
+	struct scribble *r = arg;
+	static uint8_t in[SCRIBBLE_MAX];
 	int fd = accept(r->lfd, NULL, NULL);
 
-	r->bad_msg = SPILL_N;
-	usleep(200000); /* the writer fills TCP meanwhile: its writes go out only in part */
-	for (size_t i = 0; fd >= 0 && i < SPILL_N; i++) {
+	r->bad_msg = fd >= 0 ? r->n : 0;
+	usleep(r->delay_us);
+	for (size_t i = 0; fd >= 0 && i < r->n && r->bad_msg == r->n; i++) {
 		size_t got = 0;
 
-		while (got < SPILL_SIZE) {
-			ssize_t n = read(fd, in + got, SPILL_SIZE - got);
+		while (got < r->size) {
+			ssize_t k = read(fd, in + got, r->size - got);
 
-			if (n <= 0) {
+			if (k <= 0) {
 				r->bad_msg = i;
 				r->bad_at = got;
-				close(fd);
-				return NULL;
+				break;
 			}
-			got += (size_t)n;
+			got += (size_t)k;
 		}
-		for (size_t j = 0; j < SPILL_SIZE && r->bad_msg == SPILL_N; j++)
-			if (in[j] != spill_byte(i, j)) {
+		for (size_t j = 0; j < got && r->bad_msg == r->n; j++)
+			if (in[j] != scribble_byte(i, j)) {
 				r->bad_msg = i;
 				r->bad_at = j;
 			}
@@ -684,51 +754,77 @@ static void *slow_reader_main(void *arg)
 	return NULL;
 }
 
-/*
- * Non-blocking writes of 40000 octets each go as Sends in the write call
- * itself (tx_now), from the caller's memory; what TCP does not take at once
- * is copied before write returns.  Every octet the writer reported written
- * is overwritten at once: had any of it still been sent from its memory,
- * the reader would see the scribble.
- */
-START_TEST(large_writes_now_free_the_memory)
+/* Runs the writer against the reader; returns the writing socket's counters. */
+static void scribble_run(struct scribble *r, struct esock_sock_stats *st)
 {
-	static uint8_t out[SPILL_SIZE];
-	struct slow_reader r = { 0 };
-	struct esock_sock_stats st;
-	socklen_t sl = sizeof(st);
+	static uint8_t out[SCRIBBLE_MAX];
+	socklen_t sl = sizeof(*st);
 	struct sockaddr_in sa;
 	int fd;
 
-	r.lfd = listener(true, &sa);
-	ck_assert_int_eq(pthread_create(&r.th, NULL, slow_reader_main, &r), 0);
+	ck_assert_uint_le(r->size, SCRIBBLE_MAX);
+	r->lfd = listener(true, &sa);
+	ck_assert_int_eq(pthread_create(&r->th, NULL, scribble_reader_main, r), 0);
 	fd = ddp_connect(&sa);
 	ck_assert_int_eq(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
-	for (size_t i = 0; i < SPILL_N; i++) {
+	for (size_t i = 0; i < r->n; i++) {
 		size_t off = 0;
 
-		for (size_t j = 0; j < SPILL_SIZE; j++)
-			out[j] = spill_byte(i, j);
-		while (off < SPILL_SIZE) {
-			ssize_t n = write(fd, out + off, SPILL_SIZE - off);
+		for (size_t j = 0; j < r->size; j++)
+			out[j] = scribble_byte(i, j);
+		while (off < r->size) {
+			ssize_t k = write(fd, out + off, r->size - off);
 
-			if (n < 0) {
+			if (k < 0) {
 				struct pollfd pf = { .fd = fd, .events = POLLOUT };
 
 				ck_assert_int_eq(errno, EAGAIN);
 				ck_assert_int_eq(poll(&pf, 1, 10000), 1);
 				continue;
 			}
-			memset(out + off, 0xee, (size_t)n);
-			off += (size_t)n;
+			memset(out + off, 0xee, (size_t)k);
+			off += (size_t)k;
 		}
 	}
-	ck_assert_int_eq(getsockopt(fd, SOL_ESOCK, ESOCK_STATS, &st, &sl), 0);
-	ck_assert_uint_ge(st.tx_now, 1);
-	pthread_join(r.th, NULL);
-	ck_assert_msg(r.bad_msg == SPILL_N, "message %zu differs at octet %zu", r.bad_msg, r.bad_at);
+	ck_assert_int_eq(getsockopt(fd, SOL_ESOCK, ESOCK_STATS, st, &sl), 0);
+	pthread_join(r->th, NULL);
+	ck_assert_msg(r->bad_msg == r->n, "message %zu differs at octet %zu", r->bad_msg, r->bad_at);
 	close(fd);
-	close(r.lfd);
+	close(r->lfd);
+}
+
+/*
+ * Non-blocking writes of 40000 octets each go as Sends in the write call
+ * itself (tx_now), from the caller's memory; what TCP does not take at once
+ * is copied before write returns.  The reader starts late: the writer fills
+ * TCP meanwhile, and its writes go out only in part.
+ */
+START_TEST(large_writes_now_free_the_memory)
+{
+	struct scribble r = { .n = 64, .size = 40000, .delay_us = 200000 };
+	struct esock_sock_stats st;
+
+	scribble_run(&r, &st);
+	ck_assert_uint_ge(st.tx_now, 1);
+}
+END_TEST
+
+/*
+ * A write longer than the peer's message size goes in the call too, one
+ * Send per 64 KiB (tx_now), when nothing waits before it: from the caller's
+ * memory, not through the send slots (iperf3 writes 128 KiB).  Each write
+ * is three Sends (64 KiB, 64 KiB, the rest); the first carries the RTR
+ * (queued), and one that TCP did not take whole leaves the rest of its
+ * write to the queue: most go in the call, never none (before: none).
+ */
+START_TEST(long_writes_go_in_the_call)
+{
+	struct scribble r = { .n = 8, .size = SCRIBBLE_MAX };
+	struct esock_sock_stats st;
+
+	scribble_run(&r, &st);
+	ck_assert_msg(st.tx_now >= r.n, "tx_now %llu of %llu Sends", (unsigned long long)st.tx_now,
+		      (unsigned long long)st.tx_msgs);
 }
 END_TEST
 
@@ -2595,6 +2691,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, direct_write_takes_completions);
 	tcase_add_test(tc, small_messages_direct);
 	tcase_add_loop_test(tc, epoll_reads_direct, 0, 2);
+	tcase_add_loop_test(tc, poll_reads_direct, 0, 2);
 	tcase_add_test(tc, epoll_quick_eagain_loses_nothing);
 	tcase_add_test(tc, epoll_quick_eagain_learns);
 	tcase_add_test(tc, poll_wait_costs_no_eventfd_calls);
@@ -2602,6 +2699,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, blocking_read_waits_into_buffer);
 	tcase_add_test(tc, stream_reader_takes_messages_in_its_buffer);
 	tcase_add_test(tc, large_writes_now_free_the_memory);
+	tcase_add_test(tc, long_writes_go_in_the_call);
 	tcase_add_test(tc, options_and_api);
 	tcase_add_test(tc, nonblocking);
 	tcase_add_test(tc, waitall_and_select);
