@@ -141,6 +141,8 @@ bool ep_connect_settling(const struct esock_qp *qp);
  */
 #define EP_SEND_NOW_MAX 8192
 #define EP_SEND_NOW_BIG 65536
+/* At most this many pieces (iovec entries) in a message sent now. */
+#define EP_SEND_NOW_PIECES 15
 int ep_qp_send_now(struct esock_qp *qp, const struct iovec *iov, int iovcnt, size_t len);
 /*
  * Reads the QP's input now, in this call: whole Sends that arrived go

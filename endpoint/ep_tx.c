@@ -692,6 +692,7 @@ static bool now_ok(const struct esock_qp *qp, int iovcnt, size_t len)
  * plan.  The same octets on the wire as the general way.
  */
 _Static_assert(EP_SGE_MAX + 2 <= EP_BATCH_IOV, "a framed Send fits the batch's iovec");
+_Static_assert(EP_SEND_NOW_PIECES == EP_SGE_MAX, "ep_sock.h promises what now_ok takes");
 
 static int frame_plain_send(struct esock_qp *qp, const struct iovec *iov, int iovcnt, size_t len)
 {

@@ -90,9 +90,9 @@ static ssize_t send_now_chunks(struct esock_sock *s, const struct iovec *iov, in
 	size_t done = 0;
 
 	while (done < total) {
-		struct iovec part[SOCK_MAX_SGE];
+		struct iovec part[EP_SEND_NOW_PIECES];
 		size_t len = total - done < step ? total - done : step;
-		int n = slice(iov, iovcnt, done, len, part, SOCK_MAX_SGE), rc;
+		int n = slice(iov, iovcnt, done, len, part, EP_SEND_NOW_PIECES), rc;
 
 		if (!n || (rc = ep_qp_send_now(s->qp, part, n, len)) == -EAGAIN)
 			break;
