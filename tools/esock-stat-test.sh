@@ -44,6 +44,13 @@ sleep 0.3
 "$stat" "$pid" >"$out" 2>&1 || fail "second look"
 second=$(awk '$4 == "ddp" { print $8; exit }' "$out")
 [ "$second" -gt "$first" ] || fail "TX_MSGS did not grow ($first, $second)"
+# -v: the direct-path counters; a ping-pong of 64 octets sends every message but the
+# first in the write call and places every one straight into the reader's buffer.
+"$stat" -v "$pid" >"$out" 2>&1 || fail "esock-stat -v"
+head -n 1 "$out" | grep -q 'TX_NOW *RX_NOW *EAGAIN_Q' || fail "-v header"
+now=$(awk '$4 == "ddp" { print $15, $16; exit }' "$out")
+set -- $now
+[ "${1:-0}" -gt 0 ] && [ "${2:-0}" -gt 0 ] || fail "-v: TX_NOW / RX_NOW not counted ($now)"
 "$stat" >"$out" 2>&1
 grep -q "^$pid " "$out" || fail "the listing of all processes misses $pid"
 [ "$(grep ' ddp ' "$out" | grep -c 'esock-sockbe')" -ge 2 ] || fail "the server child's socket is missing"

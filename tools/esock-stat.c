@@ -4,7 +4,8 @@
  * counters, from the shared-memory files libesock keeps
  * (/dev/shm/esock.<pid>, libesock/sock_stat.h).
  *
- *   esock-stat [-a] [PID...]     -a: also files of processes that are gone
+ *   esock-stat [-a] [-v] [PID...]   -a: also files of processes that are gone
+ *                                   -v: also the direct-path counters
  */
 #include "config.h"
 
@@ -25,9 +26,12 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: esock-stat [-a] [PID...]\n"
+	fprintf(f, "usage: esock-stat [-a] [-v] [PID...]\n"
 		   "Lists the DDPMODE sockets of processes using libesock, with their counters.\n"
-		   "  -a   include files left by processes that have ended\n");
+		   "  -a   include files left by processes that have ended\n"
+		   "  -v   also the direct path: messages sent in the write call (TX_NOW), placed\n"
+		   "       straight into the reader's buffer (RX_NOW), EAGAINs without a system\n"
+		   "       call (EAGAIN_Q); the rest went through send slots and receive buffers\n");
 }
 
 /* An address of /proc/net/tcp{,6} ("0100007F:1F90", network order in host words) as text. */
@@ -88,7 +92,7 @@ static bool proc_sock_addrs(pid_t pid, int fd, char *local, char *remote, size_t
 	return false;
 }
 
-static int show(pid_t pid, bool all, bool *header)
+static int show(pid_t pid, bool all, bool verbose, bool *header)
 {
 	char path[64];
 	struct esock_stat_file *m;
@@ -119,9 +123,12 @@ static int show(pid_t pid, bool all, bool *header)
 		return 0;
 	}
 	if (!*header) {
-		printf("%-7s %-12s %4s %-7s %-6s %-22s %-22s %9s %12s %9s %12s %4s %4s %4s\n", "PID",
+		printf("%-7s %-12s %4s %-7s %-6s %-22s %-22s %9s %12s %9s %12s %4s %4s %4s", "PID",
 		       "COMMAND", "FD", "MODE", "PEER", "LOCAL", "REMOTE", "TX_MSGS", "TX_BYTES",
 		       "RX_MSGS", "RX_BYTES", "TERM", "CRC", "FALL");
+		if (verbose)
+			printf(" %9s %9s %9s", "TX_NOW", "RX_NOW", "EAGAIN_Q");
+		printf("\n");
 		*header = true;
 	}
 	for (uint32_t i = 0; i < m->nslots; i++) {
@@ -135,12 +142,16 @@ static int show(pid_t pid, bool all, bool *header)
 		if (alive && !s->remote[0] && strcmp(s->mode, "listen") != 0)
 			proc_sock_addrs(pid, s->fd, local, remote, sizeof(local));
 		printf("%-7d %-12.12s %4d %-7.7s %-6.6s %-22.22s %-22.22s %9llu %12llu %9llu %12llu %4llu %4u "
-		       "%4llu%s\n",
+		       "%4llu",
 		       (int)m->pid, m->cmd, s->fd, s->mode, s->peer, local, remote,
 		       (unsigned long long)s->c.tx_msgs,
 		       (unsigned long long)s->c.tx_bytes, (unsigned long long)s->c.rx_msgs,
 		       (unsigned long long)s->c.rx_bytes, (unsigned long long)s->c.terminates,
-		       s->crc_errors, (unsigned long long)s->c.fallbacks, alive ? "" : " (ended)");
+		       s->crc_errors, (unsigned long long)s->c.fallbacks);
+		if (verbose)
+			printf(" %9llu %9llu %9llu", (unsigned long long)s->c.tx_now,
+			       (unsigned long long)s->c.rx_now, (unsigned long long)s->c.rx_eagain_quick);
+		printf("%s\n", alive ? "" : " (ended)");
 		n++;
 	}
 	munmap(m, sizeof(*m));
@@ -149,12 +160,14 @@ static int show(pid_t pid, bool all, bool *header)
 
 int main(int argc, char **argv)
 {
-	bool all = false, header = false;
+	bool all = false, verbose = false, header = false;
 	int i = 1, rc = 0;
 
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "-a"))
 			all = true;
+		else if (!strcmp(argv[i], "-v"))
+			verbose = true;
 		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);
 			return 0;
@@ -172,7 +185,7 @@ int main(int argc, char **argv)
 				fprintf(stderr, "esock-stat: '%s' is not a process id\n", argv[i]);
 				return 2;
 			}
-			if (show((pid_t)pid, true, &header) < 0)
+			if (show((pid_t)pid, true, verbose, &header) < 0)
 				rc = 1;
 		}
 		return rc;
@@ -189,7 +202,7 @@ int main(int argc, char **argv)
 			long pid = esock_stat_pid_of(e->d_name);
 
 			if (pid)
-				show((pid_t)pid, all, &header);
+				show((pid_t)pid, all, verbose, &header);
 		}
 		closedir(d);
 	}
