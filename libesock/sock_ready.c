@@ -221,19 +221,7 @@ static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t 
 				fds[i].revents = k[i].revents;
 				rc += k[i].revents != 0;
 			} else if (k[n + i].fd >= 0 && k[n + i].revents) {
-				/*
-				 * Input nobody has read yet is left in the socket for the
-				 * application's read, which takes its messages straight
-				 * into its buffer (sock_rx_defer, as an epoll look does):
-				 * read here, it went to the receive pool and was copied out
-				 * again (iperf3's select loop: 9 messages in 10).  Else
-				 * read it here, not via the engine (restricted: its sends too).
-				 */
-				if (k[n + i].revents == POLLIN && (fds[i].events & POLLIN) &&
-				    sock_rx_defer(ss[i])) {
-					pulled = true;
-					continue;
-				}
+				/* read it here, not via the engine (restricted: its sends too) */
 				ep_qp_progress(ss[i]->qp, EP_WANT_RX |
 						(k[n + i].revents & POLLOUT ? EP_WANT_TX : 0));
 				pulled = true;
