@@ -1206,6 +1206,21 @@ static int eor_count_off(void)
 }
 
 /*
+ * The sender's memory is the QP's until its Sends complete, not until the
+ * peer has them: the thread that wrote them may still be inside that
+ * sendmsg (a sanitizer checks the buffers after the call returns).  Waits
+ * for the last Send of the list, signaled (completions come in order).
+ */
+static void sends_done(struct ep_pair *p, uint64_t last_id)
+{
+	struct esock_wc wc;
+
+	ck_assert_int_eq(ep_wait1(p->a.scq, &wc), 1);
+	ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+	ck_assert_uint_eq(wc.wr_id, last_id);
+}
+
+/*
  * Posts |n| Sends as one list from a to b (receives posted first), checks
  * that each arrived in order and intact, and returns the TCP segments a sent
  * meanwhile; *mss gets a's MSS at the end, *eor (if asked) how many of a's
@@ -1242,11 +1257,13 @@ static long send_list_segments(bool pack, int n, size_t sz, unsigned fpdus, long
 							.num_sge = 1, .opcode = ESOCK_WR_SEND,
 							.next = i + 1 < 16 ? &wr[i + 1] : NULL };
 		}
+		wr[15].send_flags = ESOCK_SEND_SIGNALED;
 		ck_assert_int_eq(esock_post_send(p.a.qp, wr, NULL), 0);
 		for (int i = 0; i < 16; i++) {
 			ck_assert_int_eq(ep_wait1(p.b.rcq, &wc), 1);
 			ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
 		}
+		sends_done(&p, 115);
 		esock_mr_dereg(ms);
 		esock_mr_dereg(md);
 		free(wb);
@@ -1272,6 +1289,7 @@ static long send_list_segments(bool pack, int n, size_t sz, unsigned fpdus, long
 						.opcode = ESOCK_WR_SEND,
 						.next = i + 1 < n ? &wr[i + 1] : NULL };
 	}
+	wr[n - 1].send_flags = ESOCK_SEND_SIGNALED;
 	before = tcp_segs_out(p.a.qp->fd);
 	ck_assert_int_ge(before, 0);
 	if (eor)
@@ -1283,6 +1301,7 @@ static long send_list_segments(bool pack, int n, size_t sz, unsigned fpdus, long
 		ck_assert_uint_eq(wc.wr_id, (uint64_t)i);
 		ck_assert_uint_eq(wc.byte_len, sz);
 	}
+	sends_done(&p, (uint64_t)n - 1);
 	if (eor)
 		*eor = eor_count_off();
 	ck_assert_int_eq(memcmp(dst, src, (size_t)n * sz), 0);
