@@ -134,8 +134,18 @@ RIG_NET=tap:$TAP RIG_FILES=$rig_files bash "$here/siw-rig.sh" run "$out/job.sh" 
 rig=$!
 served=0
 console() { tr -d '\r' 2>/dev/null <"$out/console.log"; }
+# Its whole lines only, while the guest runs: its serial output reaches the file as it
+# comes, so the last line may be cut ("RIG-STEP serve cli-crc-40"), which named no case
+# and skipped that case's client for good (the guest's rping then waited out its timeout).
+console_lines() {
+	if [ -n "$(tail -c 1 "$out/console.log" 2>/dev/null | tr -d '\n')" ]; then
+		sed '$d' "$out/console.log"
+	else
+		cat "$out/console.log" 2>/dev/null
+	fi | tr -d '\r'
+}
 while :; do
-	mapfile -t want < <(console | sed -n 's/^RIG-STEP serve //p')
+	mapfile -t want < <(console_lines | sed -n 's/^RIG-STEP serve //p')
 	while [ "$served" -lt "${#want[@]}" ]; do
 		name=${want[$served]}
 		for c in "${cases[@]}"; do
