@@ -241,6 +241,17 @@ static void token_release(struct esock_qp *qp)
 }
 
 /*
+ * Lets the token go after a turn that held its completions' wake-ups
+ * (ep_cq_hold_wakes), then wakes their waiters once: a waiter woken before,
+ * on this CPU, would find the token still taken.
+ */
+static void token_release_waking(struct esock_qp *qp)
+{
+	token_release(qp);
+	ep_cq_wake_now();
+}
+
+/*
  * Takes the token, waiting a little for a holder that is at work (a send,
  * the engine's look); never for a quiesce, which may last (a fork, an exec).
  */
@@ -308,8 +319,7 @@ ssize_t ep_qp_recv_now(struct esock_qp *qp, void *buf, size_t len, unsigned flag
 		return -EAGAIN;
 	ep_cq_hold_wakes();
 	n = recv_into(qp, buf, len, flags, msgs);
-	token_release(qp);
-	ep_cq_wake_now();
+	token_release_waking(qp);
 	return n;
 }
 
@@ -382,8 +392,7 @@ ssize_t ep_qp_sleep_recv(struct esock_qp *qp, void *buf, size_t len, unsigned fl
 	placed = recv_into(qp, buf, len, flags, msgs);
 	if (placed < 0)
 		serve(qp, EP_WANT_RX); /* (completions wait: what came goes behind them) */
-	token_release(qp);
-	ep_cq_wake_now();
+	token_release_waking(qp);
 	if (placed > 0)
 		return placed;
 	return n == -EINTR ? -EINTR : n == -EAGAIN || n == -EWOULDBLOCK ? -ETIMEDOUT : 0;
@@ -469,8 +478,7 @@ int ep_qp_sleep_input(struct esock_qp *qp, const struct esock_cq *cq)
 	n = sleep_read(qp);
 	ep_cq_hold_wakes();
 	serve(qp, EP_WANT_RX); /* (feeds the stage; answers a Read Request that came) */
-	token_release(qp);
-	ep_cq_wake_now();
+	token_release_waking(qp);
 	return n == -EINTR ? -EINTR : 0;
 }
 
@@ -539,8 +547,7 @@ int ep_qp_send_now(struct esock_qp *qp, const struct iovec *iov, int iovcnt, siz
 		return -EAGAIN;
 	ep_cq_hold_wakes();
 	rc = ep_tx_send_now(qp, iov, iovcnt, len);
-	token_release(qp);
-	ep_cq_wake_now();
+	token_release_waking(qp);
 	return rc;
 }
 
