@@ -358,11 +358,13 @@ ssize_t sock_sendfile(struct esock_sock *s, int in, off_t *off, size_t count);
 void sock_drain(struct esock_sock *s);       /* takes completions (lock held) */
 unsigned sock_ready(struct esock_sock *s, unsigned events); /* poll bits now true */
 /*
- * epoll's look at a lazy socket whose input came: true when it is left in
- * the socket for the application's next read to take directly (non-blocking,
- * nothing read of it yet), which sock_ready reports as readable.
+ * A look at a lazy socket whose input came (epoll's, or poll/select's):
+ * true when it is left in the socket for the application's next read to
+ * take directly (nothing read of it yet), which sock_ready reports as
+ * readable.  |blocking| says which sockets the look may leave it for:
+ * epoll's, non-blocking ones; poll/select's, blocking ones (sock_ready.c).
  */
-bool sock_rx_defer(struct esock_sock *s);
+bool sock_rx_defer(struct esock_sock *s, bool blocking);
 int sock_shutdown(struct esock_sock *s, int how);
 int sock_pool_setup(struct esock_sock *s);
 /* The QP's refill hook (ep_qp_set_rq_refill; |arg| is the socket): posts one receive. */

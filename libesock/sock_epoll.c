@@ -745,7 +745,7 @@ static uint32_t entry_events(struct epset *st, int epfd, struct ep_entry *e, boo
 		 * Input left in the socket for the read (sock_rx_defer), or read now
 		 * (a FIN or error among it: to the end).
 		 */
-		if (qp && (e->rx_end || !e->rx_in || !(want & EPOLLIN) || !sock_rx_defer(s))) {
+		if (qp && (e->rx_end || !e->rx_in || !(want & EPOLLIN) || !sock_rx_defer(s, false))) {
 			/* Our own completions need no bell: disarmed until the look is over (rearm). */
 			if (s->cq)
 				ep_cq_disarm(s->cq);

@@ -221,6 +221,18 @@ static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t 
 				fds[i].revents = k[i].revents;
 				rc += k[i].revents != 0;
 			} else if (k[n + i].fd >= 0 && k[n + i].revents) {
+				/*
+				 * A blocking socket's new input is left in the socket for
+				 * the read, which takes its messages straight into its
+				 * buffer (read here, it went to the receive pool and was
+				 * copied out again: iperf3's server, select then a 128 KiB
+				 * read).  sock_rx_defer says why only blocking ones.
+				 */
+				if (k[n + i].revents == POLLIN && (fds[i].events & POLLIN) &&
+				    sock_rx_defer(ss[i], true)) {
+					pulled = true;
+					continue;
+				}
 				/* read it here, not via the engine (restricted: its sends too) */
 				ep_qp_progress(ss[i]->qp, EP_WANT_RX |
 						(k[n + i].revents & POLLOUT ? EP_WANT_TX : 0));
@@ -257,20 +269,30 @@ static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t 
  * a thousand connections that is a pool buffer, a receive and a completion
  * per message, each a cold cache line.  Left in the socket, the read takes
  * them straight into its own buffer (ep_qp_recv_now).  Only when the
- * kernel's epoll said EPOLLIN for the socket in this look (sock_epoll.c: a
- * kick for room to send, or one left from the MPA exchange, promises no
- * input), and only for non-blocking sockets: what the socket holds may be
- * less than a whole message on a real network (a spurious EPOLLIN: the read
- * takes it into the QP and says EAGAIN, and the next edge finishes it in
- * the look), which a non-blocking reader expects; a blocking one would wait.
- * The read waits out a token holder at work instead of saying EAGAIN.
+ * kernel said the socket is readable in this look (sock_epoll.c: a kick
+ * for room to send, or one left from the MPA exchange, promises no input).
+ *
+ * What the socket holds may be less than a whole message (a large one still
+ * on its way, or a real network's segments), and the read then has nothing
+ * to return yet.  epoll's readiness is an edge: a non-blocking reader
+ * expects a spurious one (the read takes the part into the QP, says EAGAIN,
+ * and the next edge finishes it in the look).  poll's and select's are a
+ * level, and a non-blocking reader may take an EAGAIN after POLLIN for a
+ * fatal error (OpenSSH's ssh does), so there only a blocking socket's input
+ * is left: its read waits for the rest of the message, which is on its way
+ * as surely as it would have been for the poll (the sender's library
+ * finishes a message it began; a TCP read would return the part at once).
+ * A blocking socket with SO_RCVTIMEO keeps the old way (its read could time
+ * out on a part).  The read waits out a token holder at work instead of
+ * saying EAGAIN.
  */
-bool sock_rx_defer(struct esock_sock *s)
+bool sock_rx_defer(struct esock_sock *s, bool blocking)
 {
 	bool yes = false;
 
 	pthread_mutex_lock(&s->lock);
-	if (s->st == SOCK_CONNECTED && s->nonblock && !s->suspended && s->qp && ep_qp_lazy(s->qp) &&
+	if (s->st == SOCK_CONNECTED && s->nonblock == !blocking &&
+	    (!blocking || s->rcvtimeo_ms <= 0) && !s->suspended && s->qp && ep_qp_lazy(s->qp) &&
 	    !s->eof && !s->err && !s->shut_rd) {
 		sock_drain(s);
 		if (!s->rcount && ep_qp_rx_untouched(s->qp)) {
