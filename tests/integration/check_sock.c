@@ -622,8 +622,11 @@ START_TEST(poll_blocking_reads_direct)
 	}
 	ck_assert_int_eq(getsockopt(fd, SOL_ESOCK, ESOCK_STATS, &st, &sl), 0);
 	ck_assert_uint_eq(st.rx_msgs, N);
-	/* (all on a quiet machine; a read that found the QP's token taken leaves its input to the pool) */
-	ck_assert_msg(st.rx_now >= N / 2, "rx_now %llu of %d", (unsigned long long)st.rx_now, N);
+	/*
+	 * All 40 on a quiet machine; a read that finds the QP's token taken (a
+	 * loaded machine) leaves its input to the pool.  0 when the wait reads it.
+	 */
+	ck_assert_msg(st.rx_now >= N / 4, "rx_now %llu of %d", (unsigned long long)st.rx_now, N);
 	close(fd);
 	pthread_join(p.th, NULL);
 	close(p.lfd);
