@@ -51,11 +51,16 @@ uint32_t esock_crc32c_raw_slice8(uint32_t reg, const uint8_t *p, size_t len)
 __attribute__((target("sse4.2"))) static uint32_t
 crc32c_raw_sse42(uint32_t reg, const uint8_t *p, size_t len)
 {
+	/*
+	 * x86 loads need no alignment: 8 octets at a time from the first on,
+	 * then 4, 2 and 1 for the rest, no loop of single octets (the 2- and
+	 * 18-octet headers and the trailers of every FPDU come this way: a
+	 * loop that first aligned the pointer octet by octet cost a DDPMODE
+	 * nginx ~390 instructions per 4 KiB request).
+	 */
 	uint64_t r = reg;
-	while (len && ((uintptr_t)p & 7)) {
-		r = __builtin_ia32_crc32qi((uint32_t)r, *p++);
-		len--;
-	}
+	uint32_t c;
+
 	while (len >= 8) {
 		uint64_t v;
 		__builtin_memcpy(&v, p, 8);
@@ -63,9 +68,22 @@ crc32c_raw_sse42(uint32_t reg, const uint8_t *p, size_t len)
 		p += 8;
 		len -= 8;
 	}
-	while (len--)
-		r = __builtin_ia32_crc32qi((uint32_t)r, *p++);
-	return (uint32_t)r;
+	c = (uint32_t)r;
+	if (len & 4) {
+		uint32_t v;
+		__builtin_memcpy(&v, p, 4);
+		c = __builtin_ia32_crc32si(c, v);
+		p += 4;
+	}
+	if (len & 2) {
+		uint16_t v;
+		__builtin_memcpy(&v, p, 2);
+		c = __builtin_ia32_crc32hi(c, v);
+		p += 2;
+	}
+	if (len & 1)
+		c = __builtin_ia32_crc32qi(c, *p);
+	return c;
 }
 
 uint32_t (*esock_crc32c_raw_hw(void))(uint32_t, const uint8_t *, size_t)
