@@ -1657,7 +1657,12 @@ START_TEST(large_messages_one_read_each)
 			}
 	}
 	ck_assert_int_eq(memcmp(in, out, sz), 0);
-	ck_assert_msg(p.b.qp->rx_full_reads - r0 <= N * large + N / 4,
+	/*
+	 * One more full read per message without the rule (128 and 320); a
+	 * loaded machine (a CI's parallel tests) was seen at 96 for 64 KiB,
+	 * where a quiet one stays within N / 4 of one per large FPDU.
+	 */
+	ck_assert_msg(p.b.qp->rx_full_reads - r0 <= N * large + N / 2,
 		      "%u full reads for %d messages of %u large FPDUs", p.b.qp->rx_full_reads - r0,
 		      N, large);
 	esock_mr_dereg(mo);
