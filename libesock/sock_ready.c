@@ -225,8 +225,8 @@ static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t 
 				 * A blocking socket's new input is left in the socket for
 				 * the read, which takes its messages straight into its
 				 * buffer (read here, it went to the receive pool and was
-				 * copied out again: iperf3's server, select then a 128 KiB
-				 * read).  sock_rx_defer says why only blocking ones.
+				 * copied out again).  sock_rx_defer says why only blocking
+				 * ones.
 				 */
 				if (k[n + i].revents == POLLIN && (fds[i].events & POLLIN) &&
 				    sock_rx_defer(ss[i], true)) {
@@ -290,6 +290,13 @@ bool sock_rx_defer(struct esock_sock *s, bool blocking)
 {
 	bool yes = false;
 
+	/*
+	 * The other kind of socket is told without the lock: a poll wake-up of
+	 * a non-blocking socket (the commoner kind) reads its input at once.
+	 * (Looked at again under the lock: an fcntl may have come between.)
+	 */
+	if (__atomic_load_n(&s->nonblock, __ATOMIC_RELAXED) == blocking)
+		return false;
 	pthread_mutex_lock(&s->lock);
 	if (s->st == SOCK_CONNECTED && s->nonblock == !blocking &&
 	    (!blocking || s->rcvtimeo_ms <= 0) && !s->suspended && s->qp && ep_qp_lazy(s->qp) &&

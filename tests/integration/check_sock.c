@@ -574,7 +574,7 @@ END_TEST
  * messages of 1000 octets (_i < 2) or 64 KiB (two FPDUs each): the wait
  * leaves the socket's new input in the socket, and the read places each
  * message straight into the application's buffer (rx_now), where it used
- * to go to the receive pool and be copied out again (iperf3's server).
+ * to go to the receive pool and be copied out again.
  * Every read after a readiness returns a whole message, also when the
  * readiness came with part of one (the read waits for the rest).
  */
