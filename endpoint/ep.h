@@ -334,6 +334,7 @@ struct esock_qp {
 	uint16_t rx_tail;           /* (holder) octets a direct read asks for behind the payload at rx_tail_at (ep_rx.c) */
 	uint64_t rx_tail_at, rx_direct_end; /* (holder) message offsets where such payloads end */
 	uint32_t rx_full_reads;     /* (holder) reads that took all they asked for (diagnostics, tests) */
+	uint32_t rx_reads;          /* (holder) reads that took octets (diagnostics, tests) */
 	bool rx_in_whole;           /* (holder) an FPDU that came whole is being handled (on_whole) */
 	bool rx_empty;              /* (holder) the last read of the socket came back short or empty */
 	bool rx_took_short;         /* (holder) the stage holds what a short read took: read no more now */

@@ -725,7 +725,13 @@ static ssize_t read_some(struct esock_qp *qp, size_t *direct, size_t *asked)
 	ssize_t n;
 
 	*direct = 0;
-	if (c->kind == EP_RX_PLACE && !qp->info.markers_rx && left >= EP_DIRECT_MIN &&
+	/*
+	 * Straight into place: a large payload's rest, also the rest of one that
+	 * a read cut short (the writer not yet there) that no stage read would
+	 * take in one go: the stage would take it 4 KiB per call, each copied.
+	 */
+	if (c->kind == EP_RX_PLACE && !qp->info.markers_rx &&
+	    (left >= EP_DIRECT_MIN || (c->payload_len >= EP_DIRECT_MIN && left > STAGE_READ)) &&
 	    !atomic_load(&ep_restricted)) { /* (restricted: one read into the stage) */
 		while (left && cnt < EP_SGE_MAX) {
 			size_t room;
@@ -938,6 +944,7 @@ static void rx_progress(struct esock_qp *qp, bool drain)
 		/* (Short or nothing: the kernel's queue was empty then; ep_qp_rx_seen_empty.) */
 		qp->rx_empty = n == -EAGAIN || n == -EWOULDBLOCK || (n > 0 && (size_t)n < asked);
 		qp->rx_full_reads += n > 0 && (size_t)n == asked;
+		qp->rx_reads += n > 0;
 		if (qp->rx_empty && n < 0)
 			return;
 		/* (Still holding for its first FPDU, the peer's FIN ends it all: we could never send.) */
@@ -1021,6 +1028,7 @@ void ep_rx_sleep_took(struct esock_qp *qp, ssize_t n, size_t asked)
 	if (n <= 0)
 		return; /* (an EOF is read again, and judged, by the next read) */
 	qp->rx_empty = qp->rx_took_short = (size_t)n < asked;
+	qp->rx_reads++;
 	ep_sockbuf_moved(qp, (size_t)n);
 	qp->stage_len = (size_t)n;
 }

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -1402,6 +1403,71 @@ START_TEST(lent_message)
 }
 END_TEST
 
+/* Until the victim's socket holds |want| octets, reading them (lazy QP) when |want| is 0. */
+static void victim_queued(struct victim *v, int want)
+{
+	int q = -1;
+
+	for (int k = 0; k < EVIL_TIMEOUT_MS; k++) {
+		if (want == 0)
+			ep_qp_progress(v->s.qp, EP_WANT_RX);
+		ck_assert_int_eq(ioctl(ep_qp_fd(v->s.qp), FIONREAD, &q), 0);
+		if (q == want)
+			return;
+		nanosleep(&(struct timespec){ 0, 1000 * 1000 }, NULL);
+	}
+	ck_abort_msg("%s: %d octets queued, want %d", v->what, q, want);
+}
+
+/*
+ * A large payload that came in part (its writer not yet there, as under a
+ * loaded machine's scheduling): its rest, under EP_DIRECT_MIN but more than
+ * a stage read, is read straight into place in one receive call, not into
+ * the stage 4 KiB per call and copied from there (ep_rx.c, read_some).
+ */
+START_TEST(payload_rest_one_read)
+{
+	enum { PAY = 60000, CUT = 50000 }; /* (the rest: ~10 KiB) */
+	struct victim *v = victim_open(NULL, NULL);
+	static uint8_t pay[PAY], fp[PAY + 64];
+	uint64_t rng = tu_rng_seed("payload_rest_one_read");
+	uint8_t h[ESOCK_RDMAP_HDR_MAX], *rbuf;
+	struct esock_mr *mr;
+	struct esock_wc wc;
+	uint32_t r0;
+	size_t hl, n;
+
+	v->what = "a large payload in two parts";
+	ep_qp_set_lazy(v->s.qp, true); /* (read by our calls only) */
+	ep_engine_refresh(v->s.qp);
+	rbuf = calloc(1, PAY + 1);
+	mr = ep_reg(&v->s, rbuf, PAY + 1, LW);
+	ep_post_recv1(&v->s, 7, rbuf, PAY, esock_mr_stag(mr));
+	tu_rng_fill(&rng, pay, sizeof(pay));
+	hl = evil_hdr_send(v->e, h, ESOCK_RDMAP_SEND, 0);
+	n = evil_fpdu(v->e, h, hl, pay, PAY, false, fp, sizeof(fp));
+	ck_assert_int_eq(evil_send_raw(v->e, fp, CUT), 0);
+	victim_queued(v, 0);
+	ck_assert_int_eq(esock_cq_poll(v->s.rcq, 1, &wc), 0);
+	r0 = v->s.qp->rx_reads;
+	ck_assert_int_eq(evil_send_raw(v->e, fp + CUT, n - CUT), 0);
+	victim_queued(v, (int)(n - CUT));
+	ep_qp_progress(v->s.qp, EP_WANT_RX);
+	ck_assert_int_eq(esock_cq_poll(v->s.rcq, 1, &wc), 1);
+	ck_assert_int_eq(wc.status, ESOCK_WC_SUCCESS);
+	ck_assert_uint_eq(wc.wr_id, 7);
+	ck_assert_uint_eq(wc.byte_len, PAY);
+	ck_assert_msg(v->s.qp->rx_reads - r0 == 1, "the last %zu octets took %u reads", n - CUT,
+		      v->s.qp->rx_reads - r0);
+	tu_assert_mem(rbuf, pay, PAY);
+	ck_assert_uint_eq(rbuf[PAY], 0);
+	ck_assert_int_eq(esock_qp_state(v->s.qp), ESOCK_QPS_RTS);
+	esock_mr_dereg(mr);
+	free(rbuf);
+	victim_close(v);
+}
+END_TEST
+
 static TCase *tcase(Suite *s, const char *name)
 {
 	TCase *tc = tcase_create(name);
@@ -1431,6 +1497,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, exact_fit_accepted);
 	tcase_add_test(tc, markers_placed);
 	tcase_add_loop_test(tc, lent_message, 0, 3);
+	tcase_add_test(tc, payload_rest_one_read);
 	tc = tcase(s, "MPA exchange");
 	tcase_add_loop_test(tc, garbage_request, 0, NGARBAGE);
 	tcase_add_test(tc, reply_never_comes);
