@@ -7,6 +7,10 @@ B=/bin/busybox
 $B mount -t proc proc /proc
 $B mount -t sysfs sys /sys
 $B mount -t devtmpfs dev /dev
+# The console carries the job's step lines and its files: a kernel message written into
+# the middle of one cut a case's name (the host never ran that client).  Kernel messages
+# stay in the ring buffer instead and come back as /out/dmesg.log.
+echo 1 > /proc/sys/kernel/printk
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 K=$(cat /kernel-version)
 for m in $(cat /modules); do
@@ -20,6 +24,7 @@ echo "RIG: ready, siw $(cat /sys/module/siw/version 2>/dev/null)"
 mkdir -p /out
 $B sh /job.sh
 rc=$?
+$B dmesg > /out/dmesg.log 2>&1
 for f in /out/*; do
 	[ -f "$f" ] || continue
 	echo "RIG-FILE-BEGIN $($B basename "$f")"

@@ -147,14 +147,16 @@ console_lines() {
 while :; do
 	mapfile -t want < <(console_lines | sed -n 's/^RIG-STEP serve //p')
 	while [ "$served" -lt "${#want[@]}" ]; do
-		name=${want[$served]}
+		name=${want[$served]} found=""
 		for c in "${cases[@]}"; do
 			read -r n _ _ size count port opt _ <<<"$c"
 			[ "$n" = "$name" ] || continue
+			found=1
 			timeout 60 "$IWPING" -c -a "$GUEST_IP" -p "$port" -S "$size" -C "$count" -V -v "$opt" \
 				>"$out/$name-iwping.log" 2>&1
 			echo "$?" >"$out/$name-iwping.rc"
 		done
+		[ -n "$found" ] || echo "$name" >>"$out/unknown-steps"
 		served=$((served + 1))
 	done
 	kill -0 "$rig" 2>/dev/null || break
@@ -215,6 +217,8 @@ for c in "${cases[@]}"; do
 		n=$(grep -c '^ping data' "$ilog" 2>/dev/null); [ "${n:-0}" -eq "$count" ] || why+=("iwping -c printed ${n:-0} pings")
 		n=$(grep -c '^server ping data' "$rlog" 2>/dev/null); [ "${n:-0}" -eq "$count" ] || why+=("rping -s printed ${n:-0} pings")
 		console | grep -qx "RIG-STEP noserve $name" && why+=("rping -s never listened")
+		[ -s "$out/unknown-steps" ] && [ "$irc" = none ] &&
+			why+=("the console named no known case: '$(tr '\n' ' ' <"$out/unknown-steps")'")
 	else
 		[ "$rrc" = 0 ] || why+=("rping -c exit ${rrc:-none}")
 		n=$(grep -c '^ping data' "$rlog" 2>/dev/null); [ "${n:-0}" -eq "$count" ] || why+=("rping -c printed ${n:-0} pings")
@@ -249,11 +253,12 @@ for c in "${cases[@]}"; do
 done
 
 # ddpdump against tshark, FPDU by FPDU (also the siw frames: the same decoder); not the
-# captures with siw's wrong CRC (tshark says "Bad CRC32" there, as ddpdump does).
+# captures with siw's wrong CRC (tshark says "Bad CRC32" there, as ddpdump does), nor
+# those of cases that failed already (one whose client never ran has no FPDU to compare).
 caps=""
 for c in "${cases[@]}"; do
 	read -r name _ <<<"$c"
-	grep -qx "$name" "$out/siw-bad-crc" 2>/dev/null && continue
+	grep -qx "$name" "$out/siw-bad-crc" "$out/failed" 2>/dev/null && continue
 	[ -f "$out/$name.pcap" ] && caps+=" ${out#"$build"/}/$name.pcap"
 done
 if [ -n "$caps" ] && command -v "${TSHARK:-tshark}" >/dev/null && [ -x "$build/tests/ddpdump/check_ddpdump" ]; then

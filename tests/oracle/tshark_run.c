@@ -113,6 +113,9 @@ int tshark_run(const char *pcap, const char *filter, const char *const *fields,
 		if (append(&out->text, &len, &cap, chunk, n) < 0)
 			break;
 	rc = pclose(p);
+	/* (No frame passed the filter: no rows, not a failure.) */
+	if (rc == 0 && !out->text && append(&out->text, &len, &cap, "", 0) < 0)
+		return -1;
 	if (rc != 0 || !out->text) {
 		fprintf(stderr, "tshark failed (status %d): %s\n", rc, cmd);
 		return -1;
