@@ -297,6 +297,7 @@ struct esock_qp {
 	atomic_bool quiesced;       /* ... held by ep_qp_quiesce: a caller waits it out (ep_qp.c) */
 	atomic_bool rx_eof;         /* that FIN came */
 	atomic_bool rx_paused;      /* a Send waits for a receive to be posted */
+	atomic_bool rx_staged;      /* a reader's call left whole FPDUs in the stage for the next one (ep_rx.c) */
 	atomic_uint want;           /* EP_WANT_* left for the token holder */
 	atomic_uint want_eng;       /* the engine's, kept apart: void once it let go of the QP */
 	int fd;
@@ -397,6 +398,7 @@ struct esock_qp {
 		uint32_t open_msn;          /* the message |open| in the buffer, from octet |filled| */
 		bool one, on, open;
 		bool in_call;               /* an ep_qp_recv_now call is reading (ep_rx.c leave_for_next) */
+		bool stay;                  /* EP_NOW_STAY: whole FPDUs may stay in the stage for the next call */
 	} rxt;
 	size_t term_len;            /* (holder) octets of termbuf */
 	uint32_t orq_n, irq_n;      /* (holder) Reads in flight (orq), the peer's being answered (irq) */

@@ -490,7 +490,7 @@ struct rx_into {
 /* The flags of a reader's look at its QP (ep_qp_recv_now, ep_qp_sleep_recv). */
 static unsigned now_flags(const struct rx_into *into)
 {
-	return EP_NOW_FINISH | (into->flags & EP_NOW_ONE);
+	return EP_NOW_FINISH | (into->flags & (EP_NOW_ONE | EP_NOW_STAY));
 }
 
 /*
@@ -579,6 +579,18 @@ static bool any_taken(struct esock_qp **qps, int m)
 	return false;
 }
 
+/*
+ * A call left whole messages in a QP's stage (EP_NOW_STAY): nothing in its
+ * socket would wake a sleeper for them, so the wait takes them first.
+ */
+static bool any_staged(struct esock_qp **qps, int m)
+{
+	for (int i = 0; i < m; i++)
+		if (atomic_load_explicit(&qps[i]->rx_staged, memory_order_acquire))
+			return true;
+	return false;
+}
+
 /* A wait ends with completions, or with octets in the reader's buffer. */
 static bool found(int got, const struct rx_into *into)
 {
@@ -638,7 +650,7 @@ static int cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_
 	m = pin_bound(cq, qps);
 	for (int i = 0; i < m; i++)
 		ep_engine_detach(qps[i]);
-	if (m && look_first(cq)) {
+	if (m && (any_staged(qps, m) || look_first(cq))) {
 		got = progress_pinned(cq, qps, &m, n, wc, into);
 		look_found(cq, found(got, into));
 		if (found(got, into))

@@ -300,8 +300,9 @@ static ssize_t recv_into(struct esock_qp *qp, void *buf, size_t len, unsigned fl
 	qp->rxt.open = false;
 	qp->rxt.on = len > 0;
 	qp->rxt.in_call = true;
+	qp->rxt.stay = flags & EP_NOW_STAY;
 	serve(qp, EP_WANT_RX);
-	qp->rxt.in_call = false;
+	qp->rxt.in_call = qp->rxt.stay = false;
 	if (flags & EP_NOW_FINISH)
 		finish_open(qp);
 	qp->rxt.on = false;
@@ -524,6 +525,11 @@ bool ep_qp_rx_seen_empty(struct esock_qp *qp)
 	qp->rx_empty = false; /* (once: the next look asks the kernel) */
 	token_release(qp);
 	return yes;
+}
+
+bool ep_qp_rx_staged(const struct esock_qp *qp)
+{
+	return atomic_load_explicit(&qp->rx_staged, memory_order_acquire);
 }
 
 bool ep_qp_rx_untouched(struct esock_qp *qp)

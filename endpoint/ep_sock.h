@@ -173,6 +173,14 @@ int ep_qp_send_now(struct esock_qp *qp, const struct iovec *iov, int iovcnt, siz
  * destruction shuts the socket down, which wakes the sleeper).
  */
 #define EP_NOW_SLEEP 0x8u
+/*
+ * EP_NOW_STAY: whole Sends that no longer fit |buf| may stay in the QP's
+ * stage, unfed, for the caller's next call, instead of going to posted
+ * receives (a pool buffer, a completion and a copy more each): the caller
+ * vouches that it looks at ep_qp_rx_staged before it waits or reports
+ * readiness (nothing in the kernel's socket says they are there).
+ */
+#define EP_NOW_STAY 0x10u
 ssize_t ep_qp_recv_now(struct esock_qp *qp, void *buf, size_t len, unsigned flags, uint32_t *msgs);
 /*
  * Nothing of the QP's input is read yet: no octets held, no message half
@@ -188,6 +196,8 @@ bool ep_qp_rx_untouched(struct esock_qp *qp);
  * taken.
  */
 bool ep_qp_rx_seen_empty(struct esock_qp *qp);
+/* A call with EP_NOW_STAY left whole messages in the QP's stage (read without the token). */
+bool ep_qp_rx_staged(const struct esock_qp *qp);
 
 /* Asks for the QP's cache lines that a message's read or write visits, all at once. */
 void ep_qp_prefetch(const struct esock_qp *qp);

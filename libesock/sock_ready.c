@@ -326,8 +326,11 @@ unsigned sock_ready(struct esock_sock *s, unsigned events)
 	if (s->st == SOCK_CONNECTED && s->suspended && sock_resume(s) < 0) {
 		r = POLLERR | POLLHUP; /* (sock_share.c said why) */
 	} else if (s->st == SOCK_CONNECTED) {
-		if (s->qp)
+		if (s->qp) {
 			ep_qp_serve(s->qp);
+			if (ep_qp_rx_staged(s->qp))
+				sock_pull(s); /* (messages a read left in its stage: to the pool) */
+		}
 		sock_drain(s);
 		if (!s->rcount)
 			sock_pool_open(s); /* about to sleep: the pool must be open */
