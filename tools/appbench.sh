@@ -51,15 +51,6 @@ record() {
 	printf '  %-18s %-5s %12s %s\n' "$1" "$2" "$4" "$5"
 }
 
-# prefix MODE PORT: what runs a program in MODE (sets pre).
-prefix() {
-	case $1 in
-	plain) pre= ;;
-	pass) pre=$esock_run ;;
-	ddp) pre="$esock_run --ddp=$2" ;;
-	esac
-}
-
 # Busy CPU of the whole machine so far, in ms (user, nice, system, irq, softirq).
 hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
 busy() { awk -v hz="$hz" '/^cpu / { printf "%.0f", ($2 + $3 + $4 + $7 + $8) * 1000 / hz }' /proc/stat; }

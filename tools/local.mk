@@ -69,6 +69,13 @@ EXTRA_DIST += tools/connscale-test.sh
 EXTRA_DIST += tools/appbench.sh tools/appbench-test.sh
 TESTS += tools/appbench-test.sh
 
+# tools/appinstr.sh: user-space instructions per request of a server (nginx,
+# redis) under valgrind's cachegrind, plain, pass-through and DDPMODE: a steady
+# figure where throughput moves from hour to hour; its test counts nginx with
+# few requests.
+EXTRA_DIST += tools/appinstr.sh tools/appinstr-test.sh
+TESTS += tools/appinstr-test.sh
+
 # tools/tcpserver-eval.sh: the TCP Server's evaluation (nginx, regular TCP against
 # tcpserverd with its optimisations one by one; docs/tcpserver.md); its test
 # runs it for a few cells and checks what it wrote.

@@ -94,6 +94,17 @@ wait_listen() {
 	fail "nothing listens on 127.0.0.1:$1 after 10 s"
 }
 
+# prefix MODE PORT: what runs a program in MODE (sets pre): plain TCP, the
+# library preloaded with every socket passing through, or DDPMODE on PORT
+# (tools/appbench.sh, tools/appinstr.sh).
+prefix() {
+	case $1 in
+	plain) pre= ;;
+	pass) pre=$esock_run ;;
+	ddp) pre="$esock_run --ddp=$2" ;;
+	esac
+}
+
 # random_file PATH KIB: KIB KiB of random octets.
 random_file() {
 	head -c "$(($2 * 1024))" /dev/urandom >"$1" || exit 99
