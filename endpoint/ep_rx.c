@@ -930,7 +930,9 @@ static void rx_progress(struct esock_qp *qp, bool drain)
 
 	qp->rx_took_short = false;
 
-	atomic_store(&qp->rx_paused, false);
+	/* (Stores only when set: a sequentially consistent store is an xchg, per message.) */
+	if (atomic_load_explicit(&qp->rx_paused, memory_order_relaxed))
+		atomic_store(&qp->rx_paused, false);
 	/* (Whatever a call left in the stage is this holder's to feed or to leave again.) */
 	if (atomic_load_explicit(&qp->rx_staged, memory_order_relaxed))
 		atomic_store_explicit(&qp->rx_staged, false, memory_order_relaxed);

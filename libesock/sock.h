@@ -214,8 +214,13 @@ static inline int sock_rq_depth(int rdepth)
  */
 void *sock_region_alloc(size_t len);
 void sock_region_free(void *p, size_t len);
-/* Asks for the lines of |s|, its counters, CQ and QP that a read or write visits (sock.c). */
+/*
+ * Asks for the lines of |s|, its counters, CQ and QP that a read or write
+ * visits (sock.c), when there are enough connections for them not to be in
+ * the cache already (sock_prefetch_pays).
+ */
 void sock_prefetch(const struct esock_sock *s);
+bool sock_prefetch_pays(void);
 /* The extended API is in use on |s| (lock held): the engine reads its QP from now on. */
 void sock_api_async(struct esock_sock *s);
 /* Reads what its QP has waiting (a lazy QP: sock_wc.c), then takes completions.  Lock held. */
@@ -363,8 +368,10 @@ unsigned sock_ready(struct esock_sock *s, unsigned events); /* poll bits now tru
  * take directly (nothing read of it yet), which sock_ready reports as
  * readable.  |blocking| says which sockets the look may leave it for:
  * epoll's, non-blocking ones; poll/select's, blocking ones (sock_ready.c).
+ * |ready| non-NULL: when it defers, what sock_ready(s, events) would say,
+ * asked under the same lock (one lock and look less per epoll event).
  */
-bool sock_rx_defer(struct esock_sock *s, bool blocking);
+bool sock_rx_defer(struct esock_sock *s, bool blocking, unsigned events, unsigned *ready);
 int sock_shutdown(struct esock_sock *s, int how);
 int sock_pool_setup(struct esock_sock *s);
 /* The QP's refill hook (ep_qp_set_rq_refill; |arg| is the socket): posts one receive. */

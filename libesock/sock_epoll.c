@@ -716,8 +716,8 @@ static uint32_t entry_events(struct epset *st, int epfd, struct ep_entry *e, boo
 			     bool *pending)
 {
 	struct esock_sock *s = e->s;
-	uint32_t want = e->ev.events, r;
-	bool et = want & EPOLLET;
+	uint32_t want = e->ev.events, r = 0, asked = want & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI);
+	bool et = want & EPOLLET, have_r = false;
 
 	*again = false;
 	if (e->disabled)
@@ -745,7 +745,8 @@ static uint32_t entry_events(struct epset *st, int epfd, struct ep_entry *e, boo
 		 * Input left in the socket for the read (sock_rx_defer), or read now
 		 * (a FIN or error among it: to the end).
 		 */
-		if (qp && (e->rx_end || !e->rx_in || !(want & EPOLLIN) || !sock_rx_defer(s, false))) {
+		if (qp && (e->rx_end || !e->rx_in || !(want & EPOLLIN) ||
+			   !(have_r = sock_rx_defer(s, false, asked, &r)))) {
 			/* Our own completions need no bell: disarmed until the look is over (rearm). */
 			if (s->cq)
 				ep_cq_disarm(s->cq);
@@ -762,8 +763,8 @@ static uint32_t entry_events(struct epset *st, int epfd, struct ep_entry *e, boo
 		 */
 		r = sock_listen_ready(s, want & EPOLLIN, e->lst_kick);
 		e->lst_kick = false;
-	} else {
-		r = sock_ready(s, want & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI));
+	} else if (!have_r) {
+		r = sock_ready(s, asked);
 	}
 	if (et) {
 		uint64_t g = rx_gen(s);
@@ -823,7 +824,7 @@ static int collect(struct epset *st, int epfd, struct epoll_event *out, int max,
 	 * of following one another.  At most PREFETCH_MAX sockets' worth (about
 	 * 60 KB), well inside any L2 cache.
 	 */
-	int k = st->nq < max ? st->nq : max;
+	int k = !sock_prefetch_pays() ? 0 : st->nq < max ? st->nq : max;
 
 	if (k > PREFETCH_MAX)
 		k = PREFETCH_MAX;

@@ -229,7 +229,7 @@ static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t 
 				 * ones.
 				 */
 				if (k[n + i].revents == POLLIN && (fds[i].events & POLLIN) &&
-				    sock_rx_defer(ss[i], true)) {
+				    sock_rx_defer(ss[i], true, 0, NULL)) {
 					pulled = true;
 					continue;
 				}
@@ -286,43 +286,11 @@ static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t 
  * out on a part).  The read waits out a token holder at work instead of
  * saying EAGAIN.
  */
-bool sock_rx_defer(struct esock_sock *s, bool blocking)
-{
-	bool yes = false;
-
-	/*
-	 * The other kind of socket is told without the lock: a poll wake-up of
-	 * a non-blocking socket (the commoner kind) reads its input at once.
-	 * (Looked at again under the lock: an fcntl may have come between.)
-	 */
-	if (__atomic_load_n(&s->nonblock, __ATOMIC_RELAXED) == blocking)
-		return false;
-	pthread_mutex_lock(&s->lock);
-	if (s->st == SOCK_CONNECTED && s->nonblock == !blocking &&
-	    (!blocking || s->rcvtimeo_ms <= 0) && !s->suspended && s->qp && ep_qp_lazy(s->qp) &&
-	    !s->eof && !s->err && !s->shut_rd) {
-		sock_drain(s);
-		if (!s->rcount && ep_qp_rx_untouched(s->qp)) {
-			s->rx_hint = true;
-			s->rx_hints++;
-			yes = true;
-		}
-	}
-	pthread_mutex_unlock(&s->lock);
-	return yes;
-}
-
-unsigned sock_ready(struct esock_sock *s, unsigned events)
+/* sock_ready's answer for a connected (or failed) socket, its lock held. */
+static unsigned ready_locked(struct esock_sock *s, unsigned events)
 {
 	unsigned r = 0;
 
-	if (s->off)
-		return sock_off_ready(s, events);
-	if (s->st == SOCK_LISTENING)
-		return sock_listen_ready(s, events, true);
-	if (s->st == SOCK_TCP_CONNECTING || s->st == SOCK_MPA_CONNECTING)
-		return sock_connect_ready(s, events);
-	pthread_mutex_lock(&s->lock);
 	if (s->st == SOCK_CONNECTED && s->suspended && sock_resume(s) < 0) {
 		r = POLLERR | POLLHUP; /* (sock_share.c said why) */
 	} else if (s->st == SOCK_CONNECTED) {
@@ -351,6 +319,49 @@ unsigned sock_ready(struct esock_sock *s, unsigned events)
 	} else if (s->st == SOCK_FAILED) {
 		r = POLLERR | POLLHUP | POLLOUT;
 	}
-	pthread_mutex_unlock(&s->lock);
 	return r & (events | POLLERR | POLLHUP);
+}
+
+bool sock_rx_defer(struct esock_sock *s, bool blocking, unsigned events, unsigned *ready)
+{
+	bool yes = false;
+
+	/*
+	 * The other kind of socket is told without the lock: a poll wake-up of
+	 * a non-blocking socket (the commoner kind) reads its input at once.
+	 * (Looked at again under the lock: an fcntl may have come between.)
+	 */
+	if (__atomic_load_n(&s->nonblock, __ATOMIC_RELAXED) == blocking)
+		return false;
+	pthread_mutex_lock(&s->lock);
+	if (s->st == SOCK_CONNECTED && s->nonblock == !blocking &&
+	    (!blocking || s->rcvtimeo_ms <= 0) && !s->suspended && s->qp && ep_qp_lazy(s->qp) &&
+	    !s->eof && !s->err && !s->shut_rd) {
+		sock_drain(s);
+		if (!s->rcount && ep_qp_rx_untouched(s->qp)) {
+			s->rx_hint = true;
+			s->rx_hints++;
+			yes = true;
+			if (ready) /* (the caller's next question, under the same lock) */
+				*ready = ready_locked(s, events);
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	return yes;
+}
+
+unsigned sock_ready(struct esock_sock *s, unsigned events)
+{
+	unsigned r;
+
+	if (s->off)
+		return sock_off_ready(s, events);
+	if (s->st == SOCK_LISTENING)
+		return sock_listen_ready(s, events, true);
+	if (s->st == SOCK_TCP_CONNECTING || s->st == SOCK_MPA_CONNECTING)
+		return sock_connect_ready(s, events);
+	pthread_mutex_lock(&s->lock);
+	r = ready_locked(s, events);
+	pthread_mutex_unlock(&s->lock);
+	return r;
 }
