@@ -426,6 +426,8 @@ int ep_qp_resume(struct esock_qp *qp, int fd, const struct ep_qp_snap *sn, const
 		memcpy(qp->stage, stage, sn->stage_len);
 		qp->stage_off = 0;
 		qp->stage_len = sn->stage_len;
+		/* (It may hold whole messages a read left there: EP_NOW_STAY; nothing else says so.) */
+		atomic_store(&qp->rx_staged, true);
 	}
 	/*
 	 * RTS, but nobody drives it yet: another process may still use the

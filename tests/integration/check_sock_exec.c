@@ -45,8 +45,8 @@ static char self[4096];
 
 /*
  * --echo [N]: echoes 0 to 1 until EOF (N > 0: first execs itself again with
- * --echo 0; N < 0: writes with stdio, fwrite and fflush on stdout, as git's
- * upload-pack does).
+ * --echo 0; N = -1: writes with stdio, fwrite and fflush on stdout, as git's
+ * upload-pack does; N = -2: polls 0 before each read, for at most 10 s).
  */
 static int echo_main(int again)
 {
@@ -59,7 +59,14 @@ static int echo_main(int again)
 		return 20;
 	}
 	for (;;) {
-		ssize_t n = read(0, buf, sizeof(buf)), w = 0;
+		struct pollfd p = { .fd = 0, .events = POLLIN };
+		ssize_t n, w = 0;
+
+		if (again == -2 && poll(&p, 1, 10000) != 1) {
+			fprintf(stderr, "echo image: poll saw no input\n");
+			return 24;
+		}
+		n = read(0, buf, sizeof(buf));
 
 		if (n == 0)
 			return 0;
@@ -69,7 +76,7 @@ static int echo_main(int again)
 			fprintf(stderr, "echo image: read: %s\n", strerror(errno));
 			return 21;
 		}
-		if (again < 0) {
+		if (again == -1) {
 			if (fwrite(buf, 1, (size_t)n, stdout) != (size_t)n || fflush(stdout) != 0) {
 				fprintf(stderr, "echo image: stdout: %s\n", strerror(errno));
 				return 23;
@@ -117,11 +124,15 @@ static void set_preload(void)
  * _i: 0 exec at once; 1 the child reads and answers part of the first
  * message first; 2 two execs in a row; 3 into an image without the library
  * preloaded; 4 the new image writes with stdio; 5 as 0, from a vfork (whose
- * child would share the parent's memory: the library's state with it).
+ * child would share the parent's memory: the library's state with it); 6 a
+ * short stream (five messages of 1000 octets), the first read and answered
+ * here before the fork, which leaves the other four whole in the QP's stage
+ * (EP_NOW_STAY): the new image, which polls before it reads, carries them
+ * and echoes every one (the QP's stage crosses the exec with them in it).
  */
 START_TEST(connection_crosses_exec)
 {
-	struct echo_client cl = { .total = TOTAL, .piece = 7777 };
+	struct echo_client cl = { .total = _i == 6 ? 5000 : TOTAL, .piece = _i == 6 ? 1000 : 7777 };
 	int lfd, c, status = -1;
 	pid_t pid;
 
@@ -130,10 +141,20 @@ START_TEST(connection_crosses_exec)
 	echo_client_start(&cl);
 	c = accept(lfd, NULL, NULL);
 	ck_assert_int_ge(c, 0);
+	if (_i == 6) {
+		char first[1000];
+		struct pollfd p = { .fd = c, .events = POLLIN };
+
+		ck_assert_int_eq(poll(&p, 1, 5000), 1);
+		usleep(50000); /* (all five in) */
+		ck_assert_int_eq(read(c, first, sizeof(first)), 1000);
+		ck_assert_int_eq(write(c, first, sizeof(first)), 1000);
+	}
 	pid = _i == 5 ? vfork() : fork(); /* (vfork: the library makes it a fork) */
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		char *echo[] = { self, "--echo", _i == 2 ? "1" : _i == 4 ? "-1" : "0", NULL };
+		char *echo[] = { self, "--echo", _i == 2 ? "1" : _i == 4 ? "-1" : _i == 6 ? "-2" : "0",
+				 NULL };
 		char *none[] = { self, "--no-conn", NULL };
 
 		close(lfd);
@@ -174,7 +195,7 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("handoff");
 
 	tcase_set_timeout(tc, 90);
-	tcase_add_loop_test(tc, connection_crosses_exec, 0, 6);
+	tcase_add_loop_test(tc, connection_crosses_exec, 0, 7);
 	suite_add_tcase(s, tc);
 	return s;
 }
