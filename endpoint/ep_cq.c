@@ -586,7 +586,7 @@ static bool any_taken(struct esock_qp **qps, int m)
 static bool any_staged(struct esock_qp **qps, int m)
 {
 	for (int i = 0; i < m; i++)
-		if (atomic_load_explicit(&qps[i]->rx_staged, memory_order_acquire))
+		if (atomic_load(&qps[i]->rx_staged)) /* (seq_cst: see rx_progress) */
 			return true;
 	return false;
 }
@@ -715,9 +715,15 @@ static int cq_wait(struct esock_cq *cq, int n, struct esock_wc *wc, int timeout_
 			continue;
 		}
 		sleeper_add(cq, efd);
-		if ((got = user_cq_poll(cq, n, wc))) {
+		if ((got = user_cq_poll(cq, n, wc)) || any_staged(qps, m)) {
 			sleeper_del(cq, efd);
-			break;
+			if (got)
+				break;
+			/* (A read in another thread left messages in a stage: take them.) */
+			got = progress_pinned(cq, qps, &m, n, wc, into);
+			if (found(got, into) || (timeout_ms >= 0 && ep_now_us() >= end))
+				break;
+			continue;
 		}
 		atomic_fetch_add_explicit(&cq->sleeps, 1, memory_order_relaxed);
 		rc = sleep_on(cq, qps, m, left, efd);

@@ -529,7 +529,7 @@ bool ep_qp_rx_seen_empty(struct esock_qp *qp)
 
 bool ep_qp_rx_staged(const struct esock_qp *qp)
 {
-	return atomic_load_explicit(&qp->rx_staged, memory_order_acquire);
+	return atomic_load(&qp->rx_staged); /* (seq_cst: a waiter's side of rx_progress's handshake) */
 }
 
 bool ep_qp_rx_untouched(struct esock_qp *qp)

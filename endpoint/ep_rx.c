@@ -881,8 +881,9 @@ static bool now_partial(const struct esock_qp *qp)
  * call: 94 % of 4 KiB messages went through the pool, two copies and five
  * locks each), only when the caller said it looks at ep_qp_rx_staged
  * (EP_NOW_STAY), as nothing in the kernel's socket says that it is there,
- * and no other thread may be waiting for it (such a waiter sleeps on the
- * socket).  Otherwise it is fed as before.
+ * and no other thread is waiting for it (such a waiter sleeps on the
+ * socket; one that begins to wait meanwhile sees rx_staged).  Otherwise it
+ * is fed as before.
  */
 enum { LEAVE_NO, LEAVE_PART, LEAVE_WHOLE };
 
@@ -902,7 +903,8 @@ static int leave_for_next_call(const struct esock_qp *qp)
 		return fits ? LEAVE_NO : LEAVE_PART;
 	return (!fits || !qp->rxt.on) && qp->rxt.stay &&
 			       !atomic_load_explicit(&qp->threads_many, memory_order_relaxed) &&
-			       !atomic_load_explicit(&qp->rcq->sleepers, memory_order_relaxed)
+			       !atomic_load_explicit(&qp->rcq->sleepers, memory_order_relaxed) &&
+			       !atomic_load_explicit(&qp->rcq->pollers, memory_order_relaxed)
 		       ? LEAVE_WHOLE
 		       : LEAVE_NO;
 }
@@ -948,8 +950,15 @@ static void rx_progress(struct esock_qp *qp, bool drain)
 		if (w == 0 && qp->stage_off < qp->stage_len && now_partial(qp))
 			w = 2; /* read the rest first: then it goes to the caller's buffer */
 		if (w == 0 && qp->stage_off < qp->stage_len && (w = leave_for_next_call(qp))) {
-			if (w == LEAVE_WHOLE)
-				atomic_store_explicit(&qp->rx_staged, true, memory_order_release);
+			if (w == LEAVE_WHOLE) {
+				/*
+				 * A thread that began to wait meanwhile (poll, a blocking
+				 * read) looks at the flag after it counted itself, and
+				 * the kick wakes one counted before: it sees them.
+				 */
+				atomic_store(&qp->rx_staged, true);
+				ep_cq_kick(qp->rcq);
+			}
 			return;
 		}
 		if (qp->stage_off < qp->stage_len && w != 2) {

@@ -159,6 +159,8 @@ static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t 
 			if (!ready) {
 				if (ep_cq_poll_begin(ss[i]->cq, b[i] & FIRED))
 					wait = 0; /* completions came meanwhile: look again */
+				else if (ep_qp_rx_staged(qp))
+					wait = 0; /* another thread's read left messages in its stage */
 				b[i] = POLLER;
 			}
 			/*

@@ -708,11 +708,12 @@ START_TEST(stream_reader_takes_messages_in_its_buffer)
 	ck_assert_uint_eq(st.rx_msgs, N);
 	/*
 	 * All 48 on a quiet machine; 39 under valgrind, 32 in a loaded CI's
-	 * sanitizer run, 19-22 with both cores busy with other tests (a round
-	 * whose read could not take the QP's token leaves the input to the
-	 * next); 1-3 when a read went on into receives, the defect this guards.
+	 * sanitizer run, 19-22 with both cores busy with other tests, 9 beside
+	 * a parallel build (a round whose read could not take the QP's token
+	 * leaves the input to the next); 1-3 when a read went on into
+	 * receives, the defect this guards.
 	 */
-	ck_assert_msg(st.rx_now >= N / 4, "rx_now %llu of %d messages",
+	ck_assert_msg(st.rx_now >= N / 8, "rx_now %llu of %d messages",
 		      (unsigned long long)st.rx_now, N);
 }
 END_TEST
@@ -775,6 +776,23 @@ out:
 	return NULL;
 }
 
+/* A burst sender started on a listener of its own; the reading end, connected to it. */
+static int burst_start(struct burst_sender *b)
+{
+	struct sockaddr_in sa;
+
+	b->lfd = listener(true, &sa);
+	ck_assert_int_eq(pthread_create(&b->th, NULL, burst_sender_main, b), 0);
+	return ddp_connect(&sa);
+}
+
+static void burst_end(struct burst_sender *b, int fd)
+{
+	close(fd);
+	pthread_join(b->th, NULL);
+	close(b->lfd);
+}
+
 static void expect_msg(const char *in, ssize_t n, int msg)
 {
 	ck_assert_int_eq(n, 1000);
@@ -797,13 +815,9 @@ START_TEST(staged_messages_are_seen)
 	struct burst_sender b = { .rounds = ROUNDS };
 	struct esock_sock_stats st;
 	socklen_t sl = sizeof(st);
-	struct sockaddr_in sa;
 	char in[1000];
-	int fd;
+	int fd = burst_start(&b);
 
-	b.lfd = listener(true, &sa);
-	ck_assert_int_eq(pthread_create(&b.th, NULL, burst_sender_main, &b), 0);
-	fd = ddp_connect(&sa);
 	for (int r = 0; r < ROUNDS; r++) {
 		int left = 2, avail = 0;
 		struct pollfd pf = { .fd = fd, .events = POLLIN };
@@ -861,9 +875,61 @@ START_TEST(staged_messages_are_seen)
 		ck_assert_int_eq(poll(&pf, 1, 0), 0); /* (nothing more) */
 		ck_assert_int_eq(write(fd, "k", 1), 1);
 	}
-	close(fd);
-	pthread_join(b.th, NULL);
-	close(b.lfd);
+	burst_end(&b, fd);
+}
+END_TEST
+
+struct poller {
+	int fd, rc;
+	short revents;
+	pthread_t th;
+};
+
+static void *poller_main(void *arg)
+{
+	struct poller *p = arg;
+	struct pollfd pf = { .fd = p->fd, .events = POLLIN };
+
+	p->rc = poll(&pf, 1, 5000);
+	p->revents = pf.revents;
+	return NULL;
+}
+
+/*
+ * One thread polls a socket while another reads it: the reader takes the
+ * first of three messages that came together, and the poller, asleep
+ * before they came, must report the socket readable (as with TCP, the other
+ * two are there), whichever of the two threads the arrival woke first.
+ * (Messages a read leaves in its stage are left there only while nobody
+ * polls or waits on the socket, and a poll or wait that begins meanwhile
+ * looks for them: ep_rx.c, rx_staged.)
+ */
+START_TEST(poll_in_another_thread_sees_the_rest)
+{
+	struct burst_sender b = { .rounds = 4 };
+	char in[1000];
+	int fd = burst_start(&b);
+
+	for (int r = 0; r < b.rounds; r++) {
+		struct poller p = { .fd = fd };
+
+		if (r) /* (the poller asleep before the round's messages come) */
+			ck_assert_int_eq(pthread_create(&p.th, NULL, poller_main, &p), 0);
+		if (r)
+			usleep(20000);
+		if (r)
+			ck_assert_int_eq(write(fd, "k", 1), 1);
+		expect_msg(in, read(fd, in, sizeof(in)), r * 3);
+		if (r) {
+			pthread_join(p.th, NULL);
+			ck_assert_msg(p.rc == 1 && (p.revents & POLLIN), "round %d: poll %d, revents %#x", r,
+				      p.rc, (unsigned)p.revents);
+		}
+		expect_msg(in, read(fd, in, sizeof(in)), r * 3 + 1);
+		expect_msg(in, read(fd, in, sizeof(in)), r * 3 + 2);
+	}
+	ck_assert_int_eq(write(fd, "k", 1), 1);
+	burst_end(&b, fd);
 }
 END_TEST
 
@@ -2876,6 +2942,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, stream_reader_takes_messages_in_its_buffer);
 	tcase_add_test(tc, small_stream_reader_takes_messages_in_its_buffer);
 	tcase_add_test(tc, staged_messages_are_seen);
+	tcase_add_test(tc, poll_in_another_thread_sees_the_rest);
 	tcase_add_test(tc, large_writes_now_free_the_memory);
 	tcase_add_test(tc, long_writes_go_in_the_call);
 	tcase_add_test(tc, options_and_api);
