@@ -176,6 +176,18 @@ struct esock_sock {
 	int epparked;               /* of them, deleted by the application but kept (sock_epoll.c) */
 };
 
+/*
+ * Whether a read of |s| may leave whole messages in its QP's stage for the
+ * next call (EP_NOW_STAY; sock_recv.c, sock_wc.c): no epoll set holds it (an
+ * epoll set learns of input from the kernel's socket only; poll, select and
+ * the waits ask sock_ready and ep_cq.c, which look at the stage), and no
+ * other process may hold the connection.  Lock held.
+ */
+static inline bool sock_may_stay(const struct esock_sock *s)
+{
+	return !s->nepregs && !s->share;
+}
+
 /* Octets of the announcement appended to the MPA private data (sock_conn.c). */
 #define ESOCK_ANNOUNCE_LEN 12
 

@@ -124,15 +124,8 @@ static void placed_now(struct esock_sock *s, size_t n, uint32_t msgs, size_t *go
 static ssize_t recv_now(struct esock_sock *s, const struct iovec *iov, int iovcnt, bool block,
 			size_t *got)
 {
-	/*
-	 * Whole messages beyond the buffer may stay in the QP's stage for the
-	 * next call while no epoll set holds the socket: its readiness is asked
-	 * of sock_ready then (which feeds them to the pool), and a wait takes
-	 * them first (ep_cq.c).  An epoll set learns of input from the kernel's
-	 * socket only; nor when another process may hold the connection.
-	 */
 	unsigned flags = (s->o.msgmode ? EP_NOW_ONE : 0) | (s->rx_hint ? EP_NOW_WAIT : 0) |
-			 (block ? EP_NOW_FINISH : 0) | (!s->nepregs && !s->share ? EP_NOW_STAY : 0);
+			 (block ? EP_NOW_FINISH : 0) | (sock_may_stay(s) ? EP_NOW_STAY : 0);
 	uint32_t msgs;
 	size_t len;
 	void *buf;

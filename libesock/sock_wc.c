@@ -213,7 +213,7 @@ int sock_wait_recv(struct esock_sock *s, int64_t end, void *buf, size_t len, siz
 	 */
 	unsigned flags = (s->o.msgmode ? EP_NOW_ONE : 0) |
 			 (!s->nonblock && s->rcvtimeo_ms == 0 && !s->share ? EP_NOW_SLEEP : 0) |
-			 (!s->nepregs && !s->share ? EP_NOW_STAY : 0); /* (sock_recv.c recv_now) */
+			 (sock_may_stay(s) ? EP_NOW_STAY : 0);
 
 	*placed = 0;
 	*msgs = 0;
