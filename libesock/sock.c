@@ -20,6 +20,7 @@
 #include "libc/real.h"
 #include "libesock/fdtab.h"
 #include "libesock/sock.h"
+#include "libesock/sock_vb.h"
 #include "util/atfork.h"
 #include "util/env.h"
 #include "util/log.h"
@@ -573,6 +574,7 @@ void sock_fork_child(void)
 		pthread_mutex_init(&s->pool_lock, NULL);
 		atomic_store(&s->refs, 0);
 		s->waiters = 0;
+		sock_vb_fork_child(s);
 		if (s->qp)
 			s->suspended = true; /* its token: released by the endpoint's handler */
 	}

@@ -66,6 +66,7 @@ struct user_op;
 struct ep_qp_snap;
 struct sock_share;
 struct sock_off;
+struct sock_vb;
 
 #define SOCK_SLOT_SIZE 65536
 #define SOCK_SLOTS_MAX 16
@@ -106,6 +107,7 @@ struct esock_sock {
 	struct esock_cq *cq;        /* send and receive completions */
 	struct esock_sock_stats *stats; /* in the shared-memory slot, or stats_local */
 	struct sock_off *off;       /* the offload mode's state (sock_off.h), or NULL */
+	struct sock_vb *vb;         /* on the verbs backend (sock_vb.h), or NULL */
 	uint64_t rready;            /* octets ready to read */
 	uint32_t rhead, rcount;     /* ring of rdone */
 	uint32_t roff;              /* octets of the head message already read */
@@ -190,6 +192,14 @@ static inline bool sock_may_stay(const struct esock_sock *s)
 
 /* Octets of the announcement appended to the MPA private data (sock_conn.c). */
 #define ESOCK_ANNOUNCE_LEN 12
+/*
+ * Writes |s|'s announcement (ESOCK_ANNOUNCE_LEN octets) at |p|; |pauses|: a
+ * Send that finds the pool full stops reading (user-level backend) rather
+ * than Terminating (a kernel QP cannot wait).  sock_heard reads the peer's
+ * from the end of its private data (peer_esock, peer_msg_max).
+ */
+void sock_announce(const struct esock_sock *s, uint8_t *p, bool pauses);
+void sock_heard(struct esock_sock *s, const uint8_t *pd, uint16_t len);
 
 /*
  * The smallest receive size a peer may announce (our own ESOCK_RCVSIZE has
@@ -411,9 +421,26 @@ int sock_wait_some(struct esock_sock *s, int64_t end);
  */
 int sock_wait_recv(struct esock_sock *s, int64_t end, void *buf, size_t len, size_t *placed,
 		   uint32_t *msgs);
+/* A message of |len| octets arrived in receive slot |idx|: the ring's tail (lock held). */
+static inline void sock_ring_push(struct esock_sock *s, uint32_t idx, uint32_t len)
+{
+	s->rdone[(s->rhead + s->rcount) % (uint32_t)s->o.rdepth] = idx;
+	s->rlen[idx] = len;
+	s->rcount++;
+	s->rready += len;
+	s->stats->rx_msgs++;
+	s->stats->rx_bytes += len;
+}
 /* What a data call checks first (lock held): 0, SOCK_FELL_BACK, or -errno. */
 #define SOCK_FELL_BACK 1 /* the connect fell back to plain TCP while the call waited */
 int sock_usable(struct esock_sock *s);
+/*
+ * sock_recv.c: copies the receive ring's messages into |iov| from octet
+ * *skip on (a message at most in message mode; |peek|: they stay), each
+ * consumed buffer back to the pool; *skip grows by the octets copied.
+ */
+size_t sock_copy_out(struct esock_sock *s, const struct iovec *iov, int iovcnt, bool peek,
+		     size_t *skip, bool *trunc);
 /* sock_recv.c: the call on a connection that fell back to plain TCP, to the kernel (unlocks). */
 ssize_t sock_plain_io(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags,
 		      bool out, int *msg_flags);

@@ -25,6 +25,7 @@
 #include "libc/real.h"
 #include "libesock/sock.h"
 #include "libesock/sock_off.h"
+#include "libesock/sock_vb.h"
 #include "util/env.h"
 #include "util/log.h"
 
@@ -36,11 +37,11 @@
  */
 static const uint8_t magic[4] = { 'e', 'S', 'o', 'K' };
 
-static void announce(const struct esock_sock *s, uint8_t *p)
+void sock_announce(const struct esock_sock *s, uint8_t *p, bool pauses)
 {
 	memcpy(p, magic, 4);
 	p[4] = 1;
-	p[5] = s->o.rdepth > 0 ? 1 : 0;
+	p[5] = pauses && s->o.rdepth > 0 ? 1 : 0;
 	p[6] = (uint8_t)(s->o.rdepth >> 8);
 	p[7] = (uint8_t)s->o.rdepth;
 	p[8] = (uint8_t)(s->o.rsize >> 24);
@@ -49,8 +50,7 @@ static void announce(const struct esock_sock *s, uint8_t *p)
 	p[11] = (uint8_t)s->o.rsize;
 }
 
-/* Reads the peer's announcement from its private data. */
-static void heard(struct esock_sock *s, const uint8_t *pd, uint16_t len)
+void sock_heard(struct esock_sock *s, const uint8_t *pd, uint16_t len)
 {
 	const uint8_t *p;
 
@@ -78,7 +78,7 @@ static bool peer_agrees(void *arg, const struct esock_conn_info *info)
 {
 	struct esock_sock *s = arg;
 
-	heard(s, info->private_data, info->private_data_len);
+	sock_heard(s, info->private_data, info->private_data_len);
 	return s->peer_esock; /* (a plain peer's Sends find receives: posted as they come) */
 }
 
@@ -86,7 +86,7 @@ static void conn_param(struct esock_sock *s, struct esock_conn_param *p, uint8_t
 {
 	memset(p, 0, sizeof(*p));
 	memcpy(pd, s->o.privdata, s->o.privdata_len);
-	announce(s, pd + s->o.privdata_len);
+	sock_announce(s, pd + s->o.privdata_len, true);
 	p->private_data = pd;
 	p->private_data_len = (uint16_t)(s->o.privdata_len + ESOCK_ANNOUNCE_LEN);
 	p->mpa_rev = (uint8_t)s->o.mpa_rev;
@@ -405,6 +405,8 @@ int sock_connect(struct esock_sock *s, const struct sockaddr *addr, socklen_t le
 		return -EISCONN;
 	if (s->st != SOCK_MARKED)
 		return s->err ? -s->err : -EINVAL;
+	if (sock_vb_wanted())
+		return sock_vb_connect(s, addr, len);
 	if (REAL(connect)(s->fd, addr, len) < 0) {
 		rc = -errno;
 		if (rc == -EINPROGRESS)
@@ -454,6 +456,8 @@ int sock_listen(struct esock_sock *s, int backlog)
 	struct esock_listen_param lp = { .timeout_ms = s->o.timeout_ms };
 	int rc;
 
+	if (s->vb || (s->st == SOCK_MARKED && sock_vb_wanted()))
+		return sock_vb_listen(s, backlog);
 	if (s->st != SOCK_MARKED && s->st != SOCK_LISTENING)
 		return -EINVAL;
 	if (REAL(listen)(s->fd, backlog) < 0)
@@ -550,7 +554,7 @@ static int hand_mpa(struct esock_sock *ls, struct esock_conn_req *req, int flags
 		size_t pd_len;
 		const uint8_t *pd_in = ep_conn_req_private_data(req, &pd_len);
 
-		heard(s, pd_in, pd_len);
+		sock_heard(s, pd_in, pd_len);
 	}
 	/* Failing, the descriptor leaves the table before it is closed: its number is free then. */
 	if (size_refused(s)) {
@@ -697,6 +701,10 @@ void sock_flush_at_exit(struct esock_sock *s, int64_t *since)
 	struct linger_clock c;
 	struct esock_qp *qp = s->qp;
 
+	if (s->vb) {
+		sock_vb_flush(s);
+		return;
+	}
 	if (s->off || !qp || s->suspended || s->linger_abort || ep_qp_fd(qp) < 0 ||
 	    esock_qp_state(qp) != ESOCK_QPS_RTS)
 		return;
@@ -722,6 +730,10 @@ void sock_teardown(struct esock_sock *s, bool graceful)
 
 	if (s->off) {
 		sock_off_release(s);
+		return;
+	}
+	if (s->vb) {
+		sock_vb_release(s, graceful);
 		return;
 	}
 	pthread_mutex_lock(&s->lock);
@@ -771,6 +783,8 @@ int sock_shutdown(struct esock_sock *s, int how)
 
 	if (s->off)
 		return sock_off_shutdown(s, how);
+	if (s->vb)
+		return sock_vb_shutdown(s, how);
 	pthread_mutex_lock(&s->lock);
 	if (s->st != SOCK_CONNECTED) {
 		pthread_mutex_unlock(&s->lock);

@@ -47,6 +47,7 @@
 #include "libc/real.h"
 #include "libesock/sock.h"
 #include "libesock/sock_off.h"
+#include "libesock/sock_vb.h"
 #include "util/tls.h"
 
 struct ep_entry {
@@ -439,14 +440,21 @@ static uint64_t rx_gen(struct esock_sock *s)
 {
 	if (s->off)
 		return sock_off_rx_gen(s);
+	if (s->vb)
+		return sock_vb_rx_gen(s);
 	if (s->st == SOCK_LISTENING && s->lst)
 		return ep_listener_completed(s->lst);
 	return s->stats->rx_msgs + s->rx_hints + (s->eof ? 1u << 30 : 0) + (s->err ? 1u << 31 : 0);
 }
 
-/* A listener's poll descriptor (in the kernel's set), or -1: its CQ rings the bell. */
+/*
+ * A listener's poll descriptor (in the kernel's set), or -1: its CQ rings the
+ * bell.  A socket on the verbs backend: its completion channel (sock_vb.h).
+ */
 static int watched_fd(struct esock_sock *s)
 {
+	if (s->vb)
+		return sock_vb_fd(s);
 	return s->st == SOCK_LISTENING && s->lst ? esock_listener_poll_fd(s->lst) : -1;
 }
 
@@ -616,7 +624,7 @@ int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_
 	if (s->off && op != EPOLL_CTL_DEL && (rc = sock_off_watch(s, ev->events)) < 0)
 		return rc;
 	pthread_mutex_lock(&s->lock);
-	if (!s->off && !(s->st == SOCK_LISTENING && s->lst) && !s->cq &&
+	if (!s->off && !s->vb && !(s->st == SOCK_LISTENING && s->lst) && !s->cq && !sock_vb_wanted() &&
 	    (rc = ep_sock_cq_create(sock_cq_depth(s->o.rdepth), &s->cq)) < 0) {
 		pthread_mutex_unlock(&s->lock);
 		return rc;

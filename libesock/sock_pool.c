@@ -15,6 +15,7 @@
 #include "endpoint/ep_sock.h"
 #include "libc/real.h"
 #include "libesock/sock.h"
+#include "libesock/sock_vb.h"
 #include "libesock/sock_rxbuf.h"
 #include "libesock/sock_stat.h"
 #include "util/atfork.h"
@@ -159,6 +160,10 @@ void sock_pool_return(struct esock_sock *s, uint32_t idx, bool now)
 {
 	uint32_t quarter = (uint32_t)s->o.rdepth / 4, free_now;
 
+	if (s->vb) { /* (its buffers are its own, posted again at once) */
+		sock_vb_repost(s, idx);
+		return;
+	}
 	sock_rxbuf_put(s->rbufs[idx], (size_t)s->o.rsize);
 	s->rbufs[idx] = NULL;
 	pthread_mutex_lock(&s->pool_lock);

@@ -19,6 +19,7 @@
 #include "libc/real.h"
 #include "libesock/sock.h"
 #include "libesock/sock_off.h"
+#include "libesock/sock_vb.h"
 
 #define SMALL 32
 
@@ -93,8 +94,8 @@ static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t 
 	for (nfds_t i = 0; i < n; i++) {
 		struct esock_sock *s = fds[i].fd >= 0 ? sock_get(fds[i].fd) : NULL;
 
-		if (s && (s->st == SOCK_MARKED || s->st == SOCK_PLAIN ||
-			  (s->st == SOCK_LISTENING && !s->lst))) {
+		if (s && !s->vb && (s->st == SOCK_MARKED || s->st == SOCK_PLAIN ||
+				    (s->st == SOCK_LISTENING && !s->lst))) {
 			sock_put(s); /* not connected or connecting: the kernel knows */
 			s = NULL;
 		}
@@ -109,7 +110,8 @@ static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t 
 			 * A listener sleeps on its own poll descriptor: Requests are
 			 * read here; an offloaded socket on the channel's bell.
 			 */
-			k[i].fd = s->off ? sock_off_bell() : s->st == SOCK_LISTENING ? esock_listener_poll_fd(s->lst)
+			k[i].fd = s->off ? sock_off_bell() : s->vb ? sock_vb_fd(s)
+				  : s->st == SOCK_LISTENING ? esock_listener_poll_fd(s->lst)
 				  : s->cq ? esock_cq_fd(s->cq) : -1;
 			noff += s->off != NULL;
 			k[i].events = POLLIN;
@@ -131,6 +133,10 @@ static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t 
 			k[n + i].events = POLLIN;
 			if (ss[i] && ss[i]->off) /* (its events ring the channel's bell) */
 				continue;
+			if (ss[i] && ss[i]->vb) { /* its completion channel (a listener's: its events) */
+				k[i] = (struct pollfd){ .fd = sock_vb_fd(ss[i]), .events = POLLIN };
+				continue;
+			}
 			if (ss[i] && (ss[i]->st == SOCK_TCP_CONNECTING || ss[i]->st == SOCK_MPA_CONNECTING)) {
 				/* A non-blocking connect: TCP up, or the MPA Reply's octets, or its timeout. */
 				int t = sock_connect_watch(ss[i], &k[i].fd, &k[i].events);
@@ -358,6 +364,8 @@ unsigned sock_ready(struct esock_sock *s, unsigned events)
 
 	if (s->off)
 		return sock_off_ready(s, events);
+	if (s->vb)
+		return sock_vb_ready(s, events);
 	if (s->st == SOCK_LISTENING)
 		return sock_listen_ready(s, events, true);
 	if (s->st == SOCK_TCP_CONNECTING || s->st == SOCK_MPA_CONNECTING)

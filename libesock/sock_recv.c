@@ -13,6 +13,7 @@
 #include "libc/real.h"
 #include "libesock/sock.h"
 #include "libesock/sock_off.h"
+#include "libesock/sock_vb.h"
 #include "libesock/sock_stat.h"
 #include "util/log.h"
 
@@ -21,8 +22,8 @@
  * |peek|.  In message mode, one message at most (the rest of it is dropped,
  * *trunc tells).  Returns octets copied.
  */
-static size_t copy_out(struct esock_sock *s, const struct iovec *iov, int iovcnt, bool peek,
-		       size_t *skip, bool *trunc)
+size_t sock_copy_out(struct esock_sock *s, const struct iovec *iov, int iovcnt, bool peek,
+		     size_t *skip, bool *trunc)
 {
 	size_t got = 0;
 	uint32_t q = 0, off = s->roff;
@@ -214,7 +215,7 @@ static bool direct_done(struct esock_sock *s, const struct iovec *iov, int iovcn
 		return false;
 	sock_drain(s);
 	if (s->rcount && !s->o.msgmode)
-		copy_out(s, iov, iovcnt, false, got, trunc);
+		sock_copy_out(s, iov, iovcnt, false, got, trunc);
 	return true;
 }
 
@@ -229,6 +230,8 @@ ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 
 	if (s->off)
 		return sock_off_recv(s, iov, iovcnt, flags, msg_flags);
+	if (s->vb)
+		return sock_vb_recv(s, iov, iovcnt, flags, msg_flags);
 
 	if (flags & MSG_OOB)
 		return -EOPNOTSUPP; /* no urgent data over RDMA Sends */
@@ -247,7 +250,7 @@ ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 		if (s->rcount && want) {
 			size_t skip = got;
 
-			copy_out(s, iov, iovcnt, flags & MSG_PEEK, &skip, &trunc);
+			sock_copy_out(s, iov, iovcnt, flags & MSG_PEEK, &skip, &trunc);
 			got = skip;
 			if (got == want || !(flags & MSG_WAITALL) || s->o.msgmode || (flags & MSG_PEEK))
 				break;

@@ -16,6 +16,7 @@
 #include "libc/real.h"
 #include "libesock/sock.h"
 #include "libesock/sock_off.h"
+#include "libesock/sock_vb.h"
 #include "libesock/sock_stat.h"
 #include "util/log.h"
 
@@ -421,6 +422,8 @@ ssize_t sock_send_ex(struct esock_sock *s, const struct iovec *iov, int iovcnt, 
 
 	if (s->off)
 		return sock_off_send(s, iov, iovcnt, flags);
+	if (s->vb)
+		return sock_vb_send(s, iov, iovcnt, flags);
 	if (flags & MSG_OOB)
 		return -EOPNOTSUPP; /* no urgent data over RDMA Sends */
 	for (int i = 0; i < iovcnt; i++)

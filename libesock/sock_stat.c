@@ -18,6 +18,7 @@
 #include "libc/real.h"
 #include "libesock/sock.h"
 #include "libesock/sock_stat.h"
+#include "libesock/sock_vb.h"
 #include "util/log.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -182,12 +183,21 @@ void sock_stat_describe(struct esock_sock *s)
 		[SOCK_CONNECTED] = "ddp", [SOCK_PLAIN] = "plain", [SOCK_FAILED] = "failed",
 	};
 
+	snprintf(s->stats->backend, sizeof(s->stats->backend), "%s",
+		 s->vb ? sock_vb_backend_name() : s->off ? "offload" : "user");
 	if (!sl)
 		return;
 	snprintf(sl->mode, sizeof(sl->mode), "%s", modes[s->st]);
 	snprintf(sl->peer, sizeof(sl->peer), "%s",
 		 s->st != SOCK_CONNECTED ? "-" : s->peer_esock ? "esock" : s->o.peer[0] ? s->o.peer : "rdma");
-	if (s->qp && ep_qp_info(s->qp)->local.ss_family && ep_qp_info(s->qp)->remote.ss_family) {
+	if (s->vb) {
+		const struct sockaddr_storage *a;
+
+		if ((a = sock_vb_addr(s, false)) && a->ss_family)
+			addr_str(a, sl->local, sizeof(sl->local));
+		if ((a = sock_vb_addr(s, true)) && a->ss_family)
+			addr_str(a, sl->remote, sizeof(sl->remote));
+	} else if (s->qp && ep_qp_info(s->qp)->local.ss_family && ep_qp_info(s->qp)->remote.ss_family) {
 		/* The QP knows them already (somebody asked: ep_qp_addrs). */
 		addr_str(&ep_qp_info(s->qp)->local, sl->local, sizeof(sl->local));
 		addr_str(&ep_qp_info(s->qp)->remote, sl->remote, sizeof(sl->remote));

@@ -17,7 +17,7 @@
 #include <esock/esock.h>
 
 #define ESOCK_STAT_MAGIC "ESOCKST1"
-#define ESOCK_STAT_VERSION 3
+#define ESOCK_STAT_VERSION 4
 #define ESOCK_STAT_SLOTS 1024
 #define ESOCK_STAT_DIR "/dev/shm"
 #define ESOCK_STAT_PREFIX "esock."

@@ -79,12 +79,7 @@ void sock_handle_wc(struct esock_sock *s, const struct esock_wc *wc)
 			sock_pool_return(s, idx, false);
 			break;
 		}
-		s->rdone[(s->rhead + s->rcount) % (uint32_t)s->o.rdepth] = idx;
-		s->rlen[idx] = wc->byte_len;
-		s->rcount++;
-		s->rready += wc->byte_len;
-		s->stats->rx_msgs++;
-		s->stats->rx_bytes += wc->byte_len;
+		sock_ring_push(s, idx, wc->byte_len);
 		break;
 	case SOCK_WR_SLOT:
 	case SOCK_WR_DIRECT:

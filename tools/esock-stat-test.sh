@@ -36,19 +36,21 @@ done
 cat "$out"
 [ "$(grep -c ' ddp ' "$out")" -eq 1 ] || fail "want 1 DDPMODE socket in $pid"
 grep ' ddp ' "$out" | grep -q ' esock ' || fail "peer kind"
+# (the backend that carries it: the user-level endpoint here)
+[ "$(awk '$4 == "ddp" { print $5; exit }' "$out")" = user ] || fail "the backend column"
 # (the addresses come from the process's /proc entries: the library does not ask for them)
-grep ' ddp ' "$out" | awk '{ print $6, $7 }' | grep -Eq '^127\.0\.0\.1:[0-9]+ 127\.0\.0\.1:[0-9]+$' ||
+grep ' ddp ' "$out" | awk '{ print $7, $8 }' | grep -Eq '^127\.0\.0\.1:[0-9]+ 127\.0\.0\.1:[0-9]+$' ||
 	fail "the connection's addresses"
-first=$(awk '$4 == "ddp" { print $8; exit }' "$out")
+first=$(awk '$4 == "ddp" { print $9; exit }' "$out")
 sleep 0.3
 "$stat" "$pid" >"$out" 2>&1 || fail "second look"
-second=$(awk '$4 == "ddp" { print $8; exit }' "$out")
+second=$(awk '$4 == "ddp" { print $9; exit }' "$out")
 [ "$second" -gt "$first" ] || fail "TX_MSGS did not grow ($first, $second)"
 # -v: the direct-path counters; a ping-pong of 64 octets sends every message but the
 # first in the write call and places every one straight into the reader's buffer.
 "$stat" -v "$pid" >"$out" 2>&1 || fail "esock-stat -v"
 head -n 1 "$out" | grep -q 'TX_NOW *RX_NOW *EAGAIN_Q' || fail "-v header"
-now=$(awk '$4 == "ddp" { print $15, $16; exit }' "$out")
+now=$(awk '$4 == "ddp" { print $16, $17; exit }' "$out")
 set -- $now
 [ "${1:-0}" -gt 0 ] && [ "${2:-0}" -gt 0 ] || fail "-v: TX_NOW / RX_NOW not counted ($now)"
 "$stat" >"$out" 2>&1

@@ -123,8 +123,8 @@ static int show(pid_t pid, bool all, bool verbose, bool *header)
 		return 0;
 	}
 	if (!*header) {
-		printf("%-7s %-12s %4s %-7s %-6s %-22s %-22s %9s %12s %9s %12s %4s %4s %4s", "PID",
-		       "COMMAND", "FD", "MODE", "PEER", "LOCAL", "REMOTE", "TX_MSGS", "TX_BYTES",
+		printf("%-7s %-12s %4s %-7s %-7s %-6s %-22s %-22s %9s %12s %9s %12s %4s %4s %4s", "PID",
+		       "COMMAND", "FD", "MODE", "BACKEND", "PEER", "LOCAL", "REMOTE", "TX_MSGS", "TX_BYTES",
 		       "RX_MSGS", "RX_BYTES", "TERM", "CRC", "FALL");
 		if (verbose)
 			printf(" %9s %9s %9s", "TX_NOW", "RX_NOW", "EAGAIN_Q");
@@ -141,9 +141,10 @@ static int show(pid_t pid, bool all, bool verbose, bool *header)
 		snprintf(remote, sizeof(remote), "%s", s->remote[0] ? s->remote : "-");
 		if (alive && !s->remote[0] && strcmp(s->mode, "listen") != 0)
 			proc_sock_addrs(pid, s->fd, local, remote, sizeof(local));
-		printf("%-7d %-12.12s %4d %-7.7s %-6.6s %-22.22s %-22.22s %9llu %12llu %9llu %12llu %4llu %4u "
-		       "%4llu",
-		       (int)m->pid, m->cmd, s->fd, s->mode, s->peer, local, remote,
+		printf("%-7d %-12.12s %4d %-7.7s %-7.7s %-6.6s %-22.22s %-22.22s %9llu %12llu %9llu %12llu "
+		       "%4llu %4u %4llu",
+		       (int)m->pid, m->cmd, s->fd, s->mode, s->c.backend[0] ? s->c.backend : "-", s->peer,
+		       local, remote,
 		       (unsigned long long)s->c.tx_msgs,
 		       (unsigned long long)s->c.tx_bytes, (unsigned long long)s->c.rx_msgs,
 		       (unsigned long long)s->c.rx_bytes, (unsigned long long)s->c.terminates,

@@ -92,6 +92,13 @@ struct esock_sock_stats {
 	 * (docs/libesock.md).
 	 */
 	uint64_t rx_eagain_quick;
+	/*
+	 * What carries the connection: "user" (the user-level endpoint over
+	 * kernel TCP), "verbs" (the kernel's iWARP through rdma-core) or
+	 * "offload" (tcpserverd).  (Last: a caller that asks for fewer octets
+	 * gets the fields before it.)
+	 */
+	char backend[8];
 };
 
 /* ---- The extended calls (ESOCK_GET_API) ---- */

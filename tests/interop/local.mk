@@ -32,3 +32,11 @@ tests_interop_bad_read_LDADD = libesock_ep.la
 noinst_PROGRAMS += tests/interop/op-matrix
 tests_interop_op_matrix_SOURCES = tests/interop/op_matrix.c
 tests_interop_op_matrix_LDADD = libesock_ep.la
+
+# plain-echo: an echo server and client on plain sockets only, run as an unmodified
+# program under the interposer (verbs-sockets.sh in the siw guest, on both backends;
+# plain-echo-test.sh on loopback, plain TCP and DDPMODE, poll and epoll).
+noinst_PROGRAMS += tests/interop/plain-echo
+tests_interop_plain_echo_SOURCES = tests/interop/plain_echo.c
+TESTS += tests/interop/plain-echo-test.sh
+EXTRA_DIST += tests/interop/plain-echo-test.sh

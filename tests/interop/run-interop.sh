@@ -6,7 +6,8 @@
 # included.  Then our iwping against rping in both roles (iwping-vs-rping.sh) and
 # the perftest anchor next to esock-bench (perftest-anchor.sh); and our iwping on
 # the verbs backend (kernel siw through rdma-core) against rping and against the
-# user-level backend (verbs-matrix.sh); and kpatch/linux's siw patches, each
+# user-level backend (verbs-matrix.sh); DDPMODE sockets of an unmodified program on
+# the verbs backend against the user-level one (verbs-sockets.sh); and kpatch/linux's siw patches, each
 # shown on the wire against siw as shipped (siw-patches.sh).
 #   run-interop.sh BUILD_DIR
 # Exits 77 (skip) with a reason when the rig cannot be prepared here (no
@@ -54,7 +55,7 @@ failed=$?
 echo "interop: rping and perftest captures: $((SECONDS - t0)) s, $([ $failed -eq 0 ] && echo ok || echo FAILED)"
 failed_parts=()
 [ $failed -eq 0 ] || failed_parts+=(captures)
-for part in iwping-vs-rping sock-vs-rping iwping-vs-verbs verbs-matrix siw-patches perftest-anchor; do
+for part in iwping-vs-rping sock-vs-rping iwping-vs-verbs verbs-matrix verbs-sockets siw-patches perftest-anchor; do
 	t0=$SECONDS
 	if [ "$part" = sock-vs-rping ]; then
 		# A DDPMODE socket (libesock's socket layer and extended calls) as rping's client.

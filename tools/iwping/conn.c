@@ -246,12 +246,14 @@ static const char *rtr_name(uint8_t rtr)
 	}
 }
 
-/* -d: who the peer is and what the MPA exchange settled. */
+/* -v: the backend that carries the connection; -d: who the peer is and what the MPA exchange settled. */
 void iwping_print_conn(struct iwping_conn *c)
 {
 	char host[NI_MAXHOST] = "?", port[NI_MAXSERV] = "?";
 	struct esock_conn_info ci;
 
+	if (c->o->verbose && !c->o->debug)
+		printf("backend %s\n", esock_qp_backend(c->qp));
 	if (!c->o->debug || esock_qp_conn_info(c->qp, &ci) < 0)
 		return;
 	getnameinfo((const struct sockaddr *)&ci.remote, sizeof(ci.remote), host, sizeof(host), port,

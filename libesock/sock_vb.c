@@ -1,0 +1,850 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * DDPMODE sockets on the verbs backend (sock_vb.h).  Everything here runs
+ * under the sock's lock but the sleeps, which let go of it: a sleep arms the
+ * CQ and polls its completion channel, in slices, so that a close from
+ * another thread is noticed.
+ */
+#include "config.h"
+
+#include "libesock/sock_vb.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "endpoint/ep_sock.h"
+#include "iwarp/backend.h"
+#include "libc/real.h"
+#include "libesock/sock.h"
+#include "util/env.h"
+#include "util/log.h"
+
+#define VB_TX_SLOTS 16     /* Sends in flight per connection, each from its own slot */
+#define VB_SLICE_MS 100    /* a sleep's longest slice (a close elsewhere is seen then) */
+/* The application's private data and the announcement fit siw's 252 octets. */
+#define VB_PRIVDATA_MAX (252 - ESOCK_ANNOUNCE_LEN)
+
+struct sock_vb {
+	const struct esock_backend *be;
+	struct esock_pd *pd;
+	struct esock_cq *cq;
+	struct esock_qp *qp;
+	struct esock_listener *lst;
+	struct esock_conn_req *req;     /* a listener's Request taken by a readiness look */
+	uint8_t *rx, *tx;               /* registered: receive buffers, send slots */
+	size_t rx_len, tx_len;
+	struct esock_mr *rx_mr, *tx_mr;
+	uint32_t chunk;                 /* octets per Send: the peer's receive size, a slot at most */
+	uint32_t tx_free[VB_TX_SLOTS], ntx_free;
+	uint64_t requests;              /* a listener's Requests taken (epoll's edges) */
+	bool forked;                    /* a copy made by fork: the parent's objects */
+	struct sockaddr_storage local, remote;
+};
+
+int sock_vb_wanted(void)
+{
+	const char *e = getenv("ESOCK_BACKEND");
+
+	/*
+	 * Only when asked by name: "auto" (the default) keeps sockets on the
+	 * user-level backend until the choice is made per connection (whether
+	 * the device reaches the address), not per process (docs/libesock.md).
+	 */
+#ifdef ESOCK_HAVE_VERBS
+	return e && !strcmp(e, "verbs") && esock_backend_default() == &esock_verbs_backend ? 2 : 0;
+#else
+	(void)e;
+	return 0;
+#endif
+}
+
+const char *sock_vb_backend_name(void)
+{
+	return "verbs";
+}
+
+static struct sock_vb *vb_new(struct esock_sock *s)
+{
+	struct sock_vb *v = NULL;
+
+#ifdef ESOCK_HAVE_VERBS
+	if ((v = calloc(1, sizeof(*v))))
+		v->be = &esock_verbs_backend;
+#endif
+	s->vb = v;
+	return v;
+}
+
+/* Everything of |v| goes (lock held); nothing verbs is called in a copy made by fork. */
+static void vb_free(struct esock_sock *s)
+{
+	struct sock_vb *v = s->vb;
+
+	if (!v)
+		return;
+	if (!v->forked) {
+		if (v->qp)
+			esock_qp_destroy(v->qp);
+		if (v->req)
+			esock_reject(v->req, NULL, 0);
+		if (v->lst)
+			esock_listener_close(v->lst);
+		if (v->rx_mr)
+			esock_mr_dereg(v->rx_mr);
+		if (v->tx_mr)
+			esock_mr_dereg(v->tx_mr);
+		if (v->cq)
+			esock_cq_destroy(v->cq);
+		if (v->pd)
+			esock_pd_free(v->pd);
+	}
+	/* The receive buffers are ours, not the process's pool (sock_pool_free must not take them). */
+	for (uint32_t i = 0; s->rbufs && i < (uint32_t)s->o.rdepth; i++)
+		s->rbufs[i] = NULL;
+	s->rcount = s->rhead = s->roff = 0;
+	s->rready = 0;
+	if (v->rx)
+		sock_region_free(v->rx, v->rx_len);
+	if (v->tx)
+		sock_region_free(v->tx, v->tx_len);
+	free(v);
+	s->vb = NULL;
+}
+
+static int post_recv(struct esock_sock *s, uint32_t idx)
+{
+	struct sock_vb *v = s->vb;
+	struct esock_sge sge = { .addr = (uintptr_t)s->rbufs[idx], .length = (uint32_t)s->o.rsize,
+				 .lkey = esock_mr_stag(v->rx_mr) };
+	struct esock_recv_wr wr = { .wr_id = SOCK_WR_RECV | idx, .sg_list = &sge, .num_sge = 1 };
+
+	return esock_post_recv(v->qp, &wr, NULL);
+}
+
+void sock_vb_repost(struct esock_sock *s, uint32_t idx)
+{
+	struct sock_vb *v = s->vb;
+
+	if (!v || v->forked || !v->qp || s->eof || s->err)
+		return;
+	if (post_recv(s, idx) < 0)
+		log_debug("fd %d: verbs: a receive could not be posted again", s->fd);
+}
+
+/*
+ * The connection's PD, CQ, QP and registered regions, every receive posted
+ * (a kernel QP Terminates a Send that finds none: the peer may send rdepth
+ * messages ahead of the reader).  0 or -errno.
+ */
+static int conn_objects(struct esock_sock *s)
+{
+	struct sock_vb *v = s->vb;
+	uint32_t n = (uint32_t)s->o.rdepth;
+	struct esock_qp_attr qa = { 0 };
+	int rc;
+
+	if (n == 0)
+		return -EOPNOTSUPP; /* (no receive pool: the extended API's own receives; not on verbs) */
+	if ((rc = v->be->pd_alloc(&v->pd)) < 0 ||
+	    (rc = v->be->cq_create((int)n + VB_TX_SLOTS, &v->cq)) < 0)
+		return rc;
+	qa.pd = v->pd;
+	qa.send_cq = qa.recv_cq = v->cq;
+	qa.sq_depth = VB_TX_SLOTS;
+	qa.rq_depth = n;
+	qa.max_sge = 1;
+	qa.max_recv_sge = 1;
+	qa.sq_sig_all = true;
+	if ((rc = esock_qp_create(&qa, &v->qp)) < 0)
+		return rc;
+	v->rx_len = (size_t)n * (size_t)s->o.rsize;
+	v->tx_len = (size_t)VB_TX_SLOTS * SOCK_SLOT_SIZE;
+	if (!(v->rx = sock_region_alloc(v->rx_len)) || !(v->tx = sock_region_alloc(v->tx_len)))
+		return -ENOMEM;
+	if ((rc = esock_mr_reg(v->pd, v->rx, v->rx_len, ESOCK_ACCESS_LOCAL_WRITE, 0, &v->rx_mr)) < 0 ||
+	    (rc = esock_mr_reg(v->pd, v->tx, v->tx_len, 0, 0, &v->tx_mr)) < 0)
+		return rc;
+	if (!s->rbufs && (rc = sock_pool_setup(s)) < 0)
+		return rc;
+	for (uint32_t i = 0; i < n; i++) {
+		s->rbufs[i] = v->rx + (size_t)i * (size_t)s->o.rsize;
+		if ((rc = post_recv(s, i)) < 0)
+			return rc;
+	}
+	for (uint32_t i = 0; i < VB_TX_SLOTS; i++)
+		v->tx_free[i] = VB_TX_SLOTS - 1 - i;
+	v->ntx_free = VB_TX_SLOTS;
+	return 0;
+}
+
+static void conn_param(struct esock_sock *s, struct esock_conn_param *p, uint8_t *pd)
+{
+	uint16_t app = s->o.privdata_len > VB_PRIVDATA_MAX ? VB_PRIVDATA_MAX : s->o.privdata_len;
+
+	memset(p, 0, sizeof(*p));
+	memcpy(pd, s->o.privdata, app);
+	sock_announce(s, pd + app, false); /* (a kernel QP cannot stop reading: no pause) */
+	p->private_data = pd;
+	p->private_data_len = (uint16_t)(app + ESOCK_ANNOUNCE_LEN);
+	p->ird = (uint16_t)s->o.ird;
+	p->ord = (uint16_t)s->o.ord;
+	p->timeout_ms = s->o.timeout_ms;
+}
+
+/* A peer announcing a receive size below the floor is refused (SOCK_PEER_RSIZE_MIN). */
+static bool size_refused(const struct esock_sock *s)
+{
+	if (s->peer_msg_max >= SOCK_PEER_RSIZE_MIN)
+		return false;
+	log_warn("fd %d: the peer's receive size %u is below %u: connection refused", s->fd,
+		 s->peer_msg_max, SOCK_PEER_RSIZE_MIN);
+	return true;
+}
+
+static void connected(struct esock_sock *s)
+{
+	struct sock_vb *v = s->vb;
+	struct esock_conn_info info;
+
+	if (esock_qp_conn_info(v->qp, &info) == 0) {
+		v->local = info.local;
+		v->remote = info.remote;
+	}
+	v->chunk = s->peer_msg_max < SOCK_SLOT_SIZE ? s->peer_msg_max : SOCK_SLOT_SIZE;
+	s->st = SOCK_CONNECTED;
+	sock_stat_describe(s);
+	log_info("fd %d: DDPMODE connected on the verbs backend (peer %s, messages up to %u octets)",
+		 s->fd, s->peer_esock ? "esock" : "plain RDMA", v->chunk);
+}
+
+int sock_vb_connect(struct esock_sock *s, const struct sockaddr *addr, socklen_t len)
+{
+	struct esock_conn_param p;
+	struct esock_conn_info info;
+	uint8_t pd[256];
+	int rc;
+
+	if (!vb_new(s))
+		return -ENOMEM;
+	if ((rc = conn_objects(s)) < 0)
+		goto failed;
+	conn_param(s, &p, pd);
+	/* (The kernel's connect: blocking, the MPA timeout at most, even for a non-blocking socket.) */
+	if ((rc = esock_qp_connect(s->vb->qp, addr, len, &p)) < 0)
+		goto failed;
+	if ((rc = esock_qp_conn_info(s->vb->qp, &info)) < 0)
+		goto failed;
+	sock_heard(s, info.private_data, info.private_data_len);
+	if (size_refused(s)) {
+		rc = -EPROTO;
+		goto failed;
+	}
+	connected(s);
+	return 0;
+failed:
+	log_info("fd %d: DDPMODE connect on the verbs backend failed: %s", s->fd, strerror(-rc));
+	vb_free(s);
+	s->st = SOCK_FAILED;
+	s->err = -rc;
+	s->last_error.err = -rc;
+	sock_stat_describe(s);
+	return rc;
+}
+
+/*
+ * The kernel's iWARP listens on the port itself (iw_cm's own TCP listener):
+ * the application's socket, bound to it, is replaced by a fresh one of the
+ * same kind, never bound, on the same descriptor (its flags kept).
+ */
+static int replace_placeholder(struct esock_sock *s, int family)
+{
+	int fdfl = REAL(fcntl)(s->fd, F_GETFD), fl = REAL(fcntl)(s->fd, F_GETFL), nfd, rc = 0;
+
+	if (fdfl < 0 || fl < 0 || (nfd = REAL(socket)(family, SOCK_STREAM, 0)) < 0)
+		return -errno;
+	if (REAL(dup3)(nfd, s->fd, fdfl & FD_CLOEXEC ? O_CLOEXEC : 0) < 0 ||
+	    REAL(fcntl)(s->fd, F_SETFL, fl) < 0)
+		rc = -errno;
+	REAL(close)(nfd);
+	return rc;
+}
+
+int sock_vb_listen(struct esock_sock *s, int backlog)
+{
+	struct sockaddr_storage ss = { 0 };
+	socklen_t len = sizeof(ss);
+	int rc;
+
+	if (s->st == SOCK_LISTENING && s->vb)
+		return 0; /* (listen again: the backlog stays) */
+	if (s->st != SOCK_MARKED)
+		return -EINVAL;
+	if (REAL(getsockname)(s->fd, (struct sockaddr *)&ss, &len) < 0)
+		return -errno;
+	if (ss.ss_family != AF_INET && ss.ss_family != AF_INET6)
+		return -EAFNOSUPPORT;
+	if ((rc = replace_placeholder(s, ss.ss_family)) < 0)
+		return rc;
+	if (!vb_new(s))
+		return -ENOMEM;
+	if ((rc = s->vb->be->listen((struct sockaddr *)&ss, len, backlog, &s->vb->lst)) < 0) {
+		log_info("fd %d: DDPMODE listen on the verbs backend failed: %s", s->fd, strerror(-rc));
+		vb_free(s);
+		return rc;
+	}
+	esock_listener_addr(s->vb->lst, &s->vb->local);
+	s->st = SOCK_LISTENING;
+	sock_stat_describe(s);
+	log_info("fd %d: DDPMODE listening on the verbs backend", s->fd);
+	return 0;
+}
+
+/* The connection of Request |req| on a new descriptor, as accept4 gives it.  It or -errno. */
+static int hand(struct esock_sock *ls, struct esock_conn_req *req, int flags)
+{
+	struct esock_conn_param p;
+	struct esock_conn_info info;
+	struct esock_sock *s;
+	uint8_t pd[256];
+	int fd, rc;
+
+	if ((fd = REAL(socket)(ls->vb->local.ss_family, SOCK_STREAM | (flags & (SOCK_NONBLOCK | SOCK_CLOEXEC)),
+			       0)) < 0) {
+		rc = -errno;
+		esock_reject(req, NULL, 0);
+		return rc;
+	}
+	if (!(s = sock_new_accepted(fd, ls))) {
+		REAL(close)(fd);
+		esock_reject(req, NULL, 0);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&s->lock);
+	s->nonblock = (flags & SOCK_NONBLOCK) != 0;
+	s->o = ls->o;
+	if (!vb_new(s) || (rc = esock_conn_req_info(req, &info)) < 0) {
+		rc = s->vb ? rc : -ENOMEM;
+		goto failed;
+	}
+	sock_heard(s, info.private_data, info.private_data_len);
+	if (size_refused(s)) {
+		rc = -EPROTO;
+		goto failed;
+	}
+	if ((rc = conn_objects(s)) < 0)
+		goto failed;
+	conn_param(s, &p, pd);
+	rc = esock_accept(req, s->vb->qp, &p); /* (it takes |req|, failing too) */
+	req = NULL;
+	if (rc < 0)
+		goto failed;
+	connected(s);
+	pthread_mutex_unlock(&s->lock);
+	return fd;
+failed:
+	log_warn("fd %d: accept on the verbs backend failed (%s); connection closed", fd, strerror(-rc));
+	if (req)
+		esock_reject(req, NULL, 0);
+	pthread_mutex_unlock(&s->lock);
+	sock_close_fd(fd);
+	return rc;
+}
+
+/* A Request waiting on |ls|'s channel (lock held): kept in vb->req.  True if there is one. */
+static bool request_ready(struct esock_sock *ls)
+{
+	struct sock_vb *v = ls->vb;
+
+	if (!v->req && !v->forked && esock_get_request(v->lst, &v->req, 0) == 0)
+		v->requests++;
+	return v->req != NULL;
+}
+
+int sock_vb_accept(struct esock_sock *ls, struct sockaddr *addr, socklen_t *alen, int flags)
+{
+	struct sock_sig_seen seen;
+	int64_t end = sock_timeo_deadline(ls->rcvtimeo_ms);
+
+	sock_sig_seen_begin(&seen);
+	for (;;) {
+		struct esock_conn_req *req = NULL;
+		struct pollfd p = { .events = POLLIN };
+		int fd;
+
+		pthread_mutex_lock(&ls->lock);
+		if (ls->vb && ls->st == SOCK_LISTENING && request_ready(ls)) {
+			req = ls->vb->req;
+			ls->vb->req = NULL;
+		}
+		p.fd = ls->vb && !ls->vb->forked ? esock_listener_poll_fd(ls->vb->lst) : -1;
+		pthread_mutex_unlock(&ls->lock);
+		if (req) {
+			if ((fd = hand(ls, req, flags)) >= 0) {
+				struct esock_sock *ns = addr && alen ? sock_get(fd) : NULL;
+
+				if (ns && sock_vb_name(ns, true, addr, alen) < 0)
+					*alen = 0;
+				if (ns)
+					sock_put(ns);
+				return fd;
+			}
+			if (fd == -EMFILE || fd == -ENFILE || fd == -ENOMEM)
+				return fd;
+			continue; /* that one failed: the next */
+		}
+		if (p.fd < 0)
+			return -EINVAL;
+		if (ls->nonblock)
+			return -EAGAIN;
+		if (atomic_load(&ls->closing))
+			return -EBADF;
+		if (end >= 0 && ep_now_ms() >= end)
+			return -EAGAIN;
+		if (REAL(poll)(&p, 1, end >= 0 && end - ep_now_ms() < 500 ? (int)(end - ep_now_ms()) : 500) < 0 &&
+		    errno == EINTR && !(end < 0 && sock_sig_restarts(&seen)))
+			return -EINTR;
+	}
+}
+
+/* The connection ended (a receive or Send completed in error): EOF or an error, once. */
+static void ended(struct esock_sock *s, const struct esock_wc *wc)
+{
+	struct esock_qp_error e;
+
+	if (s->eof || s->err)
+		return;
+	/*
+	 * The kernel tells an orderly disconnect (-ESHUTDOWN, the peer's close
+	 * or ours) from a connection error (-ECONNABORTED: a Terminate, a
+	 * reset); flushed receives without a recorded error are the former.
+	 */
+	if ((esock_qp_last_error(s->vb->qp, &e) == 0 && e.err != -ESHUTDOWN) ||
+	    (wc->status != ESOCK_WC_WR_FLUSH_ERR && wc->status != ESOCK_WC_SUCCESS)) {
+		s->err = ECONNRESET;
+		s->last_error.err = ECONNRESET;
+		snprintf(s->last_error.reason, sizeof(s->last_error.reason), "%s",
+			 wc->status == ESOCK_WC_WR_FLUSH_ERR ? "connection error" : esock_wc_status_str(wc->status));
+		log_warn("fd %d: connection reset: %s", s->fd, s->last_error.reason);
+		return;
+	}
+	s->eof = true;
+	snprintf(s->last_error.reason, sizeof(s->last_error.reason), "closed");
+}
+
+static void handle(struct esock_sock *s, const struct esock_wc *wc)
+{
+	struct sock_vb *v = s->vb;
+	uint32_t idx = (uint32_t)wc->wr_id;
+
+	switch (SOCK_WR_KIND(wc->wr_id)) {
+	case SOCK_WR_RECV:
+		if (idx >= (uint32_t)s->o.rdepth)
+			break;
+		if (wc->status != ESOCK_WC_SUCCESS) {
+			ended(s, wc);
+			break;
+		}
+		if (wc->byte_len == 0 && !s->o.msgmode) { /* nothing to read: post it again */
+			sock_vb_repost(s, idx);
+			break;
+		}
+		sock_ring_push(s, idx, wc->byte_len);
+		break;
+	case SOCK_WR_SLOT:
+		if (idx < VB_TX_SLOTS && v->ntx_free < VB_TX_SLOTS)
+			v->tx_free[v->ntx_free++] = idx;
+		if (s->inflight)
+			s->inflight--;
+		if (wc->status != ESOCK_WC_SUCCESS) {
+			s->tx_failed = true;
+			ended(s, wc);
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+/* Takes every completion (lock held). */
+static void drain(struct esock_sock *s)
+{
+	struct sock_vb *v = s->vb;
+	struct esock_wc wc[32];
+	int n;
+
+	if (!v || !v->cq || v->forked)
+		return;
+	while ((n = esock_cq_poll(v->cq, 32, wc)) > 0)
+		for (int i = 0; i < n; i++)
+			handle(s, &wc[i]);
+}
+
+/*
+ * Sleeps (lock held on entry and exit) until a completion, |end| or a
+ * slice: 0, -EINTR, or -EBADF (closed meanwhile).
+ */
+static int sleep_some(struct esock_sock *s, int64_t end)
+{
+	struct pollfd p = { .events = POLLIN };
+	int64_t left;
+	int rc;
+
+	if (!s->vb || s->vb->forked)
+		return -EBADF;
+	if ((rc = esock_cq_arm(s->vb->cq, false)) != 0)
+		return rc < 0 ? rc : 0; /* (completions wait) */
+	p.fd = esock_cq_fd(s->vb->cq);
+	left = end < 0 ? VB_SLICE_MS : end - ep_now_ms();
+	if (left > VB_SLICE_MS)
+		left = VB_SLICE_MS;
+	if (left < 0)
+		left = 0;
+	pthread_mutex_unlock(&s->lock);
+	rc = REAL(poll)(&p, 1, (int)left);
+	pthread_mutex_lock(&s->lock);
+	if (atomic_load(&s->closing) || !s->vb)
+		return -EBADF;
+	return rc < 0 && errno == EINTR ? -EINTR : 0;
+}
+
+ssize_t sock_vb_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags,
+		     int *msg_flags)
+{
+	size_t want = 0, got = 0;
+	bool trunc = false, block;
+	int64_t end = -2;
+	struct sock_sig_seen seen;
+	ssize_t rc = 0;
+
+	if (flags & MSG_OOB)
+		return -EOPNOTSUPP;
+	for (int i = 0; i < iovcnt; i++)
+		want += iov[i].iov_len;
+	pthread_mutex_lock(&s->lock);
+	if (s->st != SOCK_CONNECTED || !s->vb || s->vb->forked) {
+		rc = s->st == SOCK_FAILED && s->err ? -s->err : -ENOTCONN;
+		goto out;
+	}
+	block = !s->nonblock && !(flags & MSG_DONTWAIT);
+	sock_sig_seen_begin(&seen);
+	for (;;) {
+		drain(s);
+		if (s->rcount && want) {
+			size_t skip = got;
+
+			sock_copy_out(s, iov, iovcnt, flags & MSG_PEEK, &skip, &trunc);
+			got = skip;
+			if (got == want || !(flags & MSG_WAITALL) || s->o.msgmode || (flags & MSG_PEEK))
+				break;
+			continue;
+		}
+		if (want == 0 || s->eof || s->shut_rd)
+			break;
+		if (s->err) {
+			if (!got)
+				rc = -s->err;
+			break;
+		}
+		if (!block) {
+			if (!got)
+				rc = -EAGAIN;
+			break;
+		}
+		if (end == -2)
+			end = sock_timeo_deadline(s->rcvtimeo_ms);
+		if (end >= 0 && ep_now_ms() >= end) {
+			if (!got)
+				rc = -EAGAIN;
+			break;
+		}
+		if ((rc = sleep_some(s, end)) == -EINTR && (end >= 0 || !sock_sig_restarts(&seen))) {
+			if (got)
+				rc = 0;
+			break;
+		}
+		if (rc == -EBADF) {
+			if (got)
+				rc = 0;
+			break;
+		}
+		rc = 0;
+	}
+out:
+	pthread_mutex_unlock(&s->lock);
+	if (msg_flags && trunc)
+		*msg_flags |= MSG_TRUNC;
+	return got ? (ssize_t)got : rc;
+}
+
+/* Gathers |n| octets of |iov| from octet |at| on into |dst|. */
+static void gather(const struct iovec *iov, int iovcnt, size_t at, uint8_t *dst, size_t n)
+{
+	int i = 0;
+
+	while (i < iovcnt && at >= iov[i].iov_len)
+		at -= iov[i++].iov_len;
+	while (n && i < iovcnt) {
+		size_t k = iov[i].iov_len - at < n ? iov[i].iov_len - at : n;
+
+		memcpy(dst, (const uint8_t *)iov[i].iov_base + at, k);
+		dst += k;
+		n -= k;
+		at = 0;
+		i++;
+	}
+}
+
+static int write_error(const struct esock_sock *s)
+{
+	if (s->err)
+		return -s->err;
+	if (s->shut_wr || s->eof || s->tx_failed)
+		return -EPIPE;
+	return 0;
+}
+
+ssize_t sock_vb_send(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags)
+{
+	size_t total = 0, done = 0;
+	int64_t end = -2;
+	struct sock_sig_seen seen;
+	ssize_t rc = 0;
+	bool block;
+
+	if (flags & MSG_OOB)
+		return -EOPNOTSUPP;
+	for (int i = 0; i < iovcnt; i++)
+		total += iov[i].iov_len;
+	pthread_mutex_lock(&s->lock);
+	if (s->st != SOCK_CONNECTED || !s->vb || s->vb->forked) {
+		rc = s->st == SOCK_FAILED && s->err ? -s->err : -ENOTCONN;
+		goto out;
+	}
+	if (s->o.msgmode && total > s->vb->chunk) {
+		rc = -EMSGSIZE;
+		goto out;
+	}
+	block = !s->nonblock && !(flags & MSG_DONTWAIT);
+	sock_sig_seen_begin(&seen);
+	while (done < total) {
+		struct sock_vb *v = s->vb;
+		struct esock_sge sge;
+		struct esock_send_wr wr = { .opcode = ESOCK_WR_SEND, .sg_list = &sge, .num_sge = 1 };
+		uint32_t idx;
+		size_t n;
+
+		drain(s);
+		if ((rc = write_error(s)) < 0)
+			break;
+		if (!v->ntx_free) {
+			if (!block) {
+				rc = -EAGAIN;
+				break;
+			}
+			if (end == -2)
+				end = sock_timeo_deadline(s->sndtimeo_ms);
+			if (end >= 0 && ep_now_ms() >= end) {
+				rc = -EAGAIN;
+				break;
+			}
+			if ((rc = sleep_some(s, end)) == -EBADF ||
+			    (rc == -EINTR && (end >= 0 || !sock_sig_restarts(&seen))))
+				break;
+			rc = 0;
+			continue;
+		}
+		idx = v->tx_free[--v->ntx_free];
+		n = total - done < v->chunk ? total - done : v->chunk;
+		gather(iov, iovcnt, done, v->tx + (size_t)idx * SOCK_SLOT_SIZE, n);
+		sge = (struct esock_sge){ .addr = (uintptr_t)(v->tx + (size_t)idx * SOCK_SLOT_SIZE),
+					  .length = (uint32_t)n, .lkey = esock_mr_stag(v->tx_mr) };
+		wr.wr_id = SOCK_WR_SLOT | idx;
+		if ((rc = esock_post_send(v->qp, &wr, NULL)) < 0) {
+			v->tx_free[v->ntx_free++] = idx;
+			rc = write_error(s) < 0 ? write_error(s) : -EPIPE;
+			break;
+		}
+		s->inflight++;
+		done += n;
+		s->stats->tx_msgs++;
+		s->stats->tx_bytes += n;
+	}
+out:
+	pthread_mutex_unlock(&s->lock);
+	if (done)
+		return (ssize_t)done;
+	if (rc == -EPIPE && !(flags & MSG_NOSIGNAL))
+		raise(SIGPIPE);
+	return rc;
+}
+
+/* Waits (lock held) for the Sends in flight to complete, at most $ESOCK_LINGER_MS. */
+static void flush_sends(struct esock_sock *s)
+{
+	int64_t end = ep_now_ms() + esock_env_int("ESOCK_LINGER_MS", 5000, 0, 3600000);
+
+	for (;;) {
+		drain(s);
+		if (!s->vb || !s->inflight || s->err || s->eof || s->tx_failed)
+			return;
+		if (ep_now_ms() >= end) {
+			log_info("fd %d: Sends in flight did not complete in time: the connection ends", s->fd);
+			return;
+		}
+		if (sleep_some(s, end) == -EBADF)
+			return;
+	}
+}
+
+void sock_vb_flush(struct esock_sock *s)
+{
+	if (s->vb && !s->vb->forked && !s->linger_abort)
+		flush_sends(s);
+}
+
+int sock_vb_shutdown(struct esock_sock *s, int how)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->st != SOCK_CONNECTED || !s->vb) {
+		pthread_mutex_unlock(&s->lock);
+		return s->st == SOCK_LISTENING || s->st == SOCK_MARKED ? -ENOTCONN : 0;
+	}
+	if (how == SHUT_RD || how == SHUT_RDWR)
+		s->shut_rd = true;
+	if ((how == SHUT_WR || how == SHUT_RDWR) && !s->shut_wr) {
+		/* The kernel's RDMA has no half-close: what is queued goes, then the connection ends. */
+		s->shut_wr = true;
+		if (!s->vb->forked && esock_qp_state(s->vb->qp) == ESOCK_QPS_RTS) {
+			flush_sends(s);
+			if (s->vb)
+				rc = esock_qp_disconnect(s->vb->qp);
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+void sock_vb_release(struct esock_sock *s, bool graceful)
+{
+	pthread_mutex_lock(&s->lock);
+	if (s->vb && !s->vb->forked && s->vb->qp && esock_qp_state(s->vb->qp) == ESOCK_QPS_RTS) {
+		if (graceful && !s->linger_abort)
+			flush_sends(s);
+		if (s->vb)
+			esock_qp_disconnect(s->vb->qp);
+	}
+	vb_free(s);
+	pthread_mutex_unlock(&s->lock);
+}
+
+void sock_vb_fork_child(struct esock_sock *s)
+{
+	if (s->vb)
+		s->vb->forked = true;
+}
+
+const struct sockaddr_storage *sock_vb_addr(const struct esock_sock *s, bool peer)
+{
+	return s->vb ? peer ? &s->vb->remote : &s->vb->local : NULL;
+}
+
+int sock_vb_name(struct esock_sock *s, bool peer, struct sockaddr *addr, socklen_t *len)
+{
+	const struct sockaddr_storage *ss;
+	socklen_t n;
+	int rc = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (!s->vb) {
+		rc = peer ? -ENOTCONN : -EINVAL;
+	} else if (peer && s->st != SOCK_CONNECTED) {
+		rc = -ENOTCONN;
+	} else if (!addr || !len) {
+		rc = -EFAULT;
+	} else {
+		ss = peer ? &s->vb->remote : &s->vb->local;
+		n = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+		memcpy(addr, ss, *len < n ? *len : n);
+		*len = n;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+int sock_vb_fionread(struct esock_sock *s)
+{
+	int n;
+
+	pthread_mutex_lock(&s->lock);
+	drain(s);
+	n = (int)(s->o.msgmode && s->rcount ? s->rlen[s->rdone[s->rhead]]
+		  : s->rready > 0x7fffffff ? 0x7fffffff : s->rready);
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+static unsigned ready_locked(struct esock_sock *s)
+{
+	struct sock_vb *v = s->vb;
+	unsigned r = 0;
+
+	if (!v || v->forked)
+		return POLLNVAL;
+	if (s->st == SOCK_LISTENING)
+		return request_ready(s) ? POLLIN | POLLRDNORM : 0;
+	if (s->st != SOCK_CONNECTED)
+		return s->err ? POLLERR | POLLHUP : 0;
+	drain(s);
+	if (s->rcount || s->shut_rd)
+		r |= POLLIN | POLLRDNORM;
+	if (v->ntx_free && !s->shut_wr)
+		r |= POLLOUT | POLLWRNORM;
+	if (s->eof) /* the connection is over (no half-close): reads end, writes fail */
+		r |= POLLIN | POLLRDNORM | POLLRDHUP | POLLHUP | POLLOUT | POLLWRNORM;
+	if (s->err)
+		r |= POLLIN | POLLRDNORM | POLLERR | POLLHUP | POLLOUT | POLLWRNORM;
+	return r;
+}
+
+unsigned sock_vb_ready(struct esock_sock *s, unsigned events)
+{
+	unsigned r;
+
+	pthread_mutex_lock(&s->lock);
+	/*
+	 * The channel is emptied and armed at every look, so that a sleeper on
+	 * it (poll, or epoll's kernel set, level-triggered) wakes only for what
+	 * comes after this look.
+	 */
+	if (s->vb && !s->vb->forked && s->vb->cq && s->st == SOCK_CONNECTED)
+		(void)esock_cq_arm(s->vb->cq, false);
+	r = ready_locked(s);
+	pthread_mutex_unlock(&s->lock);
+	return r & (events | POLLERR | POLLHUP | POLLNVAL);
+}
+
+int sock_vb_fd(struct esock_sock *s)
+{
+	struct sock_vb *v = s->vb;
+
+	if (!v || v->forked)
+		return -1;
+	if (v->lst)
+		return esock_listener_poll_fd(v->lst);
+	return v->cq ? esock_cq_fd(v->cq) : -1;
+}
+
+uint64_t sock_vb_rx_gen(struct esock_sock *s)
+{
+	if (s->vb && s->vb->lst)
+		return s->vb->requests;
+	return s->stats->rx_msgs + (s->eof ? 1u << 30 : 0) + (s->err ? 1u << 31 : 0);
+}

@@ -1,0 +1,47 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# plain-echo (plain sockets only) on loopback: as it is (plain TCP), and as an
+# unmodified program under the interposer with every TCP socket in DDPMODE
+# (user-level backend), its server waiting in poll and in epoll; every octet
+# of 1 B to 1 MiB checked.  The same program runs on the verbs backend in the
+# siw guest (verbs-sockets.sh).
+set -u
+b=${top_builddir:-.}
+prog=$b/tests/interop/plain-echo
+lib=${ESOCK_LIB:-$b/.libs/libesock.so}
+log=$(mktemp) || exit 1
+pid=
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -f "$log" "$log.srv"' EXIT
+[ -f "$lib" ] || { echo "SKIP: no $lib"; exit 77; }
+pass=0 fail=0
+for mode in plain ddp; do
+	for wait in poll epoll; do
+		pre= flag=
+		# (the log says where each connection went: both ends must be in DDPMODE)
+		[ $mode = ddp ] && pre="env LD_PRELOAD=$lib ESOCK_DDPMODE=all ESOCK_BACKEND=user ESOCK_LOG=info"
+		[ $wait = epoll ] && flag=-e
+		: >"$log.srv"
+		$pre timeout 120 "$prog" -s 127.0.0.1 0 $flag >"$log.srv" 2>&1 &
+		pid=$!
+		port=
+		for _ in $(seq 300); do
+			port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$log.srv" | head -n1)
+			[ -n "$port" ] && break
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		if [ -n "$port" ] && $pre timeout 120 "$prog" -c 127.0.0.1 "$port" >"$log" 2>&1 &&
+		   [ "$(grep -c 'echoed and checked' "$log")" -eq 4 ] && wait "$pid" &&
+		   grep -q "echoed 1118206 octets" "$log.srv" &&
+		   { [ $mode = plain ] || { grep -q "DDPMODE connected (peer esock" "$log" &&
+					    grep -q "DDPMODE connected (peer esock" "$log.srv"; }; }; then
+			pass=$((pass + 1))
+		else
+			fail=$((fail + 1))
+			echo "FAIL: plain-echo $mode, server in $wait"; cat "$log" "$log.srv"
+		fi
+		kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
+	done
+done
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

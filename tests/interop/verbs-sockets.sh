@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# DDPMODE sockets on the verbs backend, in the siw guest: plain-echo (plain sockets
+# only) as an unmodified program under the interposer, server and client each on
+# the verbs backend (kernel siw through rdma-core) or the user-level one, the server
+# waiting in poll; 1 B to 4 MiB echoed, every octet checked
+# (jobs/verbs-sockets.sh).  Prints the matrix; fails when a case fails or a side's
+# connection was not on the backend asked for (each side's log says).
+#   verbs-sockets.sh BUILD_DIR [OUTDIR]
+# Exits 77 (skip) without the verbs backend or the rig.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "${1:?usage: verbs-sockets.sh BUILD_DIR [OUTDIR]}" && pwd)
+out=${2:-$build/interop-captures/verbs-sockets}
+export RIG_DIR=${RIG_DIR:-$build/interop-rig}
+
+say() { echo "interop: $*"; }
+grep -q '^#define ESOCK_HAVE_VERBS 1' "$build/config.h" ||
+	{ say "SKIP: verbs sockets: built without the verbs backend"; exit 77; }
+[ -f "$RIG_DIR/groot.stamp" ] || { say "SKIP: verbs sockets: the siw rig is not prepared"; exit 77; }
+rm -rf "$out"
+RIG_FILES="$build/tests/interop/plain-echo=/plain-echo $build/.libs/libesock.so=/libesock.so" \
+	bash "$here/siw-rig.sh" run "$here/jobs/verbs-sockets.sh" "$out" default ||
+	{ say "FAIL verbs sockets: the guest job failed"; exit 1; }
+fail=0 n=0
+printf '%-20s %-7s %-7s %s\n' case server client result
+while read -r _ name srv cli rc; do
+	rc=${rc%$'\r'} n=$((n + 1)) verdict=ok
+	[ "$rc" = 0 ] || verdict="FAILED (exit $rc)"
+	for side in server client; do
+		be=$srv
+		[ $side = client ] && be=$cli
+		want="DDPMODE connected (peer esock"
+		[ "$be" = verbs ] && want="DDPMODE connected on the verbs backend (peer esock"
+		grep -q "$want" "$out/$name-$side.log" 2>/dev/null || verdict="FAILED ($side not on $be)"
+	done
+	[ "$(grep -c 'echoed and checked' "$out/$name-client.log" 2>/dev/null)" = 5 ] ||
+		verdict="FAILED (not every size came back)"
+	[ "$verdict" = ok ] || fail=1
+	printf '%-20s %-7s %-7s %s\n' "$name" "$srv" "$cli" "$verdict"
+done < <(grep -a '^RIG-CASE ' "$out/console.log")
+[ "$n" -eq 3 ] || { say "verbs sockets: $n of 3 cases ran"; fail=1; }
+exit $fail
