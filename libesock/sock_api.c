@@ -262,6 +262,10 @@ static int post(int fd, int op, void *buf, size_t len, uint64_t raddr, uint32_t 
 		return -EMSGSIZE;
 	}
 	pthread_mutex_lock(&s->lock);
+	if (s->vb) { /* (on the verbs backend: not yet, docs/libesock.md) */
+		rc = -EOPNOTSUPP;
+		goto out;
+	}
 	sock_api_async(s);
 	if (s->st != SOCK_CONNECTED || !s->qp) {
 		rc = -ENOTCONN;
@@ -418,6 +422,10 @@ static int api_reg(int fd, void *addr, size_t len, unsigned access, uint32_t *st
 	if (!s)
 		return -ENOTSOCK;
 	pthread_mutex_lock(&s->lock);
+	if (s->vb) { /* (registrations for a socket on the verbs backend: not yet) */
+		rc = -EOPNOTSUPP;
+		goto out;
+	}
 	sock_api_async(s);
 	if (!s->pd && (rc = ep_sock_pd_alloc(&s->pd)) < 0)
 		goto out;

@@ -828,6 +828,7 @@ unsigned sock_vb_ready(struct esock_sock *s, unsigned events)
 		(void)esock_cq_arm(s->vb->cq, false);
 	r = ready_locked(s);
 	pthread_mutex_unlock(&s->lock);
+	log_trace("fd %d: verbs readiness %#x (asked %#x)", s->fd, r, events);
 	return r & (events | POLLERR | POLLHUP | POLLNVAL);
 }
 

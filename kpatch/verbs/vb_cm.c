@@ -155,7 +155,7 @@ int vb_listen(const struct sockaddr *addr, socklen_t addrlen, int backlog,
 	      struct esock_listener **out)
 {
 	struct vb_listener *l;
-	int rc;
+	int rc, fl;
 
 	if (!addr || !out || addrlen < sizeof(struct sockaddr_in))
 		return -EINVAL;
@@ -168,6 +168,18 @@ int vb_listen(const struct sockaddr *addr, socklen_t addrlen, int backlog,
 	if (!(l->ech = rdma_create_event_channel())) {
 		free(l);
 		return -errno;
+	}
+	/*
+	 * Read without blocking, as a QP's (vb_event_wait polls for the wait):
+	 * a blocking channel made esock_get_request(l, &r, 0) sleep until the
+	 * next connection came (a DDPMODE server in epoll looks at its listener
+	 * between its connections' reads, and stalled there).
+	 */
+	if ((fl = fcntl(l->ech->fd, F_GETFL)) < 0 || fcntl(l->ech->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		rc = -errno;
+		rdma_destroy_event_channel(l->ech);
+		free(l);
+		return rc;
 	}
 	if (rdma_create_id(l->ech, &l->id, l, RDMA_PS_TCP) != 0 ||
 	    rdma_bind_addr(l->id, (struct sockaddr *)(uintptr_t)addr) != 0 ||

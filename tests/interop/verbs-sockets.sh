@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # DDPMODE sockets on the verbs backend, in the siw guest: plain-echo (plain sockets
-# only) as an unmodified program under the interposer, server and client each on
+# only) as an unmodified program under esock-run (--ddp --backend=B), server and client each on
 # the verbs backend (kernel siw through rdma-core) or the user-level one, the server
-# waiting in poll; 1 B to 4 MiB echoed, every octet checked
+# waiting in poll or epoll; 1 B to 4 MiB echoed, every octet checked
 # (jobs/verbs-sockets.sh).  Prints the matrix; fails when a case fails or a side's
 # connection was not on the backend asked for (each side's log says).
 #   verbs-sockets.sh BUILD_DIR [OUTDIR]
@@ -19,7 +19,8 @@ grep -q '^#define ESOCK_HAVE_VERBS 1' "$build/config.h" ||
 	{ say "SKIP: verbs sockets: built without the verbs backend"; exit 77; }
 [ -f "$RIG_DIR/groot.stamp" ] || { say "SKIP: verbs sockets: the siw rig is not prepared"; exit 77; }
 rm -rf "$out"
-RIG_FILES="$build/tests/interop/plain-echo=/plain-echo $build/.libs/libesock.so=/libesock.so" \
+RIG_FILES="$build/tests/interop/plain-echo=/plain-echo $build/.libs/libesock.so=/libesock.so
+	$build/tools/esock-run/esock-run=/esock-run" \
 	bash "$here/siw-rig.sh" run "$here/jobs/verbs-sockets.sh" "$out" default ||
 	{ say "FAIL verbs sockets: the guest job failed"; exit 1; }
 fail=0 n=0
@@ -39,5 +40,5 @@ while read -r _ name srv cli rc; do
 	[ "$verdict" = ok ] || fail=1
 	printf '%-20s %-7s %-7s %s\n' "$name" "$srv" "$cli" "$verdict"
 done < <(grep -a '^RIG-CASE ' "$out/console.log")
-[ "$n" -eq 3 ] || { say "verbs sockets: $n of 3 cases ran"; fail=1; }
+[ "$n" -eq 4 ] || { say "verbs sockets: $n of 4 cases ran"; fail=1; }
 exit $fail

@@ -23,6 +23,8 @@ ESOCK_LIB=/nonexistent/libesock.so "$run" true 2>/dev/null
 [ $? -eq 127 ] || fail "a missing library does not exit 127"
 "$run" --tcpserver=/nonexistent/tcpserverd.sock true 2>/dev/null
 [ $? -eq 2 ] || fail "--tcpserver without a tcpserverd there does not exit 2"
+"$run" --backend=rnic true 2>/dev/null
+[ $? -eq 2 ] || fail "--backend with no such backend does not exit 2"
 
 # A sanitizer build's library refuses to be preloaded into an uninstrumented
 # program (the ASan runtime must come first): nothing more to run then.
@@ -40,6 +42,8 @@ case $env_ports in
 *"ESOCK_DDPMODE=5201,7000-7010 ESOCK_LOG=info LD_PRELOAD=/"*"/.libs/libesock.so "*) ;;
 *) fail "--ddp=PORTS --log: $env_ports" ;;
 esac
+env_be=$(unset ESOCK_BACKEND; "$run" --backend=verbs env | grep '^ESOCK_BACKEND=')
+[ "$env_be" = ESOCK_BACKEND=verbs ] || fail "--backend=verbs: $env_be"
 # --tcpserver=PATH:OPTS (PATH must be a socket: this directory's own, made by python).
 tsock=$(mktemp -u /tmp/esock-run-test.XXXXXX)
 python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$tsock" ||

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # shellcheck shell=dash
-# Guest job: plain-echo (plain sockets only) as an unmodified program under the
-# interposer, every TCP socket in DDPMODE, its server and client each on the verbs
+# Guest job: plain-echo (plain sockets only) as an unmodified program under esock-run
+# (esock-run --ddp --backend=B), every TCP socket in DDPMODE, its server and client each on the verbs
 # backend (kernel siw) or the user-level one; the server waits in poll or epoll.
 # One line per case on the console:  RIG-CASE NAME SERVER CLIENT EXIT
 # and the two sides' output in /out/NAME-server.log and /out/NAME-client.log.
@@ -10,11 +10,11 @@
 ME=10.0.2.15
 port=7800
 ulimit -l unlimited 2>/dev/null # (verbs pins the registered receive buffers and send slots)
-side() { # $1 = backend, $2 = log, then plain-echo's arguments
+side() { # $1 = backend, $2 = log, then plain-echo's arguments: under esock-run
 	be=$1 log=$2
 	shift 2
-	LD_PRELOAD=/libesock.so ESOCK_DDPMODE=all ESOCK_BACKEND=$be ESOCK_PEER=siw ESOCK_LOG=info \
-		$B timeout 300 /plain-echo "$@" >"$log" 2>&1
+	ESOCK_LIB=/libesock.so ESOCK_PEER=siw $B timeout 300 $B sh /esock-run --ddp --backend="$be" \
+		--log=info /plain-echo "$@" >"$log" 2>&1
 }
 run_case() { # $1 = name, $2 = server backend, $3 = client backend, $4 = poll|epoll
 	flag=
@@ -24,9 +24,8 @@ run_case() { # $1 = name, $2 = server backend, $3 = client backend, $4 = poll|ep
 	echo "RIG-CASE $1 $2 $3 $?"
 	port=$((port + 1))
 }
-# (A server in epoll on the verbs backend stalls after its first read: not run until
-# that is mended, docs/libesock.md.)
 run_case verbs-user-poll verbs user poll
+run_case verbs-user-epoll verbs user epoll
 run_case user-verbs-poll user verbs poll
-run_case verbs-verbs-poll verbs verbs poll
+run_case verbs-verbs-epoll verbs verbs epoll
 exit 0
