@@ -312,7 +312,7 @@ static int hand(struct esock_sock *ls, struct esock_conn_req *req, int flags)
 	struct esock_conn_info info;
 	struct esock_sock *s;
 	uint8_t pd[256];
-	int fd, rc;
+	int fd, rc = -ENOMEM;
 
 	if ((fd = REAL(socket)(ls->vb->local.ss_family, SOCK_STREAM | (flags & (SOCK_NONBLOCK | SOCK_CLOEXEC)),
 			       0)) < 0) {
@@ -328,10 +328,8 @@ static int hand(struct esock_sock *ls, struct esock_conn_req *req, int flags)
 	pthread_mutex_lock(&s->lock);
 	s->nonblock = (flags & SOCK_NONBLOCK) != 0;
 	s->o = ls->o;
-	if (!vb_new(s) || (rc = esock_conn_req_info(req, &info)) < 0) {
-		rc = s->vb ? rc : -ENOMEM;
-		goto failed;
-	}
+	if (!vb_new(s) || (rc = esock_conn_req_info(req, &info)) < 0)
+		goto failed; /* (-ENOMEM without its state) */
 	sock_heard(s, info.private_data, info.private_data_len);
 	if (size_refused(s)) {
 		rc = -EPROTO;
