@@ -99,6 +99,26 @@ else
 	fail=1
 fi
 
+# 0006: 0-octet Reads from siw; siw as shipped answers one that waited behind its own
+# Send with that Send's octets, which esock's endpoint Terminates (DDP tagged, base or
+# bounds); patched siw answers all 600 with 0 octets.
+zr_default=$(tr -d '\r' <"$out/console.log" | sed -n 's/^RIG-ZEROREAD default //p')
+zr_patched=$(tr -d '\r' <"$out/console.log" | sed -n 's/^RIG-ZEROREAD patched //p')
+zn=$(grep -c 'read ok' "$out/zeroread-patched-client.log" 2>/dev/null)
+if [ "${zr_default:-0}" != 0 ] &&
+   grep -q 'Terminate sent (layer 1 etype 1 ecode 0x01)' "$out/zeroread-default-client.log" 2>/dev/null; then
+	say "PASS 0006 zero-length Read, siw as shipped: a Read Response with another request's octets, Terminated (base or bounds) after $(grep -c 'read ok' "$out/zeroread-default-client.log") good Reads"
+else
+	say "FAIL 0006 zero-length Read, siw as shipped: exit ${zr_default:-?}, no base-or-bounds Terminate (the defect not shown)"
+	fail=1
+fi
+if [ "${zr_patched:-x}" = 0 ] && [ "${zn:-0}" -eq 600 ]; then
+	say "PASS 0006 zero-length Read, patched siw: 600 of 600 Reads of 0 octets answered with 0"
+else
+	say "FAIL 0006 zero-length Read, patched siw: exit ${zr_patched:-?}, ${zn:-0} of 600 Reads"
+	fail=1
+fi
+
 # The fixed Terminate, decoded by tshark's iWARP dissector as by ddpdump.
 if command -v "${TSHARK:-tshark}" >/dev/null && [ -x "$build/tests/ddpdump/check_ddpdump" ]; then
 	if (cd "$build" && ESOCK_CAPTURES="${out#"$build"/}/term-patched.pcap" srcdir="$top" top_builddir=. \

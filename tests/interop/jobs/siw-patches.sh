@@ -69,4 +69,23 @@ OPM_SPLIT=zero-first ESOCK_BACKEND=verbs $B timeout 300 /op-matrix -c 10.0.2.15 
 rc=$?
 wait $sv
 echo "RIG-ZEROSGE $rc $?"
+port=$((port + 1))
+# kpatch/linux 0006: 0-octet RDMA Reads of op-matrix's client (user-level endpoint, which
+# checks what a Read Response places) from a server on siw; a Read that waits behind the
+# server's own Send ("go") is answered with that Send's octets by siw as shipped, which
+# the client Terminates (base or bounds).  200 rounds on 3 QPs: a race each.
+for v in default patched; do
+	use_siw "$v"
+	OPM_ZEROS=200 ESOCK_BACKEND=verbs $B timeout 300 /op-matrix -s 10.0.2.15 $port \
+		> "/out/zeroread-$v-server.log" 2>&1 &
+	sv=$!
+	listening $port
+	OPM_ZEROS=200 ESOCK_BACKEND=user ESOCK_PEER=siw $B timeout 300 /op-matrix -c 10.0.2.15 $port \
+		> "/out/zeroread-$v-client.log" 2>&1
+	rc=$?
+	kill $sv 2>/dev/null
+	wait $sv
+	echo "RIG-ZEROREAD $v $rc"
+	port=$((port + 1))
+done
 exit 0
