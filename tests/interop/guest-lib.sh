@@ -31,6 +31,19 @@ against() { # $1 = a server's pid, $2 = its port, then the client command
 	return $rc_
 }
 
+twice() { # $1 = a case's name, then a command that runs it once on $port and sets rc
+	# A case that fails is run once more, said on the console (RIG-RETRY NAME EXIT), its
+	# first logs kept (NAME-server-try1.log, NAME-client-try1.log); rc is the second's.
+	tw_=$1
+	shift
+	"$@"
+	[ "$rc" = 0 ] && return 0
+	echo "RIG-RETRY $tw_ $rc"
+	mv "/out/$tw_-server.log" "/out/$tw_-server-try1.log" 2>/dev/null
+	mv "/out/$tw_-client.log" "/out/$tw_-client-try1.log" 2>/dev/null
+	"$@"
+}
+
 use_siw() { # $1 = default|crc: reload siw as that variant unless it is loaded
 	[ "$($B cat /sys/module/siw/version 2>/dev/null)" = "esock-rig-$1" ] && return 0
 	rdma link delete siw0

@@ -67,6 +67,20 @@ for s in 64 65535; do
 	add "srv-siwcrc-$s" c crc "$s" --no-crc 1 1 ok
 done
 
+# A row of check-interop's matrix (run-interop.sh: $ESOCK_MATRIX, one tab-separated line:
+# server, client, operations, CRC, sizes, result).
+matrix_row() { # $1 = case line, $2 = PASS|FAIL
+	local name role siw size count port opt g h crc=off
+	read -r name role siw size count port opt _ <<<"$1"
+	[ -n "${ESOCK_MATRIX:-}" ] || return 0
+	g="rping (verbs, siw $siw)"
+	[ "${IWPING_GUEST:-rping}" = verbs ] && g="iwping (verbs, siw $siw)"
+	h="$(basename "$IWPING") (user)"
+	[ "$opt" = --crc ] || [ "$siw" = crc ] && crc=on
+	if [ "$role" = s ]; then printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$g" "$h" "Send, Read, Write" "$crc" "$size" "$2"
+	else printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$h" "$g" "Send, Read, Write" "$crc" "$size" "$2"; fi >>"$ESOCK_MATRIX"
+}
+
 describe() { # one case line -> words for the report
 	local name role siw size count port opt
 	read -r name role siw size count port opt _ <<<"$1"
@@ -242,12 +256,12 @@ for c in "${cases[@]}"; do
 		why+=("no capture $name.pcap"); wire_note=""
 	fi
 	if [ ${#why[@]} -eq 0 ]; then
-		say "PASS $name: $(describe "$c")$wire_note"; passed=$((passed + 1))
+		say "PASS $name: $(describe "$c")$wire_note"; passed=$((passed + 1)); matrix_row "$c" PASS
 	elif [ -s "$out/$name.json" ] && [ "$(siw_bad_crc "$out/$name.json")" = yes ]; then
 		say "FAIL $name: $(describe "$c"): siw sent an FPDU whose CRC does not match its octets, we terminated ($(IFS=';'; echo "${why[*]}"))"
-		echo "$name" >>"$out/siw-bad-crc"; failed=$((failed + 1))
+		echo "$name" >>"$out/siw-bad-crc"; failed=$((failed + 1)); matrix_row "$c" FAIL
 	else
-		say "FAIL $name: $(describe "$c"): $(IFS=';'; echo "${why[*]}")"; failed=$((failed + 1))
+		say "FAIL $name: $(describe "$c"): $(IFS=';'; echo "${why[*]}")"; failed=$((failed + 1)); matrix_row "$c" FAIL
 		echo "$name" >>"$out/failed"
 	fi
 done

@@ -6,7 +6,8 @@
 # included.  Then our iwping against rping in both roles (iwping-vs-rping.sh) and
 # the perftest anchor next to esock-bench (perftest-anchor.sh); and our iwping on
 # the verbs backend (kernel siw through rdma-core) against rping and against the
-# user-level backend (verbs-matrix.sh); DDPMODE sockets of an unmodified program on
+# user-level backend (verbs-matrix.sh); every operation across the two backends
+# (backend-ops.sh); DDPMODE sockets of an unmodified program on
 # the verbs backend against the user-level one (verbs-sockets.sh); and kpatch/linux's siw patches, each
 # shown on the wire against siw as shipped (siw-patches.sh).
 #   run-interop.sh BUILD_DIR
@@ -55,7 +56,11 @@ failed=$?
 echo "interop: rping and perftest captures: $((SECONDS - t0)) s, $([ $failed -eq 0 ] && echo ok || echo FAILED)"
 failed_parts=()
 [ $failed -eq 0 ] || failed_parts+=(captures)
-for part in iwping-vs-rping sock-vs-rping iwping-vs-verbs verbs-matrix verbs-sockets siw-patches perftest-anchor; do
+# Every part adds its cases to one matrix (server, client, operations, CRC, sizes, result),
+# printed at the end and kept in $out/matrix.txt.
+export ESOCK_MATRIX=$out/matrix.tsv
+: >"$ESOCK_MATRIX"
+for part in iwping-vs-rping sock-vs-rping iwping-vs-verbs verbs-matrix backend-ops verbs-sockets siw-patches perftest-anchor; do
 	t0=$SECONDS
 	if [ "$part" = sock-vs-rping ]; then
 		# A DDPMODE socket (libesock's socket layer and extended calls) as rping's client.
@@ -76,6 +81,12 @@ for part in iwping-vs-rping sock-vs-rping iwping-vs-verbs verbs-matrix verbs-soc
 	esac
 done
 echo "interop: total $((SECONDS - start)) s"
+# The matrix: backend of each side (user: esock's user-level endpoint; verbs: kernel siw
+# through rdma-core, rping's or our own), role, operations, CRC, result.
+awk -F '\t' 'BEGIN { printf "%-34s %-28s %-32s %-4s %-20s %s\n", "SERVER (backend)", "CLIENT (backend)", "OPERATIONS", "CRC", "SIZES", "RESULT" }
+	{ printf "%-34s %-28s %-32s %-4s %-20s %s\n", $1, $2, $3, $4, $5, $6 }' "$ESOCK_MATRIX" |
+	tee "$out/matrix.txt" | sed 's/^/interop: /'
+echo "interop: matrix: $(grep -c 'PASS$' "$out/matrix.txt") passed, $(grep -c 'FAIL$' "$out/matrix.txt") failed"
 # The stage's log is read from its end: name what failed there, with the part's own
 # verdict lines, so that the last lines of a failed run say why.
 for part in "${failed_parts[@]}"; do

@@ -46,6 +46,15 @@ while read -r _ name srv cli size rc; do
 	done
 	[ "$verdict" = ok ] || fail=1
 	printf '%-22s %-14s %-14s %6s  %s\n' "$name" "$srv" "$cli" "$size" "$verdict"
+	if [ -n "${ESOCK_MATRIX:-}" ]; then # (a row of check-interop's matrix: run-interop.sh)
+		label() { case $1 in rping) echo "rping (verbs)" ;; verbs) echo "iwping (verbs)" ;; *) echo "iwping (user)" ;; esac; }
+		crc=off
+		case "$srv $cli" in *user--crc*) crc=on ;; esac
+		res=PASS
+		[ "$verdict" = ok ] || res=FAIL
+		printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(label "$srv")" "$(label "$cli")" "Send, Read, Write" "$crc" \
+			"$size" "$res" >>"$ESOCK_MATRIX"
+	fi
 done < <(grep -a '^RIG-CASE ' "$out/console.log")
 [ "$n" -eq 14 ] || { say "verbs matrix: $n of 14 cases ran"; fail=1; }
 # Cases that passed only the second time (jobs/verbs-matrix.sh: siw's accept race), named.

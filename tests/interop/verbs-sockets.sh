@@ -39,6 +39,12 @@ while read -r _ name srv cli rc; do
 		verdict="FAILED (not every size came back)"
 	[ "$verdict" = ok ] || fail=1
 	printf '%-20s %-7s %-7s %s\n' "$name" "$srv" "$cli" "$verdict"
+	if [ -n "${ESOCK_MATRIX:-}" ]; then # (a row of check-interop's matrix: run-interop.sh)
+		crc=on # (a user-level side asks for CRC, siw echoes it; siw to siw: none asks)
+		[ "$srv/$cli" = verbs/verbs ] && crc=off
+		printf '%s\t%s\t%s\t%s\t%s\t%s\n' "plain-echo socket ($srv, ${name##*-})" "plain-echo socket ($cli)" \
+			"stream (Sends)" "$crc" "1B-4MiB" "$([ "$verdict" = ok ] && echo PASS || echo FAIL)" >>"$ESOCK_MATRIX"
+	fi
 done < <(grep -a '^RIG-CASE ' "$out/console.log")
 [ "$n" -eq 4 ] || { say "verbs sockets: $n of 4 cases ran"; fail=1; }
 exit $fail

@@ -2,25 +2,37 @@
 # shellcheck shell=dash
 # Guest job: /op-matrix (every operation, 3 QPs, 0 B to 16 MiB, data checked)
 # between the user-level and the verbs backend, each as server and as client,
-# with siw as shipped (CRC as the initiator asks) and the variant that asks for
-# CRC.  One line per case: RIG-CASE NAME SIW SERVER CLIENT EXIT; logs in /out.
+# with siw as shipped (CRC as the initiator asks), the variant that asks for CRC,
+# and siw with kpatch/linux's series.  One line per case: RIG-CASE NAME SIW SERVER CLIENT EXIT; logs in /out.
 # shellcheck source=/dev/null # tests/interop/guest-lib.sh, in the guest
 . /guest-lib.sh
 ME=10.0.2.15
 port=7600
 ulimit -l unlimited 2>/dev/null # (verbs pins registered memory)
 opm() { # $1 = backend, $2 = -s|-c, $3 = log
-	ESOCK_BACKEND=$1 ESOCK_PEER=siw $B timeout 300 /op-matrix "$2" $ME $port > "$3" 2>&1
+	ESOCK_BACKEND=$1 ESOCK_PEER=siw OPM_NO_ZERO_READ=$nozero $B timeout 300 /op-matrix "$2" $ME $port > "$3" 2>&1
 }
-for siw in default crc; do
+attempt() { # $1 = name, $2 = server backend, $3 = client backend
+	opm "$2" -s "/out/$1-server.log" &
+	against $! $port opm "$3" -c "/out/$1-client.log"
+	rc=$?
+	port=$((port + 1))
+}
+# A case that fails is run once more (twice, guest-lib.sh); twice in a row is a failure.
+run_case() { # $1 = name, $2 = server backend, $3 = client backend
+	twice "$1" attempt "$@"
+}
+# siw as shipped answers a 0-octet Read that waited behind its own Send with that Send's
+# octets (kpatch/linux 0006): no 0-octet Reads towards it; patched siw gets them.
+for siw in default crc patched; do
 	use_siw "$siw"
+	nozero=1
+	[ "$siw" = patched ] && nozero=0
 	for srv in user verbs; do
 		for cli in user verbs; do
 			name=$siw-$srv-$cli
-			opm "$srv" -s "/out/$name-server.log" &
-			against $! $port opm "$cli" -c "/out/$name-client.log"
-			echo "RIG-CASE $name $siw $srv $cli $?"
-			port=$((port + 1))
+			run_case "$name" "$srv" "$cli"
+			echo "RIG-CASE $name $siw $srv $cli $rc"
 		done
 	done
 done
