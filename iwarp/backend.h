@@ -82,6 +82,13 @@ struct esock_backend {
 	int (*accept)(struct esock_conn_req *req, struct esock_qp *qp,
 		      const struct esock_conn_param *param);
 	int (*reject)(struct esock_conn_req *req, const void *pd, uint16_t pd_len);
+	/*
+	 * For ESOCK_BACKEND=auto, per connection (NULL: always): whether this
+	 * backend's device routes to |addr| (reaches), or owns |addr|, a local
+	 * address to listen on (owns).  1 yes, 0 no.
+	 */
+	int (*reaches)(const struct sockaddr *addr, socklen_t addrlen);
+	int (*owns)(const struct sockaddr *addr, socklen_t addrlen);
 };
 
 /* The user-level endpoint (endpoint/ep_backend.c). */

@@ -4,9 +4,9 @@
  *   user   the user-level endpoint over kernel TCP (always built);
  *   verbs  rdma-core verbs (kernel siw or an RNIC), when built in;
  *   auto   (the default) verbs when it is built in and this host has an
- *          iWARP device, else user.  Decided once per process, not per
- *          peer: a host with an RNIC talking to plain Ethernet hosts sets
- *          ESOCK_BACKEND=user (per-connection choice: issue 15, step 2).
+ *          iWARP device, else user.  Decided once per process for the
+ *          endpoint API's objects (a PD comes before any address); DDPMODE
+ *          sockets choose per connection (libesock/sock_vb.h).
  * Anything else is a mistake the log says, and creating calls fail with
  * -ENODEV rather than carry on over a backend nobody asked for.
  */

@@ -405,7 +405,7 @@ int sock_connect(struct esock_sock *s, const struct sockaddr *addr, socklen_t le
 		return -EISCONN;
 	if (s->st != SOCK_MARKED)
 		return s->err ? -s->err : -EINVAL;
-	if (sock_vb_wanted())
+	if (sock_vb_for_connect(addr, len))
 		return sock_vb_connect(s, addr, len);
 	if (REAL(connect)(s->fd, addr, len) < 0) {
 		rc = -errno;
@@ -456,7 +456,7 @@ int sock_listen(struct esock_sock *s, int backlog)
 	struct esock_listen_param lp = { .timeout_ms = s->o.timeout_ms };
 	int rc;
 
-	if (s->vb || (s->st == SOCK_MARKED && sock_vb_wanted()))
+	if (s->vb || (s->st == SOCK_MARKED && sock_vb_for_listen(s)))
 		return sock_vb_listen(s, backlog);
 	if (s->st != SOCK_MARKED && s->st != SOCK_LISTENING)
 		return -EINVAL;

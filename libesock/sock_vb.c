@@ -9,11 +9,13 @@
 
 #include "libesock/sock_vb.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -47,21 +49,106 @@ struct sock_vb {
 	struct sockaddr_storage local, remote;
 };
 
+/*
+ * An iWARP device on this host, from sysfs (node type 4, RNIC: siw too): no
+ * library is loaded to tell, so a host without one pays a directory look
+ * once per process, and "auto" stays the user-level backend there.
+ */
+static bool rnic_present(void)
+{
+	static int known = -1; /* (a race only looks twice) */
+	DIR *d;
+	struct dirent *de;
+	bool found = false;
+
+	if (known >= 0)
+		return known;
+	if ((d = opendir("/sys/class/infiniband"))) {
+		while (!found && (de = readdir(d))) {
+			char path[300], type[4] = "";
+			FILE *f;
+
+			if (de->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "/sys/class/infiniband/%s/node_type", de->d_name);
+			if ((f = fopen(path, "re"))) {
+				found = fgets(type, sizeof(type), f) && type[0] == '4';
+				fclose(f);
+			}
+		}
+		closedir(d);
+	}
+	known = found;
+	return found;
+}
+
 int sock_vb_wanted(void)
 {
 	const char *e = getenv("ESOCK_BACKEND");
 
-	/*
-	 * Only when asked by name: "auto" (the default) keeps sockets on the
-	 * user-level backend until the choice is made per connection (whether
-	 * the device reaches the address), not per process (docs/libesock.md).
-	 */
 #ifdef ESOCK_HAVE_VERBS
-	return e && !strcmp(e, "verbs") && esock_backend_default() == &esock_verbs_backend ? 2 : 0;
+	if (e && !strcmp(e, "verbs"))
+		return esock_backend_default() == &esock_verbs_backend ? 2 : 0;
+	/* auto (the default): per connection, where this host has an iWARP device at all */
+	return (!e || !*e || !strcmp(e, "auto")) && rnic_present() ? 1 : 0;
 #else
 	(void)e;
+	(void)rnic_present;
 	return 0;
 #endif
+}
+
+/* A loopback address: auto keeps it on the user-level backend (an RNIC never sees that traffic). */
+static bool loopback(const struct sockaddr *a)
+{
+	return (a->sa_family == AF_INET &&
+		(ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr) >> 24) == 127) ||
+	       (a->sa_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)a)->sin6_addr));
+}
+
+bool sock_vb_for_connect(const struct sockaddr *addr, socklen_t len)
+{
+	int w = sock_vb_wanted();
+
+#ifdef ESOCK_HAVE_VERBS
+	if (w == 1 && addr && !loopback(addr) && esock_verbs_backend.reaches(addr, len) == 1) {
+		log_debug("auto: the verbs backend's device reaches the peer");
+		return true;
+	}
+#else
+	(void)addr;
+	(void)len;
+#endif
+	return w == 2;
+}
+
+bool sock_vb_for_listen(const struct esock_sock *s)
+{
+	struct sockaddr_storage ss = { 0 };
+	socklen_t len = sizeof(ss);
+	int w = sock_vb_wanted();
+
+	if (w != 1)
+		return w == 2;
+	/*
+	 * auto: a listener on an address of the device only.  On the wildcard
+	 * address the kernel's iWARP would take only its own device's
+	 * addresses (loopback and other interfaces refused), where the
+	 * user-level listener takes every one.
+	 */
+	if (REAL(getsockname)(s->fd, (struct sockaddr *)&ss, &len) < 0)
+		return false;
+	if ((ss.ss_family == AF_INET && ((struct sockaddr_in *)&ss)->sin_addr.s_addr == htonl(INADDR_ANY)) ||
+	    (ss.ss_family == AF_INET6 && IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)&ss)->sin6_addr)) ||
+	    (ss.ss_family != AF_INET && ss.ss_family != AF_INET6) || loopback((struct sockaddr *)&ss))
+		return false;
+#ifdef ESOCK_HAVE_VERBS
+	if (esock_verbs_backend.owns((struct sockaddr *)&ss, len) == 1) {
+		log_debug("auto: the listening address is the verbs backend's device's");
+		return true;
+	}
+#endif
+	return false;
 }
 
 const char *sock_vb_backend_name(void)

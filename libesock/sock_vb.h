@@ -36,6 +36,15 @@ struct esock_sock;
  * 0 no (built without it, user, or auto on a host without an iWARP device).
  */
 int sock_vb_wanted(void);
+/*
+ * Whether this connect (to |addr|) or this listen (on the address |s| is
+ * bound to) goes to the verbs backend: ESOCK_BACKEND=verbs, or auto and the
+ * device reaches the peer / owns the address (a wildcard listener and
+ * loopback addresses stay on the user-level backend).  System calls and rdma-core only under auto on a
+ * host with an iWARP device.
+ */
+bool sock_vb_for_connect(const struct sockaddr *addr, socklen_t len);
+bool sock_vb_for_listen(const struct esock_sock *s);
 
 /* The calls (0, octets, a descriptor, or -errno), as their sock_* twins. */
 int sock_vb_connect(struct esock_sock *s, const struct sockaddr *addr, socklen_t len);

@@ -167,5 +167,7 @@ int vb_get_request(struct esock_listener *l, struct esock_conn_req **req, int ti
 int vb_conn_req_info(const struct esock_conn_req *req, struct esock_conn_info *info);
 int vb_accept(struct esock_conn_req *req, struct esock_qp *qp, const struct esock_conn_param *param);
 int vb_reject(struct esock_conn_req *req, const void *pd, uint16_t pd_len);
+int vb_reaches(const struct sockaddr *addr, socklen_t addrlen);
+int vb_owns(const struct sockaddr *addr, socklen_t addrlen);
 
 #endif /* ESOCK_KPATCH_VERBS_VB_H */

@@ -44,4 +44,6 @@ const struct esock_backend esock_verbs_backend = {
 	.conn_req_info = vb_conn_req_info,
 	.accept = vb_accept,
 	.reject = vb_reject,
+	.reaches = vb_reaches,
+	.owns = vb_owns,
 };

@@ -364,3 +364,72 @@ int vb_reject(struct esock_conn_req *req, const void *pd, uint16_t pd_len)
 	free(r);
 	return rc;
 }
+
+/* How long auto's look at a route may take (rdma_cm resolves it from the kernel's tables). */
+#define VB_ROUTE_MS 2000
+
+/* A throw-away id on a channel of its own, for a look; 0 or -errno. */
+static int look_id(struct rdma_event_channel **ech, struct rdma_cm_id **id)
+{
+	if (!vb_device())
+		return -ENODEV;
+	int fl;
+
+	if (!(*ech = rdma_create_event_channel()))
+		return -errno;
+	/* (vb_event_wait reads without blocking, then polls) */
+	if ((fl = fcntl((*ech)->fd, F_GETFL)) < 0 || fcntl((*ech)->fd, F_SETFL, fl | O_NONBLOCK) < 0 ||
+	    rdma_create_id(*ech, id, NULL, RDMA_PS_TCP) != 0) {
+		int rc = -errno;
+
+		rdma_destroy_event_channel(*ech);
+		return rc;
+	}
+	return 0;
+}
+
+static bool on_our_device(const struct rdma_cm_id *id)
+{
+	return id->verbs && id->verbs->device == vb_device()->device;
+}
+
+/* rdma_cm resolves |addr| to our iWARP device: the connection can go that way. */
+int vb_reaches(const struct sockaddr *addr, socklen_t addrlen)
+{
+	struct rdma_event_channel *ech;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+	int yes = 0;
+
+	if (!addr || addrlen < sizeof(struct sockaddr_in) || look_id(&ech, &id) < 0)
+		return 0;
+	if (rdma_resolve_addr(id, NULL, (struct sockaddr *)(uintptr_t)addr, VB_ROUTE_MS) == 0 &&
+	    vb_event_wait(ech, VB_ROUTE_MS + 500, &ev) == 0) {
+		yes = ev->event == RDMA_CM_EVENT_ADDR_RESOLVED && on_our_device(id);
+		rdma_ack_cm_event(ev);
+	}
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ech);
+	return yes;
+}
+
+/* |addr| (its port aside) is an address of our iWARP device: a listener there takes its connections. */
+int vb_owns(const struct sockaddr *addr, socklen_t addrlen)
+{
+	struct sockaddr_storage ss = { 0 };
+	struct rdma_event_channel *ech;
+	struct rdma_cm_id *id;
+	int yes;
+
+	if (!addr || addrlen < sizeof(struct sockaddr_in) || addrlen > sizeof(ss) || look_id(&ech, &id) < 0)
+		return 0;
+	memcpy(&ss, addr, addrlen);
+	if (ss.ss_family == AF_INET)
+		((struct sockaddr_in *)&ss)->sin_port = 0;
+	else if (ss.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&ss)->sin6_port = 0;
+	yes = rdma_bind_addr(id, (struct sockaddr *)&ss) == 0 && on_our_device(id);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ech);
+	return yes;
+}

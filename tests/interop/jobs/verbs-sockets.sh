@@ -10,17 +10,17 @@
 ME=10.0.2.15
 port=7800
 ulimit -l unlimited 2>/dev/null # (verbs pins the registered receive buffers and send slots)
-side() { # $1 = backend, $2 = log, then plain-echo's arguments: under esock-run
-	be=$1 log=$2
+side() { # $1 = backend (auto:EXPECTED: auto), $2 = log, then plain-echo's arguments
+	be=${1%%:*} log=$2
 	shift 2
 	ESOCK_LIB=/libesock.so ESOCK_PEER=siw $B timeout 300 $B sh /esock-run --ddp --backend="$be" \
 		--log=info /plain-echo "$@" >"$log" 2>&1
 }
-run_case() { # $1 = name, $2 = server backend, $3 = client backend, $4 = poll|epoll
+run_case() { # $1 = name, $2 = server backend, $3 = client backend, $4 = poll|epoll, $5 = address
 	flag=
 	[ "$4" = epoll ] && flag=-e
-	side "$2" "/out/$1-server.log" -s $ME $port $flag &
-	against $! $port side "$3" "/out/$1-client.log" -c $ME $port 1 4093 65536 1048576 4194304
+	side "$2" "/out/$1-server.log" -s "${5:-$ME}" $port $flag &
+	against $! $port side "$3" "/out/$1-client.log" -c "${5:-$ME}" $port 1 4093 65536 1048576 4194304
 	echo "RIG-CASE $1 $2 $3 $?"
 	port=$((port + 1))
 }
@@ -28,4 +28,7 @@ run_case verbs-user-poll verbs user poll
 run_case verbs-user-epoll verbs user epoll
 run_case user-verbs-poll user verbs poll
 run_case verbs-verbs-epoll verbs verbs epoll
+# ESOCK_BACKEND=auto: the device's address goes to the kernel's iWARP, loopback stays user-level.
+run_case auto-auto-epoll auto:verbs auto:verbs epoll
+run_case auto-loopback-poll auto:user auto:user poll 127.0.0.1
 exit 0
