@@ -317,6 +317,8 @@ int sock_vb_connect(struct esock_sock *s, const struct sockaddr *addr, socklen_t
 	uint8_t pd[256];
 	int rc;
 
+	if (!rnic_present())
+		return -ENODEV; /* (ESOCK_BACKEND=verbs on a host without an iWARP device) */
 	if (!vb_new(s))
 		return -ENOMEM;
 	if ((rc = conn_objects(s)) < 0)
@@ -372,6 +374,9 @@ int sock_vb_listen(struct esock_sock *s, int backlog)
 		return 0; /* (listen again: the backlog stays) */
 	if (s->st != SOCK_MARKED)
 		return -EINVAL;
+	/* (Before the placeholder is replaced: the application's bind stays when this fails.) */
+	if (!rnic_present())
+		return -ENODEV;
 	if (REAL(getsockname)(s->fd, (struct sockaddr *)&ss, &len) < 0)
 		return -errno;
 	if (ss.ss_family != AF_INET && ss.ss_family != AF_INET6)

@@ -3,7 +3,8 @@
 # plain-echo (plain sockets only) on loopback: as it is (plain TCP), and as an
 # unmodified program under the interposer with every TCP socket in DDPMODE
 # (user-level backend), its server waiting in poll and in epoll; every octet
-# of 1 B to 1 MiB checked.  The same program runs on the verbs backend in the
+# of 1 B to 1 MiB checked.  And ESOCK_BACKEND=verbs where there is no iWARP device:
+# listen and connect fail with ENODEV.  The same program runs on the verbs backend in the
 # siw guest (verbs-sockets.sh).
 set -u
 b=${top_builddir:-.}
@@ -49,5 +50,26 @@ for mode in $modes; do
 		kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
 	done
 done
+# ESOCK_BACKEND=verbs on a host without an iWARP device (a build with the verbs backend):
+# listen and connect fail with ENODEV, before the network (no refusal from port 1).
+rnic=no
+for f in /sys/class/infiniband/*/node_type; do
+	[ -r "$f" ] && case $(cat "$f") in 4*) rnic=yes ;; esac
+done
+if [ "$modes" = "plain ddp" ] && [ $rnic = no ] && grep -q '^#define ESOCK_HAVE_VERBS 1' "$b/config.h" 2>/dev/null; then
+	pre="env LD_PRELOAD=$lib ESOCK_DDPMODE=all ESOCK_BACKEND=verbs"
+	$pre timeout 60 "$prog" -s 127.0.0.1 0 >"$log.srv" 2>&1
+	if [ $? = 1 ] && grep -q 'server: listen: No such device' "$log.srv"; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1)); echo "FAIL: ESOCK_BACKEND=verbs without a device: listen"; cat "$log.srv"
+	fi
+	$pre timeout 60 "$prog" -c 127.0.0.1 1 >"$log" 2>&1
+	if [ $? = 1 ] && grep -q 'client: connect: No such device' "$log"; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1)); echo "FAIL: ESOCK_BACKEND=verbs without a device: connect"; cat "$log"
+	fi
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
