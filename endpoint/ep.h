@@ -489,7 +489,10 @@ void ep_qp_fail(struct esock_qp *qp, const struct esock_term *t, bool send_term,
 void ep_qp_complete_sq(struct esock_qp *qp);
 void ep_qp_flush(struct esock_qp *qp);
 void ep_qp_flush_rq(struct esock_qp *qp);
+/* Goes to RTS on |fd| (ep_start.c); qp->info (addresses included) is complete. */
 int ep_qp_start(struct esock_qp *qp, int fd, bool initiator);
+/* The receiver for qp->info's CRC and markers (ep_rx.c).  0 or -errno. */
+int ep_rx_init(struct esock_qp *qp);
 
 /* The Read queues for qp->info's IRD and ORD.  0 or -ENOMEM. */
 int ep_qp_reads_init(struct esock_qp *qp);

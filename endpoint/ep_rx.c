@@ -209,7 +209,6 @@ static int lookup_untagged(void *ctx, uint32_t qn, uint32_t msn, struct esock_dd
 	return 0;
 }
 
-int ep_rx_init(struct esock_qp *qp);
 int ep_rx_init(struct esock_qp *qp)
 {
 	struct esock_mpa_rx_cfg rc = { .crc = qp->info.crc, .markers = qp->info.markers_rx,

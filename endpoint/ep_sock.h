@@ -258,7 +258,7 @@ void ep_qp_quiesce(struct esock_qp *qp);
  * that are not its own).
  */
 void ep_qp_unquiesce(struct esock_qp *qp);
-/* What a quiet QP in RTS must remember to go on in another image (ep_conn.c). */
+/* What a quiet QP in RTS must remember to go on in another image (ep_start.c). */
 struct ep_qp_snap {
 	struct esock_conn_info info; /* (info.peer: NULL here, the profile's name below) */
 	char prof[16];

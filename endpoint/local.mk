@@ -5,7 +5,7 @@
 # tools and the tests as it is, and by libesock.so under the socket layer.
 noinst_LTLIBRARIES += libesock_ep.la
 libesock_ep_la_SOURCES = endpoint/ep.h endpoint/ep_ring.h endpoint/ep_profile.h endpoint/ep_profile.c \
-	endpoint/ep_mr.c endpoint/ep_cq.c endpoint/ep_qp.c endpoint/ep_conn.c endpoint/ep_listen.c \
+	endpoint/ep_mr.c endpoint/ep_cq.c endpoint/ep_qp.c endpoint/ep_conn.c endpoint/ep_start.c endpoint/ep_listen.c \
 	endpoint/ep_tx.c endpoint/ep_txbatch.c endpoint/ep_spare.h endpoint/ep_spare.c endpoint/ep_rx.c \
 	endpoint/ep_engine.c endpoint/ep_sockbuf.c endpoint/ep_restrict.c endpoint/ep_backend.c \
 	endpoint/ep_ops.h endpoint/ep_ops.c endpoint/ep_sock.h endpoint/ep_sock.c endpoint/ep_wait.c \
