@@ -133,12 +133,12 @@ static int off_name(int fd, bool peer, struct sockaddr *addr, socklen_t *len)
 	struct esock_sock *s = sock_get(fd);
 	long rc;
 
-	if (!s || (!s->off && !s->vb)) {
+	if (!s || (!s->off && !s->verbs)) {
 		if (s)
 			sock_put(s);
 		return peer ? REAL(getpeername)(fd, addr, len) : REAL(getsockname)(fd, addr, len);
 	}
-	rc = s->vb ? sock_vb_name(s, peer, addr, len) : sock_off_name(s, peer, addr, len);
+	rc = s->verbs ? sock_vb_name(s, peer, addr, len) : sock_off_name(s, peer, addr, len);
 	sock_put(s);
 	return (int)ret(rc);
 }
@@ -158,7 +158,7 @@ static void peer_of(struct esock_sock *s, int fd, struct sockaddr *addr, socklen
 {
 	if (s->off)
 		(void)sock_off_name(s, true, addr, len);
-	else if (s->vb)
+	else if (s->verbs)
 		(void)sock_vb_name(s, true, addr, len);
 	else
 		REAL(getpeername)(fd, addr, len);
@@ -209,7 +209,7 @@ static int accept_ddp(struct esock_sock *s, struct sockaddr *addr, socklen_t *le
 {
 	/* The listener's lock is not held: accepting threads work in parallel. */
 	long rc = s->off ? sock_off_accept(s, addr, len, flags)
-		  : s->vb ? sock_vb_accept(s, addr, len, flags)
+		  : s->verbs ? sock_vb_accept(s, addr, len, flags)
 		  : s->st == SOCK_LISTENING ? sock_accept(s, addr, len, flags) : -EINVAL;
 
 	sock_put(s);
@@ -479,7 +479,7 @@ static ssize_t ddp_sendfile(struct esock_sock *s, int in, off_t *off, size_t cou
 	size_t done = 0;
 	ssize_t rc = 0;
 
-	if (!s->off && !s->vb && !s->o.msgmode) {
+	if (!s->off && !s->verbs && !s->o.msgmode) {
 		rc = sock_sendfile(s, in, off, count);
 		sock_put(s);
 		return ret(rc);
@@ -822,9 +822,6 @@ API int ioctl(int fd, unsigned long req, ...)
 		rc = (int)ret(sock_off_fionread(s, arg));
 	} else if (s->off && req == FIONBIO && arg) {
 		s->nonblock = *(int *)arg != 0; /* (the file is shared: ddp_fcntl) */
-		rc = 0;
-	} else if (s->vb && req == FIONREAD && arg) {
-		*(int *)arg = sock_vb_fionread(s);
 		rc = 0;
 	} else if (req == FIONREAD && arg) {
 		pthread_mutex_lock(&s->lock);

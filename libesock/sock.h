@@ -100,6 +100,11 @@ struct esock_sock {
 	 * after a look that found nothing (quick_step, up to QUICK_SPAN_MAX).
 	 */
 	uint8_t quick_step, quick_skip;
+	/*
+	 * On the verbs backend (|vb|, sock_vb.h): a flag here, in a hole of
+	 * the first line, for the checks on every call; the state further down.
+	 */
+	bool verbs;
 	enum sock_state st;
 	int fd;                     /* the descriptor it was created on */
 
@@ -107,7 +112,6 @@ struct esock_sock {
 	struct esock_cq *cq;        /* send and receive completions */
 	struct esock_sock_stats *stats; /* in the shared-memory slot, or stats_local */
 	struct sock_off *off;       /* the offload mode's state (sock_off.h), or NULL */
-	struct sock_vb *vb;         /* on the verbs backend (sock_vb.h), or NULL */
 	uint64_t rready;            /* octets ready to read */
 	uint32_t rhead, rcount;     /* ring of rdone */
 	uint32_t roff;              /* octets of the head message already read */
@@ -140,6 +144,7 @@ struct esock_sock {
 	int cloexec_fd;             /* |cloexec| is FD_CLOEXEC of this fd (-1: ask the kernel) */
 	bool cloexec;
 	struct sock_share *share;   /* held by other processes too (sock_share.c), or NULL */
+	struct sock_vb *vb;         /* on the verbs backend (sock_vb.h; |verbs| says so), or NULL */
 	uint32_t share_gen;         /* the shared record this copy's state is at */
 	bool nagle;                 /* the application turned TCP_NODELAY off */
 	bool fd_private;            /* |fd| is the library's copy (the application closed its own) */

@@ -262,7 +262,7 @@ static int post(int fd, int op, void *buf, size_t len, uint64_t raddr, uint32_t 
 		return -EMSGSIZE;
 	}
 	pthread_mutex_lock(&s->lock);
-	if (s->vb) { /* (on the verbs backend: not yet, docs/libesock.md) */
+	if (s->verbs) { /* (on the verbs backend: not yet, docs/libesock.md) */
 		rc = -EOPNOTSUPP;
 		goto out;
 	}
@@ -422,7 +422,7 @@ static int api_reg(int fd, void *addr, size_t len, unsigned access, uint32_t *st
 	if (!s)
 		return -ENOTSOCK;
 	pthread_mutex_lock(&s->lock);
-	if (s->vb) { /* (registrations for a socket on the verbs backend: not yet) */
+	if (s->verbs) { /* (registrations for a socket on the verbs backend: not yet) */
 		rc = -EOPNOTSUPP;
 		goto out;
 	}

@@ -456,7 +456,7 @@ int sock_listen(struct esock_sock *s, int backlog)
 	struct esock_listen_param lp = { .timeout_ms = s->o.timeout_ms };
 	int rc;
 
-	if (s->vb || (s->st == SOCK_MARKED && sock_vb_for_listen(s)))
+	if (s->verbs || (s->st == SOCK_MARKED && sock_vb_for_listen(s)))
 		return sock_vb_listen(s, backlog);
 	if (s->st != SOCK_MARKED && s->st != SOCK_LISTENING)
 		return -EINVAL;
@@ -701,7 +701,7 @@ void sock_flush_at_exit(struct esock_sock *s, int64_t *since)
 	struct linger_clock c;
 	struct esock_qp *qp = s->qp;
 
-	if (s->vb) {
+	if (s->verbs) {
 		sock_vb_flush(s);
 		return;
 	}
@@ -732,7 +732,7 @@ void sock_teardown(struct esock_sock *s, bool graceful)
 		sock_off_release(s);
 		return;
 	}
-	if (s->vb) {
+	if (s->verbs) {
 		sock_vb_release(s, graceful);
 		return;
 	}
@@ -783,8 +783,6 @@ int sock_shutdown(struct esock_sock *s, int how)
 
 	if (s->off)
 		return sock_off_shutdown(s, how);
-	if (s->vb)
-		return sock_vb_shutdown(s, how);
 	pthread_mutex_lock(&s->lock);
 	if (s->st != SOCK_CONNECTED) {
 		pthread_mutex_unlock(&s->lock);
@@ -794,7 +792,9 @@ int sock_shutdown(struct esock_sock *s, int how)
 		s->shut_rd = true;
 	if ((how == SHUT_WR || how == SHUT_RDWR) && !s->shut_wr) {
 		s->shut_wr = true;
-		if (s->qp && esock_qp_state(s->qp) == ESOCK_QPS_RTS && s->peer_esock) {
+		if (s->verbs) {
+			rc = sock_vb_close_send(s); /* (no half-close in the kernel's RDMA) */
+		} else if (s->qp && esock_qp_state(s->qp) == ESOCK_QPS_RTS && s->peer_esock) {
 			/*
 			 * Towards an esock peer, TCP's half-close: the peer reads EOF
 			 * and may still send.  Our FIN follows what is queued: the

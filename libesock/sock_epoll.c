@@ -440,8 +440,8 @@ static uint64_t rx_gen(struct esock_sock *s)
 {
 	if (s->off)
 		return sock_off_rx_gen(s);
-	if (s->vb)
-		return sock_vb_rx_gen(s);
+	if (s->verbs && s->st == SOCK_LISTENING)
+		return sock_vb_requests(s);
 	if (s->st == SOCK_LISTENING && s->lst)
 		return ep_listener_completed(s->lst);
 	return s->stats->rx_msgs + s->rx_hints + (s->eof ? 1u << 30 : 0) + (s->err ? 1u << 31 : 0);
@@ -453,7 +453,7 @@ static uint64_t rx_gen(struct esock_sock *s)
  */
 static int watched_fd(struct esock_sock *s)
 {
-	if (s->vb)
+	if (s->verbs)
 		return sock_vb_fd(s);
 	return s->st == SOCK_LISTENING && s->lst ? esock_listener_poll_fd(s->lst) : -1;
 }
@@ -624,7 +624,7 @@ int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_
 	if (s->off && op != EPOLL_CTL_DEL && (rc = sock_off_watch(s, ev->events)) < 0)
 		return rc;
 	pthread_mutex_lock(&s->lock);
-	if (!s->off && !s->vb && !(s->st == SOCK_LISTENING && s->lst) && !s->cq && !sock_vb_wanted() &&
+	if (!s->off && !s->verbs && !(s->st == SOCK_LISTENING && s->lst) && !s->cq && !sock_vb_wanted() &&
 	    (rc = ep_sock_cq_create(sock_cq_depth(s->o.rdepth), &s->cq)) < 0) {
 		pthread_mutex_unlock(&s->lock);
 		return rc;

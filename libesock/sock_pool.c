@@ -160,7 +160,7 @@ void sock_pool_return(struct esock_sock *s, uint32_t idx, bool now)
 {
 	uint32_t quarter = (uint32_t)s->o.rdepth / 4, free_now;
 
-	if (s->vb) { /* (its buffers are its own, posted again at once) */
+	if (s->verbs) { /* (its buffers are its own, posted again at once) */
 		sock_vb_repost(s, idx);
 		return;
 	}

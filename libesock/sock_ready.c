@@ -94,7 +94,7 @@ static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t 
 	for (nfds_t i = 0; i < n; i++) {
 		struct esock_sock *s = fds[i].fd >= 0 ? sock_get(fds[i].fd) : NULL;
 
-		if (s && !s->vb && (s->st == SOCK_MARKED || s->st == SOCK_PLAIN ||
+		if (s && !s->verbs && (s->st == SOCK_MARKED || s->st == SOCK_PLAIN ||
 				    (s->st == SOCK_LISTENING && !s->lst))) {
 			sock_put(s); /* not connected or connecting: the kernel knows */
 			s = NULL;
@@ -110,7 +110,7 @@ static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t 
 			 * A listener sleeps on its own poll descriptor: Requests are
 			 * read here; an offloaded socket on the channel's bell.
 			 */
-			k[i].fd = s->off ? sock_off_bell() : s->vb ? sock_vb_fd(s)
+			k[i].fd = s->off ? sock_off_bell() : s->verbs ? sock_vb_fd(s)
 				  : s->st == SOCK_LISTENING ? esock_listener_poll_fd(s->lst)
 				  : s->cq ? esock_cq_fd(s->cq) : -1;
 			noff += s->off != NULL;
@@ -133,7 +133,7 @@ static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t 
 			k[n + i].events = POLLIN;
 			if (ss[i] && ss[i]->off) /* (its events ring the channel's bell) */
 				continue;
-			if (ss[i] && ss[i]->vb) { /* its completion channel (a listener's: its events) */
+			if (ss[i] && ss[i]->verbs) { /* its completion channel (a listener's: its events) */
 				k[i] = (struct pollfd){ .fd = sock_vb_fd(ss[i]), .events = POLLIN };
 				continue;
 			}
@@ -364,7 +364,7 @@ unsigned sock_ready(struct esock_sock *s, unsigned events)
 
 	if (s->off)
 		return sock_off_ready(s, events);
-	if (s->vb)
+	if (s->verbs)
 		return sock_vb_ready(s, events);
 	if (s->st == SOCK_LISTENING)
 		return sock_listen_ready(s, events, true);

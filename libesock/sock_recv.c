@@ -230,7 +230,7 @@ ssize_t sock_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int
 
 	if (s->off)
 		return sock_off_recv(s, iov, iovcnt, flags, msg_flags);
-	if (s->vb)
+	if (s->verbs)
 		return sock_vb_recv(s, iov, iovcnt, flags, msg_flags);
 
 	if (flags & MSG_OOB)

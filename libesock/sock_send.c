@@ -422,7 +422,7 @@ ssize_t sock_send_ex(struct esock_sock *s, const struct iovec *iov, int iovcnt, 
 
 	if (s->off)
 		return sock_off_send(s, iov, iovcnt, flags);
-	if (s->vb)
+	if (s->verbs)
 		return sock_vb_send(s, iov, iovcnt, flags);
 	if (flags & MSG_OOB)
 		return -EOPNOTSUPP; /* no urgent data over RDMA Sends */

@@ -184,13 +184,13 @@ void sock_stat_describe(struct esock_sock *s)
 	};
 
 	snprintf(s->stats->backend, sizeof(s->stats->backend), "%s",
-		 s->vb ? sock_vb_backend_name() : s->off ? "offload" : "user");
+		 s->verbs ? sock_vb_backend_name() : s->off ? "offload" : "user");
 	if (!sl)
 		return;
 	snprintf(sl->mode, sizeof(sl->mode), "%s", modes[s->st]);
 	snprintf(sl->peer, sizeof(sl->peer), "%s",
 		 s->st != SOCK_CONNECTED ? "-" : s->peer_esock ? "esock" : s->o.peer[0] ? s->o.peer : "rdma");
-	if (s->vb) {
+	if (s->verbs) {
 		const struct sockaddr_storage *a;
 
 		if ((a = sock_vb_addr(s, false)) && a->ss_family)

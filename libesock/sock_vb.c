@@ -54,7 +54,7 @@ struct sock_vb {
  * library is loaded to tell, so a host without one pays a directory look
  * once per process, and "auto" stays the user-level backend there.
  */
-static bool rnic_present(void)
+static bool device_here(void)
 {
 	static int known = -1; /* (a race only looks twice) */
 	DIR *d;
@@ -82,20 +82,31 @@ static bool rnic_present(void)
 	return found;
 }
 
-int sock_vb_wanted(void)
+static int wanted = -1;
+
+static void wanted_read(void)
 {
 	const char *e = getenv("ESOCK_BACKEND");
 
 #ifdef ESOCK_HAVE_VERBS
 	if (e && !strcmp(e, "verbs"))
-		return esock_backend_default() == &esock_verbs_backend ? 2 : 0;
-	/* auto (the default): per connection, where this host has an iWARP device at all */
-	return (!e || !*e || !strcmp(e, "auto")) && rnic_present() ? 1 : 0;
+		wanted = esock_backend_default() == &esock_verbs_backend ? 2 : 0;
+	else /* auto (the default): per connection, where this host has an iWARP device at all */
+		wanted = (!e || !*e || !strcmp(e, "auto")) && device_here() ? 1 : 0;
 #else
 	(void)e;
-	(void)rnic_present;
-	return 0;
+	(void)device_here;
+	wanted = 0;
 #endif
+}
+
+int sock_vb_wanted(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	/* ($ESOCK_BACKEND read once, as for the endpoint's objects: iwarp/choose.c) */
+	pthread_once(&once, wanted_read);
+	return wanted;
 }
 
 /* A loopback address: auto keeps it on the user-level backend (an RNIC never sees that traffic). */
@@ -165,6 +176,7 @@ static struct sock_vb *vb_new(struct esock_sock *s)
 		v->be = &esock_verbs_backend;
 #endif
 	s->vb = v;
+	s->verbs = v != NULL;
 	return v;
 }
 
@@ -202,6 +214,7 @@ static void vb_free(struct esock_sock *s)
 		sock_region_free(v->tx, v->tx_len);
 	free(v);
 	s->vb = NULL;
+	s->verbs = false;
 }
 
 static int post_recv(struct esock_sock *s, uint32_t idx)
@@ -317,7 +330,7 @@ int sock_vb_connect(struct esock_sock *s, const struct sockaddr *addr, socklen_t
 	uint8_t pd[256];
 	int rc;
 
-	if (!rnic_present())
+	if (!device_here())
 		return -ENODEV; /* (ESOCK_BACKEND=verbs on a host without an iWARP device) */
 	if (!vb_new(s))
 		return -ENOMEM;
@@ -375,7 +388,7 @@ int sock_vb_listen(struct esock_sock *s, int backlog)
 	if (s->st != SOCK_MARKED)
 		return -EINVAL;
 	/* (Before the placeholder is replaced: the application's bind stays when this fails.) */
-	if (!rnic_present())
+	if (!device_here())
 		return -ENODEV;
 	if (REAL(getsockname)(s->fd, (struct sockaddr *)&ss, &len) < 0)
 		return -errno;
@@ -561,8 +574,7 @@ static void handle(struct esock_sock *s, const struct esock_wc *wc)
 	}
 }
 
-/* Takes every completion (lock held). */
-static void drain(struct esock_sock *s)
+void sock_vb_drain(struct esock_sock *s)
 {
 	struct sock_vb *v = s->vb;
 	struct esock_wc wc[32];
@@ -624,7 +636,7 @@ ssize_t sock_vb_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, 
 	block = !s->nonblock && !(flags & MSG_DONTWAIT);
 	sock_sig_seen_begin(&seen);
 	for (;;) {
-		drain(s);
+		sock_vb_drain(s);
 		if (s->rcount && want) {
 			size_t skip = got;
 
@@ -729,7 +741,7 @@ ssize_t sock_vb_send(struct esock_sock *s, const struct iovec *iov, int iovcnt, 
 		uint32_t idx;
 		size_t n;
 
-		drain(s);
+		sock_vb_drain(s);
 		if ((rc = write_error(s)) < 0)
 			break;
 		if (!v->ntx_free) {
@@ -780,7 +792,7 @@ static void flush_sends(struct esock_sock *s)
 	int64_t end = ep_now_ms() + esock_env_int("ESOCK_LINGER_MS", 5000, 0, 3600000);
 
 	for (;;) {
-		drain(s);
+		sock_vb_drain(s);
 		if (!s->vb || !s->inflight || s->err || s->eof || s->tx_failed)
 			return;
 		if (ep_now_ms() >= end) {
@@ -798,28 +810,13 @@ void sock_vb_flush(struct esock_sock *s)
 		flush_sends(s);
 }
 
-int sock_vb_shutdown(struct esock_sock *s, int how)
+int sock_vb_close_send(struct esock_sock *s)
 {
-	int rc = 0;
-
-	pthread_mutex_lock(&s->lock);
-	if (s->st != SOCK_CONNECTED || !s->vb) {
-		pthread_mutex_unlock(&s->lock);
-		return s->st == SOCK_LISTENING || s->st == SOCK_MARKED ? -ENOTCONN : 0;
-	}
-	if (how == SHUT_RD || how == SHUT_RDWR)
-		s->shut_rd = true;
-	if ((how == SHUT_WR || how == SHUT_RDWR) && !s->shut_wr) {
-		/* The kernel's RDMA has no half-close: what is queued goes, then the connection ends. */
-		s->shut_wr = true;
-		if (!s->vb->forked && esock_qp_state(s->vb->qp) == ESOCK_QPS_RTS) {
-			flush_sends(s);
-			if (s->vb)
-				rc = esock_qp_disconnect(s->vb->qp);
-		}
-	}
-	pthread_mutex_unlock(&s->lock);
-	return rc;
+	/* What is queued goes, then the connection ends (reads then see EOF). */
+	if (!s->vb || s->vb->forked || esock_qp_state(s->vb->qp) != ESOCK_QPS_RTS)
+		return 0;
+	flush_sends(s);
+	return s->vb ? esock_qp_disconnect(s->vb->qp) : 0;
 }
 
 void sock_vb_release(struct esock_sock *s, bool graceful)
@@ -869,18 +866,6 @@ int sock_vb_name(struct esock_sock *s, bool peer, struct sockaddr *addr, socklen
 	return rc;
 }
 
-int sock_vb_fionread(struct esock_sock *s)
-{
-	int n;
-
-	pthread_mutex_lock(&s->lock);
-	drain(s);
-	n = (int)(s->o.msgmode && s->rcount ? s->rlen[s->rdone[s->rhead]]
-		  : s->rready > 0x7fffffff ? 0x7fffffff : s->rready);
-	pthread_mutex_unlock(&s->lock);
-	return n;
-}
-
 static unsigned ready_locked(struct esock_sock *s)
 {
 	struct sock_vb *v = s->vb;
@@ -892,7 +877,7 @@ static unsigned ready_locked(struct esock_sock *s)
 		return request_ready(s) ? POLLIN | POLLRDNORM : 0;
 	if (s->st != SOCK_CONNECTED)
 		return s->err ? POLLERR | POLLHUP : 0;
-	drain(s);
+	sock_vb_drain(s);
 	if (s->rcount || s->shut_rd)
 		r |= POLLIN | POLLRDNORM;
 	if (v->ntx_free && !s->shut_wr)
@@ -933,9 +918,7 @@ int sock_vb_fd(struct esock_sock *s)
 	return v->cq ? esock_cq_fd(v->cq) : -1;
 }
 
-uint64_t sock_vb_rx_gen(struct esock_sock *s)
+uint64_t sock_vb_requests(const struct esock_sock *s)
 {
-	if (s->vb && s->vb->lst)
-		return s->vb->requests;
-	return s->stats->rx_msgs + (s->eof ? 1u << 30 : 0) + (s->err ? 1u << 31 : 0);
+	return s->vb ? s->vb->requests : 0;
 }

@@ -53,18 +53,22 @@ int sock_vb_accept(struct esock_sock *ls, struct sockaddr *addr, socklen_t *alen
 ssize_t sock_vb_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags,
 		     int *msg_flags);
 ssize_t sock_vb_send(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags);
-int sock_vb_shutdown(struct esock_sock *s, int how);
+/*
+ * shutdown's SHUT_WR (lock held; sock_shutdown did the rest): the kernel's
+ * RDMA has no half-close, so what is queued goes and the connection ends.
+ */
+int sock_vb_close_send(struct esock_sock *s);
 int sock_vb_name(struct esock_sock *s, bool peer, struct sockaddr *addr, socklen_t *len);
 /* Its local or the peer's address as the kernel's iWARP has it, or NULL (lock held). */
 const struct sockaddr_storage *sock_vb_addr(const struct esock_sock *s, bool peer);
-/* Octets ready to read (FIONREAD); completions taken first. */
-int sock_vb_fionread(struct esock_sock *s);
+/* Takes every completion (lock held; sock_drain's part for such a sock). */
+void sock_vb_drain(struct esock_sock *s);
 /* Poll bits now true (completions taken first); arms the channel when nothing is. */
 unsigned sock_vb_ready(struct esock_sock *s, unsigned events);
 /* The descriptor its readiness comes on (to sleep on with poll or epoll), or -1. */
 int sock_vb_fd(struct esock_sock *s);
-/* Changes with every message, connection request, EOF or error (epoll's edges). */
-uint64_t sock_vb_rx_gen(struct esock_sock *s);
+/* A listener's connection requests taken so far (epoll's edges). */
+uint64_t sock_vb_requests(const struct esock_sock *s);
 /* A consumed receive buffer goes back to the QP (sock_pool_return's twin; lock held). */
 void sock_vb_repost(struct esock_sock *s, uint32_t idx);
 /* The process ends with |s| open (lock held): the Sends in flight complete first (bounded). */

@@ -17,6 +17,7 @@
 #include "libc/real.h"
 #include "libesock/sock.h"
 #include "libesock/sock_stat.h"
+#include "libesock/sock_vb.h"
 #include "util/log.h"
 
 #define WAIT_SLICE_MS 100
@@ -139,8 +140,11 @@ void sock_drain(struct esock_sock *s)
 {
 	int n = 0;
 
-	if (!s->cq)
+	if (!s->cq) {
+		if (s->verbs)
+			sock_vb_drain(s); /* (its CQ is the verbs state's) */
 		return;
+	}
 	/* (Called several times per message, mostly with nothing to take: one look at the ring.) */
 	if (!ep_cq_quiet(s->cq))
 		n = take_all(s);
