@@ -182,12 +182,19 @@ START_TEST(stream_sizes)
 }
 END_TEST
 
-/* A reader that starts late and reads in small pieces: a blocking writer fills its send queue. */
+/*
+ * A reader that starts late and reads in small pieces: a blocking writer fills
+ * its send queue.  With |wait_go| it starts only once the writer has seen its
+ * queue full (|go|, set by waited_room), not after a guess of time that a slow
+ * run (valgrind) can outlast.
+ */
 struct late_reader {
 	int lfd;
 	size_t len;
 	char *buf;
 	pthread_t th;
+	bool wait_go;
+	atomic_int go;
 };
 
 static void *late_reader_main(void *arg)
@@ -196,7 +203,12 @@ static void *late_reader_main(void *arg)
 	int c = accept(r->lfd, NULL, NULL);
 	size_t got = 0;
 
-	usleep(200000);
+	if (r->wait_go) {
+		for (int i = 0; i < 30000 && !atomic_load(&r->go); i++)
+			usleep(1000);
+	} else {
+		usleep(200000);
+	}
 	while (c >= 0 && got < r->len) {
 		ssize_t n = read(c, r->buf + got, r->len - got < 50000 ? r->len - got : 50000);
 
@@ -210,8 +222,11 @@ static void *late_reader_main(void *arg)
 	return NULL;
 }
 
-/* A non-blocking write's result: true when it found no room (EAGAIN, then room came). */
-static bool waited_room(int fd, ssize_t n, int *eagain)
+/*
+ * A non-blocking write's result: true when it found no room (EAGAIN, then room
+ * came); the first EAGAIN lets |r|'s reader start.
+ */
+static bool waited_room(struct late_reader *r, int fd, ssize_t n, int *eagain)
 {
 	struct pollfd pf = { .fd = fd, .events = POLLOUT };
 
@@ -219,6 +234,7 @@ static bool waited_room(int fd, ssize_t n, int *eagain)
 		return false;
 	ck_assert_int_eq(errno, EAGAIN);
 	(*eagain)++;
+	atomic_store(&r->go, 1);
 	ck_assert_int_eq(poll(&pf, 1, 5000), 1);
 	return true;
 }
@@ -229,12 +245,12 @@ static bool waited_room(int fd, ssize_t n, int *eagain)
  * buffers that hold all of it (beyond the system's cap when we may).
  */
 static int late_pair(struct late_reader *r, size_t len, const char *name, char **out,
-		     struct sockaddr_in *sa, bool bufs)
+		     struct sockaddr_in *sa, bool bufs, bool wait_go)
 {
 	uint64_t rng = tu_rng_seed(name);
 	int fd, b = 64 << 20;
 
-	*r = (struct late_reader){ .len = len, .buf = malloc(len) };
+	*r = (struct late_reader){ .len = len, .buf = malloc(len), .wait_go = wait_go };
 	*out = malloc(len);
 	tu_rng_fill(&rng, *out, len);
 	r->lfd = listener(true, sa);
@@ -275,7 +291,7 @@ START_TEST(big_write_fills_queue)
 	struct late_reader r;
 	struct sockaddr_in sa;
 	char *out;
-	int fd = late_pair(&r, len, "big_write_fills_queue", &out, &sa, false);
+	int fd = late_pair(&r, len, "big_write_fills_queue", &out, &sa, false, _i == 1);
 
 	if (_i == 0) {
 		ck_assert_int_eq(write(fd, out, len), (ssize_t)len);
@@ -287,7 +303,7 @@ START_TEST(big_write_fills_queue)
 		while (done < len) {
 			ssize_t n = write(fd, out + done, len - done < (1u << 20) ? len - done : 1u << 20);
 
-			if (!waited_room(fd, n, &eagain))
+			if (!waited_room(&r, fd, n, &eagain))
 				done += (size_t)n;
 		}
 		ck_assert_int_gt(eagain, 0);
@@ -313,7 +329,7 @@ START_TEST(direct_write_takes_completions)
 	int fd;
 
 	setenv("ESOCK_LOCAL_LOWAT", "0", 1);
-	fd = late_pair(&r, len, "direct_write_takes_completions", &out, &sa, true);
+	fd = late_pair(&r, len, "direct_write_takes_completions", &out, &sa, true, false);
 	ck_assert_int_eq(write(fd, out, len), (ssize_t)len);
 	late_pair_end(&r, fd, out, len);
 	unsetenv("ESOCK_LOCAL_LOWAT");
@@ -1331,7 +1347,7 @@ START_TEST(sendfile_into_slots)
 	size_t len = 24u << 20;
 	uint64_t rng = tu_rng_seed("sendfile_into_slots");
 	char *data = malloc(len);
-	struct late_reader r = { .len = len };
+	struct late_reader r = { .len = len, .wait_go = _i == 1 };
 	struct sockaddr_in sa;
 	off_t off;
 	int fd, tf;
@@ -1369,7 +1385,7 @@ START_TEST(sendfile_into_slots)
 		while (done < len) {
 			ssize_t n = sendfile(fd, tf, NULL, len - done);
 
-			if (waited_room(fd, n, &eagain))
+			if (waited_room(&r, fd, n, &eagain))
 				continue;
 			ck_assert_int_gt(n, 0);
 			done += (size_t)n;
