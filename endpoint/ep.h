@@ -312,6 +312,7 @@ struct esock_qp {
 	 */
 	bool lazy;
 	bool hold_watch;            /* lazy, held, with sends waiting: the engine reads for the first FPDU */
+	bool cr_watch;              /* lazy, Sends wait for credits: the engine reads for them (ep_tx.c) */
 	bool pollout;               /* EPOLLOUT requested */
 	/*
 	 * The socket layer's initiator: its RTR is written with MSG_MORE and
@@ -328,6 +329,15 @@ struct esock_qp {
 	bool term_pending;          /* (holder) a Terminate to send at the next FPDU boundary */
 	bool tx_pack;               /* (holder) ep_batch.pack for this peer */
 	bool tx_pack_one;           /* pack only messages of one FPDU (ep_qp_set_pack_one) */
+	/*
+	 * Credits towards a peer that cannot stop reading (a kernel QP): a
+	 * Send starts only while cr_sent - cr_word < cr_limit (0: no limit).
+	 * cr_word is the peer's count of receives posted again, big-endian, as
+	 * its RDMA Writes to EP_CREDIT_STAG put it (ep_qp_set_credits).
+	 */
+	uint64_t cr_word;
+	uint64_t cr_sent;           /* (holder) Sends started */
+	uint32_t cr_limit;
 	bool tx_more;               /* (holder) the last write held its tail back (MSG_MORE): push it */
 	bool rx_small;              /* (holder) the last message began with a small FPDU: the next stage read is large (ep_rx.c) */
 	bool rx_cont;               /* (holder) the last FPDU did not end its message (DDP L = 0) */

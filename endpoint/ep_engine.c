@@ -475,10 +475,20 @@ static void engine_start(void)
 		engine_need_thread();
 }
 
-/* Input: unless a waiter reads it (detached) or its callers do (lazy, once the hold is over). */
+/*
+ * A lazy QP whose input the engine reads all the same: sends wait for what
+ * only input brings (the initiator's first FPDU, credits), and its callers
+ * may wait for nothing (a writer done, a server that spoke first).
+ */
+static bool lazy_watched(const struct esock_qp *qp)
+{
+	return (qp->tx_hold && qp->hold_watch) || qp->cr_watch;
+}
+
+/* Input: unless a waiter reads it (detached) or its callers do (lazy_watched aside). */
 static bool watch_in(const struct esock_qp *qp)
 {
-	return !atomic_load(&qp->detached) && (!qp->lazy || (qp->tx_hold && qp->hold_watch));
+	return !atomic_load(&qp->detached) && (!qp->lazy || lazy_watched(qp));
 }
 
 /* (Edge-triggered always: a hang-up, reported whatever the mask, must not repeat.) */
@@ -621,7 +631,7 @@ void ep_engine_detach(struct esock_qp *qp)
 {
 	/* (A lazy QP past its hold: the engine does not watch its input anyway.) */
 	if (atomic_load(&qp->detached) || !atomic_load(&qp->in_engine) ||
-	    (qp->lazy && !(qp->tx_hold && qp->hold_watch)))
+	    (qp->lazy && !lazy_watched(qp)))
 		return;
 	pthread_mutex_lock(&qp->eng_lock);
 	if (!atomic_load(&qp->detached) && atomic_load(&qp->in_engine)) {

@@ -8,10 +8,11 @@
 #include "endpoint/ep_ops.h"
 
 static const struct ep_wr_op wr_ops[] = {
-	[ESOCK_WR_SEND] = { .rdmap = ESOCK_RDMAP_SEND, .wc = ESOCK_WC_SEND },
-	[ESOCK_WR_SEND_SE] = { .rdmap = ESOCK_RDMAP_SEND_SE, .wc = ESOCK_WC_SEND },
-	[ESOCK_WR_SEND_INV] = { .rdmap = ESOCK_RDMAP_SEND_INV, .wc = ESOCK_WC_SEND },
-	[ESOCK_WR_SEND_SE_INV] = { .rdmap = ESOCK_RDMAP_SEND_SE_INV, .wc = ESOCK_WC_SEND },
+	[ESOCK_WR_SEND] = { .rdmap = ESOCK_RDMAP_SEND, .wc = ESOCK_WC_SEND, .send = true },
+	[ESOCK_WR_SEND_SE] = { .rdmap = ESOCK_RDMAP_SEND_SE, .wc = ESOCK_WC_SEND, .send = true },
+	[ESOCK_WR_SEND_INV] = { .rdmap = ESOCK_RDMAP_SEND_INV, .wc = ESOCK_WC_SEND, .send = true },
+	[ESOCK_WR_SEND_SE_INV] = { .rdmap = ESOCK_RDMAP_SEND_SE_INV, .wc = ESOCK_WC_SEND,
+				   .send = true },
 	[ESOCK_WR_RDMA_WRITE] = { .rdmap = ESOCK_RDMAP_WRITE, .wc = ESOCK_WC_RDMA_WRITE,
 				  .tagged = true },
 	/* One sink SGE: the Read Request names one STag and offset for the whole Response. */

@@ -26,6 +26,7 @@ struct ep_wr_op {
 	 * waits for ORD room, and completes when the whole Response is in.
 	 */
 	bool read;
+	bool send;                  /* takes a posted receive at the peer (credits: ep_tx.c) */
 };
 
 /* The facts of work request |opcode|, or NULL for one that is not. */

@@ -18,6 +18,7 @@
 
 #include "endpoint/ep.h"
 #include "endpoint/ep_ops.h"
+#include "endpoint/ep_sock.h"
 #include "endpoint/ep_spare.h"
 #include "libc/real.h"
 #include "util/byteorder.h"
@@ -54,7 +55,15 @@ static void term_at(struct esock_qp *qp, uint8_t layer, uint8_t etype, uint8_t e
 
 static int lookup_stag(void *ctx, uint32_t stag, struct esock_ddp_region *out)
 {
-	(void)ctx;
+	struct esock_qp *qp = ctx;
+
+	if (stag == EP_CREDIT_STAG && qp->cr_limit) { /* the QP's credit word (ep_sock.h) */
+		*out = (struct esock_ddp_region){ .len = sizeof(qp->cr_word),
+						  .addr = (uint8_t *)&qp->cr_word,
+						  .access = ESOCK_DDP_ACCESS_REMOTE_WRITE,
+						  .pd = qp->pd->id };
+		return 0;
+	}
 	return ep_mr_region(stag, out);
 }
 
@@ -604,6 +613,8 @@ static void on_end(struct esock_qp *qp)
 		end_send(qp);
 	else if (c->kind == EP_RX_PLACE && ep_rx_op(c->m.opcode)->kind == EP_RXK_READ_RESP)
 		end_read_resp(qp);
+	else if (c->kind == EP_RX_PLACE && c->m.ddp.tagged && c->m.ddp.stag == EP_CREDIT_STAG)
+		atomic_fetch_or(&qp->want, EP_WANT_TX); /* credits: waiting Sends may go (ep_tx.c) */
 	c->kind = EP_RX_NONE;
 }
 

@@ -92,6 +92,13 @@ void ep_qp_set_pack_one(struct esock_qp *qp, bool one)
 	qp->tx_pack_one = one;
 }
 
+void ep_qp_set_credits(struct esock_qp *qp, uint32_t depth)
+{
+	qp->cr_word = 0;
+	qp->cr_sent = 0;
+	qp->cr_limit = depth > 1 ? depth - 1 : 1;
+}
+
 void ep_qp_set_rq_refill(struct esock_qp *qp, int (*refill)(void *arg), void *arg)
 {
 	qp->rq_refill_arg = arg;

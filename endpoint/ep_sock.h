@@ -112,6 +112,18 @@ bool ep_qp_send_pending(const struct esock_qp *qp);
  */
 void ep_qp_set_pack_one(struct esock_qp *qp, bool one);
 /*
+ * A peer that cannot stop reading (a kernel QP: a Send that finds no receive
+ * posted is a Terminate) keeps |depth| receives posted and RDMA-Writes the
+ * number it has posted again, 8 octets big-endian, to the QP's credit word:
+ * STag EP_CREDIT_STAG, tagged offset 0 (the QP's own, never a region of the
+ * PD: it goes with the QP through fork and exec).  Sends then start only
+ * within that window, one receive kept spare; the others wait in the send
+ * queue as for a full TCP buffer and go when such a Write comes.  Before the
+ * first Send; the STag takes Writes only from then on.
+ */
+#define EP_CREDIT_STAG 0xc7u /* (index 0, never a registration's: ep_mr.c) */
+void ep_qp_set_credits(struct esock_qp *qp, uint32_t depth);
+/*
  * Receives posted as Sends arrive: when a Send finds none posted, the QP
  * calls |refill|(|arg|) from whichever thread reads it, which may post one
  * (esock_post_recv) and returns 1 if it did, 0 if none is to be had (the
@@ -267,6 +279,8 @@ struct ep_qp_snap {
 	int64_t hold_left_ms;        /* tx_hold: how long the first FPDU may still take */
 	uint64_t fpdus;
 	bool tx_hold, rtr_pending, rx_wait, half_close, tx_pack;
+	uint64_t cr_word, cr_sent;   /* credits (ep_qp_set_credits; cr_limit 0: none) */
+	uint32_t cr_limit;
 	uint32_t stage_len;          /* octets read from TCP, not yet handled (at an FPDU start) */
 };
 /*

@@ -153,6 +153,9 @@ int ep_qp_snapshot(struct esock_qp *qp, struct ep_qp_snap *sn, bool keep, uint8_
 		sn->rx_wait = qp->rx_wait;
 		sn->half_close = qp->half_close;
 		sn->tx_pack = qp->tx_pack;
+		sn->cr_word = qp->cr_word;
+		sn->cr_sent = qp->cr_sent;
+		sn->cr_limit = qp->cr_limit;
 		sn->fpdus = qp->rx.fpdus;
 		/* Octets read from TCP, not yet fed (an FPDU boundary: MPA is idle), go along. */
 		if (qp->stage && qp->stage_off < qp->stage_len) {
@@ -187,6 +190,9 @@ int ep_qp_resume(struct esock_qp *qp, int fd, const struct ep_qp_snap *sn, const
 	qp->rx_wait = sn->rx_wait;
 	qp->half_close = sn->half_close;
 	qp->tx_pack = sn->tx_pack;
+	qp->cr_word = sn->cr_word;
+	qp->cr_sent = sn->cr_sent;
+	qp->cr_limit = sn->cr_limit;
 	if ((rc = start_prepare(qp, fd, !sn->tx_hold)) < 0) {
 		atomic_store(&qp->state, ESOCK_QPS_IDLE);
 		return rc;

@@ -22,6 +22,7 @@
 #include "endpoint/ep.h"
 #include "endpoint/ep_ops.h"
 #include "libc/real.h"
+#include "util/byteorder.h"
 #include "util/log.h"
 
 /*
@@ -244,6 +245,7 @@ static void start_sqe(struct esock_qp *qp, struct ep_sqe *e)
 
 	qp->txc.kind = EP_TX_SQ;
 	qp->txc.sqe = e;
+	qp->cr_sent += op->send;
 	ep_sockbuf_msg(qp, wire_len(e));
 	qp->txc.sge = e->sge;
 	qp->txc.num_sge = e->num_sge;
@@ -309,7 +311,22 @@ static void start_rtr(struct esock_qp *qp)
 	seg_start(qp, &m, 0);
 }
 
-/* May the WR at sq_tx start now?  Reads wait for ORD room, fenced WRs for Reads. */
+/*
+ * A Send may start: no credits asked (ep_qp_set_credits), or the peer's
+ * receives posted again leave room.  The word is placed by our own reading
+ * of the peer's RDMA Write, under the token as this look is: never torn.
+ */
+static bool credit_ok(const struct esock_qp *qp)
+{
+	return !qp->cr_limit ||
+	       qp->cr_sent - esock_get_be64((const uint8_t *)&qp->cr_word) < qp->cr_limit;
+}
+
+/*
+ * May the WR at sq_tx start now?  Reads wait for ORD room, fenced WRs for
+ * Reads, Sends for credits (a Write into the credit word brings them: its
+ * reading is followed by this transmitter's, ep_qp.c serve).
+ */
 static bool sq_ready(struct esock_qp *qp, struct ep_sqe **out)
 {
 	struct ep_sqe *e;
@@ -327,6 +344,13 @@ static bool sq_ready(struct esock_qp *qp, struct ep_sqe **out)
 		return false;
 	if (ep_wr_op(e->opcode)->read && qp->orq_n >= qp->info.ord)
 		return false;
+	if (ep_wr_op(e->opcode)->send && !credit_ok(qp)) {
+		if (qp->lazy && !qp->cr_watch) { /* credits come as input: somebody must read it */
+			qp->cr_watch = true;
+			ep_engine_refresh(qp);
+		}
+		return false;
+	}
 	*out = e;
 	return true;
 }
@@ -621,6 +645,10 @@ void ep_tx_progress(struct esock_qp *qp)
 	}
 	if (qp->pollout)
 		ep_engine_want_out(qp, false);
+	if (qp->cr_watch && !ep_ring_ready(&qp->sqr, qp->sq_tx)) { /* (no Send waits for credits now) */
+		qp->cr_watch = false;
+		ep_engine_refresh(qp);
+	}
 	/* Our half-close: the FIN follows the last of what was queued before it. */
 	if (atomic_load(&qp->fin_wanted) && !atomic_load(&qp->fin_sent) &&
 	    atomic_load(&qp->state) == ESOCK_QPS_RTS && !qp->tx_hold && !qp->irq_n &&
@@ -681,7 +709,8 @@ static bool now_ok(const struct esock_qp *qp, int iovcnt, size_t len)
 	       (len <= EP_SEND_NOW_MAX || now_big_ok(qp, len)) &&
 	       atomic_load(&qp->state) == ESOCK_QPS_RTS && qp->txc.kind == EP_TX_NONE &&
 	       !qp->term_pending && !qp->tx_hold && !qp->rtr_pending && !qp->irq_n &&
-	       (!w || (!w->batch.left && !w->batch.ends_msg)) && !ep_ring_ready(&qp->sqr, qp->sq_tx);
+	       (!w || (!w->batch.left && !w->batch.ends_msg)) && !ep_ring_ready(&qp->sqr, qp->sq_tx) &&
+	       credit_ok(qp);
 }
 
 /*
@@ -739,6 +768,7 @@ int ep_tx_send_now(struct esock_qp *qp, const struct iovec *iov, int iovcnt, siz
 	b = &qp->txw->batch;
 	c->kind = EP_TX_NOW;
 	c->now_len = (uint32_t)len;
+	qp->cr_sent++;
 	ep_sockbuf_msg(qp, len);
 	if (plain_fits(qp, len)) {
 		if (frame_plain_send(qp, iov, iovcnt, len) < 0) {

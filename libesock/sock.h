@@ -133,6 +133,8 @@ struct esock_sock {
 	uint32_t inflight;          /* sends posted, not yet completed */
 	int rcvtimeo_ms, sndtimeo_ms; /* SO_RCVTIMEO, SO_SNDTIMEO (0: none; sock_timeo_read) */
 	bool peer_esock;
+	uint8_t peer_ann;           /* SOCK_ANN_* the peer announced */
+	uint8_t peer_ann_len;       /* octets of its private data that are its announcement */
 	bool cq_lost;               /* the CQ overflowed: completions were lost, wait for none */
 	struct sock_opts o;         /* (its first line: msgmode, rdepth) */
 
@@ -154,6 +156,15 @@ struct esock_sock {
 	 * application's calls, so the engine reads the QP (not lazy).
 	 */
 	bool async_api;
+
+	/*
+	 * Flow control (docs/libesock.md): the peer's receive depth and credit
+	 * word (peer_cw_stag 0: none announced), which a socket that cannot
+	 * stop reading (the verbs backend) writes its reposts into; ours is the
+	 * QP's (EP_CREDIT_STAG: the endpoint gates Sends on it).
+	 */
+	uint32_t peer_rdepth, peer_cw_stag;
+	uint64_t peer_cw_addr;
 
 	struct esock_pd *pd;
 	struct esock_listener *lst; /* listening: reads MPA Requests without blocking */
@@ -198,12 +209,26 @@ static inline bool sock_may_stay(const struct esock_sock *s)
 /* Octets of the announcement appended to the MPA private data (sock_conn.c). */
 #define ESOCK_ANNOUNCE_LEN 12
 /*
- * Writes |s|'s announcement (ESOCK_ANNOUNCE_LEN octets) at |p|; |pauses|: a
- * Send that finds the pool full stops reading (user-level backend) rather
- * than Terminating (a kernel QP cannot wait).  sock_heard reads the peer's
- * from the end of its private data (peer_esock, peer_msg_max).
+ * Octets of the credit block before it: the STag and address of the
+ * sender's credit word, into which a peer that cannot stop reading writes
+ * how many receives it has posted again (older esock peers read only the
+ * last ESOCK_ANNOUNCE_LEN octets).  docs/libesock.md, "Flow control".
  */
-void sock_announce(const struct esock_sock *s, uint8_t *p, bool pauses);
+#define ESOCK_CREDIT_LEN 16
+#define SOCK_ANNOUNCED (ESOCK_CREDIT_LEN + ESOCK_ANNOUNCE_LEN)
+/* The announcement's flags. */
+#define SOCK_ANN_PAUSES 1u  /* a Send that finds the pool full stops the reading */
+#define SOCK_ANN_CREDITS 2u /* cannot stop reading: returns credits into the peer's word */
+#define SOCK_ANN_WAKE 4u    /* wants each credit Write followed by an empty Send (a kernel QP's
+			       waiters hear only completions) */
+/*
+ * Writes |s|'s credit block (its word: STag |cw_stag| at address |cw_addr|)
+ * and announcement (SOCK_ANN_* |flags|), SOCK_ANNOUNCED octets at |p|.
+ * sock_heard reads the peer's from the end of its private data
+ * (peer_esock, peer_msg_max, peer_ann, peer_rdepth, peer_cw_*).
+ */
+void sock_announce(const struct esock_sock *s, uint8_t *p, unsigned flags, uint32_t cw_stag,
+		   uint64_t cw_addr);
 void sock_heard(struct esock_sock *s, const uint8_t *pd, uint16_t len);
 
 /*
@@ -275,6 +300,7 @@ static inline int sock_cq_depth(int rdepth)
 #define SOCK_WR_SLOT (2ull << 56)
 #define SOCK_WR_DIRECT (3ull << 56)
 #define SOCK_WR_USER (4ull << 56)
+#define SOCK_WR_CREDIT (5ull << 56) /* the verbs backend's credit Write and wake-up (sock_vb.c) */
 #define SOCK_WR_KIND(id) ((id) & (0xffull << 56))
 
 /* sock.c: lifetime and the table */

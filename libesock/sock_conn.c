@@ -26,28 +26,32 @@
 #include "libesock/sock.h"
 #include "libesock/sock_off.h"
 #include "libesock/sock_vb.h"
+#include "util/byteorder.h"
 #include "util/env.h"
 #include "util/log.h"
 
 /*
- * The announcement, appended to the application's private data: magic,
- * version, flags (bit 0: a full receive pool stops reading instead of
- * Terminating), receive depth and size.  A peer without it is a plain RDMA
- * peer and RDMA rules apply.
+ * The announcement, appended to the application's private data: a credit
+ * block (magic, the STag and address of our credit word), then magic,
+ * version, flags (SOCK_ANN_*), receive depth and size, all big-endian.  A
+ * peer without it is a plain RDMA peer and RDMA rules apply; an esock peer
+ * of before the credit block sends the last part only.
  */
 static const uint8_t magic[4] = { 'e', 'S', 'o', 'K' };
+static const uint8_t credit_magic[4] = { 'e', 'S', 'o', 'C' };
 
-void sock_announce(const struct esock_sock *s, uint8_t *p, bool pauses)
+void sock_announce(const struct esock_sock *s, uint8_t *p, unsigned flags, uint32_t cw_stag,
+		   uint64_t cw_addr)
 {
+	memcpy(p, credit_magic, 4);
+	esock_put_be32(p + 4, cw_stag);
+	esock_put_be64(p + 8, cw_addr);
+	p += ESOCK_CREDIT_LEN;
 	memcpy(p, magic, 4);
 	p[4] = 1;
-	p[5] = pauses && s->o.rdepth > 0 ? 1 : 0;
-	p[6] = (uint8_t)(s->o.rdepth >> 8);
-	p[7] = (uint8_t)s->o.rdepth;
-	p[8] = (uint8_t)(s->o.rsize >> 24);
-	p[9] = (uint8_t)(s->o.rsize >> 16);
-	p[10] = (uint8_t)(s->o.rsize >> 8);
-	p[11] = (uint8_t)s->o.rsize;
+	p[5] = (uint8_t)(s->o.rdepth > 0 ? flags : flags & ~SOCK_ANN_PAUSES);
+	esock_put_be16(p + 6, (uint16_t)s->o.rdepth);
+	esock_put_be32(p + 8, (uint32_t)s->o.rsize);
 }
 
 void sock_heard(struct esock_sock *s, const uint8_t *pd, uint16_t len)
@@ -55,6 +59,11 @@ void sock_heard(struct esock_sock *s, const uint8_t *pd, uint16_t len)
 	const uint8_t *p;
 
 	s->peer_esock = false;
+	s->peer_ann = 0;
+	s->peer_ann_len = 0;
+	s->peer_rdepth = 0;
+	s->peer_cw_stag = 0;
+	s->peer_cw_addr = 0;
 	s->peer_msg_max = (uint32_t)s->o.rsize; /* plain peer: our size, RDMA rules */
 	if (len < ESOCK_ANNOUNCE_LEN)
 		return;
@@ -62,10 +71,29 @@ void sock_heard(struct esock_sock *s, const uint8_t *pd, uint16_t len)
 	if (memcmp(p, magic, 4) != 0 || p[4] != 1)
 		return;
 	s->peer_esock = true;
-	if (p[6] | p[7]) {
-		uint32_t rsize = (uint32_t)p[8] << 24 | (uint32_t)p[9] << 16 | (uint32_t)p[10] << 8 | p[11];
+	s->peer_ann = p[5];
+	s->peer_ann_len = ESOCK_ANNOUNCE_LEN;
+	s->peer_rdepth = esock_get_be16(p + 6);
+	if (s->peer_rdepth)
+		s->peer_msg_max = esock_get_be32(p + 8);
+	p -= ESOCK_CREDIT_LEN;
+	if (len >= SOCK_ANNOUNCED && memcmp(p, credit_magic, 4) == 0) {
+		s->peer_ann_len = SOCK_ANNOUNCED;
+		s->peer_cw_stag = esock_get_be32(p + 4);
+		s->peer_cw_addr = esock_get_be64(p + 8);
+	}
+	/* (Credits bind a sender only with a depth to count them against.) */
+	if (!s->peer_rdepth)
+		s->peer_ann &= (uint8_t)~(SOCK_ANN_CREDITS | SOCK_ANN_WAKE);
+}
 
-		s->peer_msg_max = rsize;
+/* A peer that returns credits bounds our Sends by them (before the first Send). */
+static void credits_heard(struct esock_sock *s)
+{
+	if ((s->peer_ann & SOCK_ANN_CREDITS) && s->qp) {
+		ep_qp_set_credits(s->qp, s->peer_rdepth);
+		log_debug("fd %d: the peer cannot stop reading: Sends within its %u receives", s->fd,
+			  s->peer_rdepth);
 	}
 }
 
@@ -86,9 +114,9 @@ static void conn_param(struct esock_sock *s, struct esock_conn_param *p, uint8_t
 {
 	memset(p, 0, sizeof(*p));
 	memcpy(pd, s->o.privdata, s->o.privdata_len);
-	sock_announce(s, pd + s->o.privdata_len, true);
+	sock_announce(s, pd + s->o.privdata_len, SOCK_ANN_PAUSES, EP_CREDIT_STAG, 0);
 	p->private_data = pd;
-	p->private_data_len = (uint16_t)(s->o.privdata_len + ESOCK_ANNOUNCE_LEN);
+	p->private_data_len = (uint16_t)(s->o.privdata_len + SOCK_ANNOUNCED);
 	p->mpa_rev = (uint8_t)s->o.mpa_rev;
 	p->crc = s->o.crc ? 1 : -1;
 	p->markers = s->o.markers;
@@ -166,6 +194,8 @@ static void connected(struct esock_sock *s, bool initiator)
 	const struct esock_conn_info *info = ep_qp_info(s->qp); /* (no copy, no addresses asked) */
 
 	s->st = SOCK_CONNECTED;
+	if (initiator)
+		credits_heard(s);
 	if (initiator && !info->p2p && s->peer_esock) {
 		/* No RTR negotiated (MPA revision 1): an empty Send unblocks the responder. */
 		struct esock_send_wr wr = { .wr_id = SOCK_WR_DIRECT | 0, .opcode = ESOCK_WR_SEND };
@@ -275,7 +305,7 @@ static int mpa_failed(struct esock_sock *s, int rc)
 static int mpa_begin(struct esock_sock *s)
 {
 	struct esock_conn_param p;
-	uint8_t pd[256 + ESOCK_ANNOUNCE_LEN];
+	uint8_t pd[256 + SOCK_ANNOUNCED];
 	int rc;
 
 	if ((rc = new_qp(s)) < 0) {
@@ -534,7 +564,7 @@ static int hand_plain(struct esock_sock *ls, int fd, int flags)
 static int hand_mpa(struct esock_sock *ls, struct esock_conn_req *req, int flags)
 {
 	struct esock_conn_param p;
-	uint8_t pd[256 + ESOCK_ANNOUNCE_LEN];
+	uint8_t pd[256 + SOCK_ANNOUNCED];
 	struct esock_sock *s;
 	int fd, rc;
 
@@ -572,6 +602,7 @@ static int hand_mpa(struct esock_sock *ls, struct esock_conn_req *req, int flags
 		esock_reject(req, NULL, 0);
 		return rc;
 	}
+	credits_heard(s);
 	conn_param(s, &p, pd);
 	ep_conn_req_keep_fd(req);
 	if ((rc = esock_accept(req, s->qp, &p)) < 0 || (s->peer_esock && (rc = sock_pool_setup(s)) < 0)) {

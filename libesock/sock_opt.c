@@ -314,8 +314,8 @@ int sock_getopt(struct esock_sock *s, int level, int name, void *val, socklen_t 
 		if (!have)
 			return -ENOTCONN;
 		n = info.private_data_len;
-		if (s->peer_esock && n >= ESOCK_ANNOUNCE_LEN)
-			n -= ESOCK_ANNOUNCE_LEN; /* the announcement is ours, not the peer's */
+		if (s->peer_esock && n >= s->peer_ann_len)
+			n -= s->peer_ann_len; /* the announcement is ours, not the peer's */
 		return put(val, len, info.private_data, n);
 	}
 	case ESOCK_PEER:

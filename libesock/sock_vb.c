@@ -24,13 +24,20 @@
 #include "iwarp/backend.h"
 #include "libc/real.h"
 #include "libesock/sock.h"
+#include "util/byteorder.h"
 #include "util/env.h"
 #include "util/log.h"
 
 #define VB_TX_SLOTS 16     /* Sends in flight per connection, each from its own slot */
+#define VB_SQ_CREDIT 2     /* send-queue entries kept for a credit Write and its wake-up Send */
 #define VB_SLICE_MS 100    /* a sleep's longest slice (a close elsewhere is seen then) */
+#define VB_CREDIT_SLICE_MS 2 /* a slice waiting for credits that no completion announces */
+#define VB_WAKE_SLICE_MS 20  /* ... that a wake-up Send announces (unless the peer had none to send) */
 /* The application's private data and the announcement fit siw's 252 octets. */
-#define VB_PRIVDATA_MAX (252 - ESOCK_ANNOUNCE_LEN)
+#define VB_PRIVDATA_MAX (252 - SOCK_ANNOUNCED)
+/* The credit page: our credit word (the peer writes it) at 0, the source of our Writes at 64. */
+#define VB_CW_LEN 4096
+#define VB_CW_SRC 64
 
 struct sock_vb {
 	const struct esock_backend *be;
@@ -44,6 +51,20 @@ struct sock_vb {
 	struct esock_mr *rx_mr, *tx_mr;
 	uint32_t chunk;                 /* octets per Send: the peer's receive size, a slot at most */
 	uint32_t tx_free[VB_TX_SLOTS], ntx_free;
+	/*
+	 * Flow control (docs/libesock.md): a kernel QP cannot stop reading, so
+	 * it writes how many receives it posted again into the sender's credit
+	 * word (|returns|; |wakes|: an empty Send behind each Write, for a
+	 * verbs sender whose waits hear only completions); a sender facing
+	 * such a peer keeps |sent| within cr_limit of the peer's count.
+	 */
+	uint8_t *cw;                    /* registered, remote write: the credit page */
+	struct esock_mr *cw_mr;
+	uint64_t sent;                  /* Sends posted */
+	uint64_t reposted, written;     /* receives posted again; the count last written */
+	uint32_t cr_limit;              /* 0: the peer stops reading by itself, no credits */
+	unsigned cr_inflight;           /* credit WRs not complete (a Write, its wake-up) */
+	bool returns, wakes, cr_urgent;
 	uint64_t requests;              /* a listener's Requests taken (epoll's edges) */
 	bool forked;                    /* a copy made by fork: the parent's objects */
 	struct sockaddr_storage local, remote;
@@ -198,6 +219,8 @@ static void vb_free(struct esock_sock *s)
 			esock_mr_dereg(v->rx_mr);
 		if (v->tx_mr)
 			esock_mr_dereg(v->tx_mr);
+		if (v->cw_mr)
+			esock_mr_dereg(v->cw_mr);
 		if (v->cq)
 			esock_cq_destroy(v->cq);
 		if (v->pd)
@@ -212,6 +235,8 @@ static void vb_free(struct esock_sock *s)
 		sock_region_free(v->rx, v->rx_len);
 	if (v->tx)
 		sock_region_free(v->tx, v->tx_len);
+	if (v->cw)
+		sock_region_free(v->cw, VB_CW_LEN);
 	free(v);
 	s->vb = NULL;
 	s->verbs = false;
@@ -227,14 +252,83 @@ static int post_recv(struct esock_sock *s, uint32_t idx)
 	return esock_post_recv(v->qp, &wr, NULL);
 }
 
+/* The peer's count of our receives it may fill, as its last credit Write left it. */
+static uint64_t peer_reposts(const struct sock_vb *v)
+{
+	const volatile uint8_t *w = v->cw;
+	uint64_t a, b;
+
+	/* (The kernel places the Write while we look: read until two looks agree.) */
+	do {
+		a = b = 0;
+		for (int i = 0; i < 8; i++)
+			a = a << 8 | w[i];
+		for (int i = 0; i < 8; i++)
+			b = b << 8 | w[i];
+	} while (a != b);
+	return a;
+}
+
+/* A Send may go: the peer stops reading by itself, or its receives leave room. */
+static bool credit_ok(const struct sock_vb *v)
+{
+	return !v->cr_limit || v->sent - peer_reposts(v) < v->cr_limit;
+}
+
+/*
+ * Tells the peer how many receives we posted again: an RDMA Write of the
+ * count into its credit word, every quarter of the depth or (|urgent|) as
+ * soon as the application has read all there was, one at a time; behind it
+ * an empty Send when the peer asked (its own reposting of that receive is
+ * counted, never answered at once: no ping-pong).
+ */
+static void credit_return(struct esock_sock *s, bool urgent)
+{
+	struct sock_vb *v = s->vb;
+	uint32_t quarter = (uint32_t)s->o.rdepth / 4;
+	struct esock_sge sge;
+	struct esock_send_wr wr[2], *bad = NULL;
+	int rc;
+
+	if (!v->returns || v->forked || !v->qp || s->err || s->eof || v->reposted == v->written)
+		return;
+	if (v->cr_inflight) {
+		v->cr_urgent |= urgent;
+		return;
+	}
+	if (!urgent && v->reposted - v->written < (quarter ? quarter : 1))
+		return;
+	esock_put_be64(v->cw + VB_CW_SRC, v->reposted);
+	sge = (struct esock_sge){ .addr = (uintptr_t)(v->cw + VB_CW_SRC), .length = 8,
+				  .lkey = esock_mr_stag(v->cw_mr) };
+	wr[0] = (struct esock_send_wr){ .wr_id = SOCK_WR_CREDIT | 0, .opcode = ESOCK_WR_RDMA_WRITE,
+					.sg_list = &sge, .num_sge = 1, .remote_addr = s->peer_cw_addr,
+					.rkey = s->peer_cw_stag };
+	wr[1] = (struct esock_send_wr){ .wr_id = SOCK_WR_CREDIT | 1, .opcode = ESOCK_WR_SEND };
+	if (v->wakes && credit_ok(v))
+		wr[0].next = &wr[1];
+	if ((rc = esock_post_send(v->qp, wr, &bad)) < 0 && bad == wr) {
+		log_debug("fd %d: verbs: credit Write not posted: %s", s->fd, strerror(-rc));
+		return;
+	}
+	v->cr_inflight = rc < 0 || !wr[0].next ? 1 : 2;
+	v->sent += v->cr_inflight - 1;
+	v->written = v->reposted;
+	v->cr_urgent = false;
+}
+
 void sock_vb_repost(struct esock_sock *s, uint32_t idx)
 {
 	struct sock_vb *v = s->vb;
 
 	if (!v || v->forked || !v->qp || s->eof || s->err)
 		return;
-	if (post_recv(s, idx) < 0)
+	if (post_recv(s, idx) < 0) {
 		log_debug("fd %d: verbs: a receive could not be posted again", s->fd);
+		return;
+	}
+	v->reposted++;
+	credit_return(s, false);
 }
 
 /*
@@ -252,11 +346,11 @@ static int conn_objects(struct esock_sock *s)
 	if (n == 0)
 		return -EOPNOTSUPP; /* (no receive pool: the extended API's own receives; not on verbs) */
 	if ((rc = v->be->pd_alloc(&v->pd)) < 0 ||
-	    (rc = v->be->cq_create((int)n + VB_TX_SLOTS, &v->cq)) < 0)
+	    (rc = v->be->cq_create((int)n + VB_TX_SLOTS + VB_SQ_CREDIT, &v->cq)) < 0)
 		return rc;
 	qa.pd = v->pd;
 	qa.send_cq = qa.recv_cq = v->cq;
-	qa.sq_depth = VB_TX_SLOTS;
+	qa.sq_depth = VB_TX_SLOTS + VB_SQ_CREDIT;
 	qa.rq_depth = n;
 	qa.max_sge = 1;
 	qa.max_recv_sge = 1;
@@ -265,10 +359,14 @@ static int conn_objects(struct esock_sock *s)
 		return rc;
 	v->rx_len = (size_t)n * (size_t)s->o.rsize;
 	v->tx_len = (size_t)VB_TX_SLOTS * SOCK_SLOT_SIZE;
-	if (!(v->rx = sock_region_alloc(v->rx_len)) || !(v->tx = sock_region_alloc(v->tx_len)))
+	if (!(v->rx = sock_region_alloc(v->rx_len)) || !(v->tx = sock_region_alloc(v->tx_len)) ||
+	    !(v->cw = sock_region_alloc(VB_CW_LEN)))
 		return -ENOMEM;
+	memset(v->cw, 0, VB_CW_LEN);
 	if ((rc = esock_mr_reg(v->pd, v->rx, v->rx_len, ESOCK_ACCESS_LOCAL_WRITE, 0, &v->rx_mr)) < 0 ||
-	    (rc = esock_mr_reg(v->pd, v->tx, v->tx_len, 0, 0, &v->tx_mr)) < 0)
+	    (rc = esock_mr_reg(v->pd, v->tx, v->tx_len, 0, 0, &v->tx_mr)) < 0 ||
+	    (rc = esock_mr_reg(v->pd, v->cw, VB_CW_LEN,
+			       ESOCK_ACCESS_LOCAL_WRITE | ESOCK_ACCESS_REMOTE_WRITE, 0, &v->cw_mr)) < 0)
 		return rc;
 	if (!s->rbufs && (rc = sock_pool_setup(s)) < 0)
 		return rc;
@@ -289,9 +387,11 @@ static void conn_param(struct esock_sock *s, struct esock_conn_param *p, uint8_t
 
 	memset(p, 0, sizeof(*p));
 	memcpy(pd, s->o.privdata, app);
-	sock_announce(s, pd + app, false); /* (a kernel QP cannot stop reading: no pause) */
+	/* A kernel QP cannot stop reading: it returns credits instead. */
+	sock_announce(s, pd + app, SOCK_ANN_CREDITS | (s->o.msgmode ? 0 : SOCK_ANN_WAKE),
+		      esock_mr_stag(s->vb->cw_mr), (uintptr_t)s->vb->cw);
 	p->private_data = pd;
-	p->private_data_len = (uint16_t)(app + ESOCK_ANNOUNCE_LEN);
+	p->private_data_len = (uint16_t)(app + SOCK_ANNOUNCED);
 	p->ird = (uint16_t)s->o.ird;
 	p->ord = (uint16_t)s->o.ord;
 	p->timeout_ms = s->o.timeout_ms;
@@ -317,10 +417,17 @@ static void connected(struct esock_sock *s)
 		v->remote = info.remote;
 	}
 	v->chunk = s->peer_msg_max < SOCK_SLOT_SIZE ? s->peer_msg_max : SOCK_SLOT_SIZE;
+	/* Credits: ours go to a peer that gave a word; its bound ours if it cannot stop reading. */
+	v->returns = s->peer_cw_stag != 0;
+	v->wakes = v->returns && (s->peer_ann & SOCK_ANN_WAKE);
+	if (s->peer_ann & SOCK_ANN_CREDITS)
+		v->cr_limit = s->peer_rdepth > 1 ? s->peer_rdepth - 1 : 1;
 	s->st = SOCK_CONNECTED;
 	sock_stat_describe(s);
-	log_info("fd %d: DDPMODE connected on the verbs backend (peer %s, messages up to %u octets)",
-		 s->fd, s->peer_esock ? "esock" : "plain RDMA", v->chunk);
+	log_info("fd %d: DDPMODE connected on the verbs backend (peer %s, messages up to %u octets, "
+		 "credits: %s)",
+		 s->fd, s->peer_esock ? "esock" : "plain RDMA", v->chunk,
+		 v->cr_limit ? "bound by the peer's" : v->returns ? "returned" : "none");
 }
 
 int sock_vb_connect(struct esock_sock *s, const struct sockaddr *addr, socklen_t len)
@@ -559,6 +666,14 @@ static void handle(struct esock_sock *s, const struct esock_wc *wc)
 		}
 		sock_ring_push(s, idx, wc->byte_len);
 		break;
+	case SOCK_WR_CREDIT:
+		if (v->cr_inflight)
+			v->cr_inflight--;
+		if (wc->status != ESOCK_WC_SUCCESS)
+			ended(s, wc);
+		else if (!v->cr_inflight)
+			credit_return(s, v->cr_urgent);
+		break;
 	case SOCK_WR_SLOT:
 		if (idx < VB_TX_SLOTS && v->ntx_free < VB_TX_SLOTS)
 			v->tx_free[v->ntx_free++] = idx;
@@ -589,9 +704,9 @@ void sock_vb_drain(struct esock_sock *s)
 
 /*
  * Sleeps (lock held on entry and exit) until a completion, |end| or a
- * slice: 0, -EINTR, or -EBADF (closed meanwhile).
+ * slice (|slice| ms): 0, -EINTR, or -EBADF (closed meanwhile).
  */
-static int sleep_some(struct esock_sock *s, int64_t end)
+static int sleep_slice(struct esock_sock *s, int64_t end, int slice)
 {
 	struct pollfd p = { .events = POLLIN };
 	int64_t left;
@@ -602,9 +717,9 @@ static int sleep_some(struct esock_sock *s, int64_t end)
 	if ((rc = esock_cq_arm(s->vb->cq, false)) != 0)
 		return rc < 0 ? rc : 0; /* (completions wait) */
 	p.fd = esock_cq_fd(s->vb->cq);
-	left = end < 0 ? VB_SLICE_MS : end - ep_now_ms();
-	if (left > VB_SLICE_MS)
-		left = VB_SLICE_MS;
+	left = end < 0 ? slice : end - ep_now_ms();
+	if (left > slice)
+		left = slice;
 	if (left < 0)
 		left = 0;
 	pthread_mutex_unlock(&s->lock);
@@ -613,6 +728,11 @@ static int sleep_some(struct esock_sock *s, int64_t end)
 	if (atomic_load(&s->closing) || !s->vb)
 		return -EBADF;
 	return rc < 0 && errno == EINTR ? -EINTR : 0;
+}
+
+static int sleep_some(struct esock_sock *s, int64_t end)
+{
+	return sleep_slice(s, end, VB_SLICE_MS);
 }
 
 ssize_t sock_vb_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, int flags,
@@ -677,6 +797,8 @@ ssize_t sock_vb_recv(struct esock_sock *s, const struct iovec *iov, int iovcnt, 
 		}
 		rc = 0;
 	}
+	if (got && !s->rcount && s->vb)
+		credit_return(s, true); /* (all read: the peer may send a full window again) */
 out:
 	pthread_mutex_unlock(&s->lock);
 	if (msg_flags && trunc)
@@ -744,7 +866,16 @@ ssize_t sock_vb_send(struct esock_sock *s, const struct iovec *iov, int iovcnt, 
 		sock_vb_drain(s);
 		if ((rc = write_error(s)) < 0)
 			break;
-		if (!v->ntx_free) {
+		if (!v->ntx_free || !credit_ok(v)) {
+			/*
+			 * Credits come as a Write, which completes nothing here; the
+			 * peer's wake-up Send behind it does (we asked for one unless
+			 * in message mode), or it skipped it for want of credits.
+			 */
+			int slice = !v->ntx_free ? VB_SLICE_MS
+				    : s->o.msgmode ? VB_CREDIT_SLICE_MS
+						   : VB_WAKE_SLICE_MS;
+
 			if (!block) {
 				rc = -EAGAIN;
 				break;
@@ -755,7 +886,7 @@ ssize_t sock_vb_send(struct esock_sock *s, const struct iovec *iov, int iovcnt, 
 				rc = -EAGAIN;
 				break;
 			}
-			if ((rc = sleep_some(s, end)) == -EBADF ||
+			if ((rc = sleep_slice(s, end, slice)) == -EBADF ||
 			    (rc == -EINTR && (end >= 0 || !sock_sig_restarts(&seen))))
 				break;
 			rc = 0;
@@ -773,6 +904,7 @@ ssize_t sock_vb_send(struct esock_sock *s, const struct iovec *iov, int iovcnt, 
 			break;
 		}
 		s->inflight++;
+		v->sent++;
 		done += n;
 		s->stats->tx_msgs++;
 		s->stats->tx_bytes += n;
@@ -880,7 +1012,7 @@ static unsigned ready_locked(struct esock_sock *s)
 	sock_vb_drain(s);
 	if (s->rcount || s->shut_rd)
 		r |= POLLIN | POLLRDNORM;
-	if (v->ntx_free && !s->shut_wr)
+	if (v->ntx_free && credit_ok(v) && !s->shut_wr)
 		r |= POLLOUT | POLLWRNORM;
 	if (s->eof) /* the connection is over (no half-close): reads end, writes fail */
 		r |= POLLIN | POLLRDNORM | POLLRDHUP | POLLHUP | POLLOUT | POLLWRNORM;

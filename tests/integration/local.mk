@@ -56,6 +56,11 @@ TEST_PROGS += tests/integration/check_sock_peers
 tests_integration_check_sock_peers_SOURCES = tests/integration/check_sock_peers.c $(SOCK_UTIL)
 tests_integration_check_sock_peers_LDADD = $(SOCK_TEST_LDADD)
 
+# Flow control towards a reader that cannot stop reading (a kernel QP; issue 15).
+TEST_PROGS += tests/integration/check_sock_credits
+tests_integration_check_sock_credits_SOURCES = tests/integration/check_sock_credits.c $(SOCK_UTIL)
+tests_integration_check_sock_credits_LDADD = $(SOCK_TEST_LDADD)
+
 # A forked child in a seccomp sandbox carries on its connection (issue 13).
 # The handlers' trampoline and an emulated wait's sleeps, linked with the
 # socket layer itself (internal functions; its wrappers are this program's).

@@ -5,15 +5,18 @@
  * unmodified program under the interposer (LD_PRELOAD=libesock.so,
  * ESOCK_DDPMODE=all) on either backend.
  *
- *   plain-echo -s ADDR PORT [-e] [-n CONNS]   serve CONNS connections (default 1)
- *                                             one after another, echoing until EOF;
- *                                             non-blocking, waits in poll (-e: epoll)
- *   plain-echo -c ADDR PORT [SIZE ...]        for each SIZE (default 1 4093 65536
- *                                             1048576), writes SIZE patterned octets
- *                                             and reads them back, checking each one;
- *                                             non-blocking, waits in poll
- * The client keeps at most WINDOW octets unechoed, so that neither side's
- * receives run out whatever its backend (docs/libesock.md, verbs sockets).
+ *   plain-echo -s ADDR PORT [-e] [-n CONNS] [-d MS]
+ *                                 serve CONNS connections (default 1) one after
+ *                                 another, echoing until EOF; non-blocking, waits in
+ *                                 poll (-e: epoll); -d: sleeps MS before each read
+ *                                 (a slow reader: the writer runs ahead of it)
+ *   plain-echo -c ADDR PORT [-w OCTETS] [SIZE ...]
+ *                                 for each SIZE (default 1 4093 65536 1048576),
+ *                                 writes SIZE patterned octets and reads them back,
+ *                                 checking each one; non-blocking, waits in poll
+ * The client keeps at most WINDOW octets unechoed (-w: OCTETS, 0 no bound: then
+ * only the connection's own flow control keeps the writer from overrunning a
+ * reader that cannot stop reading, docs/libesock.md "Flow control").
  * Exit 0 when every octet came back right; prints one line per size.
  */
 #include "config.h"
@@ -35,6 +38,9 @@
 #define WINDOW (256 * 1024)
 #define PIECE 16384
 #define TIMEOUT_MS 60000
+
+static size_t window = WINDOW; /* -w */
+static int read_delay_ms;      /* -d */
 
 static uint8_t pattern(size_t i, size_t size)
 {
@@ -89,7 +95,11 @@ static int echo(int fd, int ep)
 			return -1;
 	}
 	for (;;) {
-		ssize_t n = read(fd, buf, sizeof(buf)), off = 0;
+		ssize_t n, off = 0;
+
+		if (read_delay_ms)
+			usleep((useconds_t)read_delay_ms * 1000);
+		n = read(fd, buf, sizeof(buf));
 
 		if (n == 0)
 			break;
@@ -174,7 +184,7 @@ static int serve(const struct sockaddr_in *sa, bool use_epoll, int conns)
 	return rc ? 1 : 0;
 }
 
-/* Writes |size| octets and reads them back, at most WINDOW unechoed.  0, or -1. */
+/* Writes |size| octets and reads them back, at most |window| unechoed.  0, or -1. */
 static int round_trip(int fd, size_t size)
 {
 	static uint8_t out[PIECE], in[65536];
@@ -183,7 +193,7 @@ static int round_trip(int fd, size_t size)
 	while (got < size) {
 		short events = POLLIN;
 
-		if (sent < size && sent - got < WINDOW) {
+		if (sent < size && (!window || sent - got < window)) {
 			size_t n = size - sent < PIECE ? size - sent : PIECE;
 			ssize_t w;
 
@@ -257,7 +267,7 @@ int main(int argc, char **argv)
 	int conns = 1, opt;
 	char mode = 0;
 
-	while ((opt = getopt(argc, argv, "scen:")) != -1) {
+	while ((opt = getopt(argc, argv, "scen:d:w:")) != -1) {
 		switch (opt) {
 		case 's':
 		case 'c':
@@ -269,13 +279,20 @@ int main(int argc, char **argv)
 		case 'n':
 			conns = atoi(optarg);
 			break;
+		case 'd':
+			read_delay_ms = atoi(optarg);
+			break;
+		case 'w':
+			window = strtoul(optarg, NULL, 10);
+			break;
 		default:
 			mode = 0;
 			optind = argc;
 		}
 	}
 	if (!mode || argc - optind < 2 || addr_of(argv[optind], argv[optind + 1], &sa) < 0) {
-		fprintf(stderr, "usage: plain-echo -s ADDR PORT [-e] [-n CONNS] | -c ADDR PORT [SIZE ...]\n");
+		fprintf(stderr, "usage: plain-echo -s ADDR PORT [-e] [-n CONNS] [-d MS] | "
+				"-c ADDR PORT [-w OCTETS] [SIZE ...]\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);

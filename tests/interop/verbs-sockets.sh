@@ -4,8 +4,10 @@
 # only) as an unmodified program under esock-run (--ddp --backend=B), server and client each on
 # the verbs backend (kernel siw through rdma-core) or the user-level one, the server
 # waiting in poll or epoll; 1 B to 4 MiB echoed, every octet checked
-# (jobs/verbs-sockets.sh).  Prints the matrix; fails when a case fails or a side's
-# connection was not on the backend asked for (each side's log says).
+# (jobs/verbs-sockets.sh).  Two cases with a slow server (8 receives, a read every 2 ms) and a
+# client that writes without bound check the flow control (credits).  Prints the matrix;
+# fails when a case fails or a side's connection was not on the backend asked for (each
+# side's log says).
 #   verbs-sockets.sh BUILD_DIR [OUTDIR]
 # Exits 77 (skip) without the verbs backend or the rig.
 set -uo pipefail
@@ -24,7 +26,7 @@ RIG_FILES="$build/tests/interop/plain-echo=/plain-echo $build/.libs/libesock.so=
 	bash "$here/siw-rig.sh" run "$here/jobs/verbs-sockets.sh" "$out" default ||
 	{ say "FAIL verbs sockets: the guest job failed"; exit 1; }
 fail=0 n=0
-printf '%-20s %-7s %-7s %s\n' case server client result
+printf '%-24s %-7s %-7s %s\n' case server client result
 while read -r _ name srv cli rc; do
 	rc=${rc%$'\r'} n=$((n + 1)) verdict=ok
 	[ "$rc" = 0 ] || verdict="FAILED (exit $rc)"
@@ -39,13 +41,15 @@ while read -r _ name srv cli rc; do
 	[ "$(grep -c 'echoed and checked' "$out/$name-client.log" 2>/dev/null)" = 5 ] ||
 		verdict="FAILED (not every size came back)"
 	[ "$verdict" = ok ] || fail=1
-	printf '%-20s %-7s %-7s %s\n' "$name" "$srv" "$cli" "$verdict"
+	printf '%-24s %-7s %-7s %s\n' "$name" "$srv" "$cli" "$verdict"
 	if [ -n "${ESOCK_MATRIX:-}" ]; then # (a row of check-interop's matrix: run-interop.sh)
 		crc=on # (a user-level side asks for CRC, siw echoes it; siw to siw: none asks)
 		[ "${srv##*:}/${cli##*:}" = verbs/verbs ] && crc=off
+		op="stream (Sends)"
+		[ "${name%%-*}" = slow ] && op="stream, slow reader (credits)"
 		printf '%s\t%s\t%s\t%s\t%s\t%s\n' "plain-echo socket ($srv, ${name##*-})" "plain-echo socket ($cli)" \
-			"stream (Sends)" "$crc" "1B-4MiB" "$([ "$verdict" = ok ] && echo PASS || echo FAIL)" >>"$ESOCK_MATRIX"
+			"$op" "$crc" "1B-4MiB" "$([ "$verdict" = ok ] && echo PASS || echo FAIL)" >>"$ESOCK_MATRIX"
 	fi
 done < <(grep -a '^RIG-CASE ' "$out/console.log")
-[ "$n" -eq 6 ] || { say "verbs sockets: $n of 6 cases ran"; fail=1; }
+[ "$n" -eq 8 ] || { say "verbs sockets: $n of 8 cases ran"; fail=1; }
 exit $fail

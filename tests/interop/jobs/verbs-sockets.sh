@@ -19,11 +19,13 @@ side() { # $1 = backend (auto:EXPECTED: auto), $2 = log, then plain-echo's argum
 run_case() { # $1 = name, $2 = server backend, $3 = client backend, $4 = poll|epoll, $5 = address
 	flag=
 	[ "$4" = epoll ] && flag=-e
-	side "$2" "/out/$1-server.log" -s "${5:-$ME}" $port $flag &
-	against $! $port side "$3" "/out/$1-client.log" -c "${5:-$ME}" $port 1 4093 65536 1048576 4194304
+	side "$2" "/out/$1-server.log" -s "${5:-$ME}" $port $flag $SLOW_SERVER &
+	against $! $port side "$3" "/out/$1-client.log" -c "${5:-$ME}" $port $SLOW_CLIENT \
+		1 4093 65536 1048576 4194304
 	echo "RIG-CASE $1 $2 $3 $?"
 	port=$((port + 1))
 }
+SLOW_SERVER= SLOW_CLIENT=
 run_case verbs-user-poll verbs user poll
 run_case verbs-user-epoll verbs user epoll
 run_case user-verbs-poll user verbs poll
@@ -31,4 +33,10 @@ run_case verbs-verbs-epoll verbs verbs epoll
 # ESOCK_BACKEND=auto: the device's address goes to the kernel's iWARP, loopback stays user-level.
 run_case auto-auto-epoll auto:verbs auto:verbs epoll
 run_case auto-loopback-poll auto:user auto:user poll 127.0.0.1
+# Flow control: a slow reader on the verbs backend (8 receives posted, a read every 2 ms) and
+# a client that writes without bound: only the credits keep it from overrunning the kernel QP.
+export ESOCK_RCVDEPTH=8
+SLOW_SERVER="-d 2" SLOW_CLIENT="-w 0"
+run_case slow-verbs-user-poll verbs user poll
+run_case slow-verbs-verbs-epoll verbs verbs epoll
 exit 0
