@@ -186,12 +186,20 @@ struct esock_sock {
 	struct sock_eq *eq[5];      /* bound event queue, by enum esock_op */
 	struct user_op *user_ops;   /* user operations in flight, by wr_id index */
 	uint32_t user_next;
-	struct esock_mr **mrs;      /* regions registered through the API */
+	struct sock_mr *mrs;        /* regions registered through the API */
 	int nmrs, capmrs;
 
 	struct sock_epreg *epregs;  /* epoll sets holding it (sock_epoll.c), under lock */
 	int nepregs, capepregs;
 	int epparked;               /* of them, deleted by the application but kept (sock_epoll.c) */
+};
+
+/* A region registered through the extended API (sock_api.c): the verbs backend looks up keys. */
+struct sock_mr {
+	struct esock_mr *mr;
+	uintptr_t addr;
+	size_t len;
+	unsigned access;
 };
 
 /*

@@ -22,6 +22,7 @@
 #include "libc/ownfd.h"
 #include "libc/real.h"
 #include "libesock/sock.h"
+#include "libesock/sock_vb.h"
 #include "util/log.h"
 
 #define MAX_EQ 256
@@ -122,6 +123,12 @@ static int api_eq_destroy(int h)
 	return 0;
 }
 
+/* The CQ of |s|'s connection on either backend (NULL: not connected). */
+static struct esock_cq *cq_of(const struct esock_sock *s)
+{
+	return s->verbs ? sock_vb_cq(s) : s->cq;
+}
+
 static void eq_push(struct sock_eq *q, const struct esock_event *e)
 {
 	pthread_mutex_lock(&q->lock);
@@ -162,7 +169,7 @@ static int eq_attach(struct sock_eq *q, struct esock_sock *s)
 		q->bound[q->nbound++] = s;
 		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = s };
 
-		if (s->cq && REAL(epoll_ctl)(q->epfd, EPOLL_CTL_ADD, esock_cq_fd(s->cq), &ev) < 0)
+		if (cq_of(s) && REAL(epoll_ctl)(q->epfd, EPOLL_CTL_ADD, esock_cq_fd(cq_of(s)), &ev) < 0)
 			rc = -errno;
 	}
 	pthread_mutex_unlock(&q->lock);
@@ -175,8 +182,8 @@ static void eq_detach(struct sock_eq *q, struct esock_sock *s)
 	for (int i = 0; i < q->nbound; i++)
 		if (q->bound[i] == s) {
 			q->bound[i] = q->bound[--q->nbound];
-			if (s->cq)
-				REAL(epoll_ctl)(q->epfd, EPOLL_CTL_DEL, esock_cq_fd(s->cq), NULL);
+			if (cq_of(s))
+				REAL(epoll_ctl)(q->epfd, EPOLL_CTL_DEL, esock_cq_fd(cq_of(s)), NULL);
 			break;
 		}
 	pthread_mutex_unlock(&q->lock);
@@ -197,7 +204,7 @@ static int api_bind_eq(int fd, unsigned ops, int h)
 	}
 	pthread_mutex_lock(&s->lock);
 	sock_api_async(s);
-	if (!s->cq)
+	if (!cq_of(s))
 		rc = -ENOTCONN;
 	else if ((rc = eq_attach(q, s)) == 0)
 		for (int op = ESOCK_OP_SEND; op <= ESOCK_OP_READ; op++)
@@ -249,6 +256,58 @@ static int user_op(struct esock_sock *s, int op, uint64_t tag)
 	return -EAGAIN;
 }
 
+/* The registration of |s| that holds [buf, buf + len) with |access|, or NULL. */
+static const struct sock_mr *mr_holding(const struct esock_sock *s, const void *buf, size_t len,
+					unsigned access)
+{
+	uintptr_t a = (uintptr_t)buf;
+
+	for (int i = 0; i < s->nmrs; i++) {
+		const struct sock_mr *m = &s->mrs[i];
+
+		if (a >= m->addr && a - m->addr <= m->len && len <= m->len - (a - m->addr) &&
+		    (m->access & access) == access)
+			return m;
+	}
+	return NULL;
+}
+
+/*
+ * An operation on a socket of the verbs backend (lock held): the kernel
+ * reaches registered memory only, so |buf| must lie in a region this
+ * socket registered (-EFAULT otherwise; a Read's sink with local write).
+ */
+static int post_verbs(struct esock_sock *s, int op, void *buf, size_t len, uint64_t raddr,
+		      uint32_t rkey, uint64_t tag)
+{
+	const struct sock_mr *m = NULL;
+	struct esock_sge sge;
+	int i, rc;
+
+	if (!sock_vb_qp(s))
+		return -ENOTCONN;
+	if (!s->eq[op])
+		return -ENXIO;
+	if (op == ESOCK_OP_RECV)
+		return -EBUSY; /* (the receive pool takes every message: a kernel QP needs it) */
+	if (len && !(m = mr_holding(s, buf, len, op == ESOCK_OP_READ ? ESOCK_ACCESS_LOCAL_WRITE : 0)))
+		return -EFAULT;
+	if ((i = user_op(s, op, tag)) < 0)
+		return i;
+	sge = (struct esock_sge){ .addr = (uintptr_t)buf, .length = (uint32_t)len,
+				  .lkey = m ? esock_mr_stag(m->mr) : 0 };
+	struct esock_send_wr wr = {
+		.wr_id = SOCK_WR_USER | (uint64_t)i, .sg_list = &sge, .num_sge = len ? 1 : 0,
+		.opcode = op == ESOCK_OP_SEND ? ESOCK_WR_SEND
+			  : op == ESOCK_OP_WRITE ? ESOCK_WR_RDMA_WRITE : ESOCK_WR_RDMA_READ,
+		.send_flags = ESOCK_SEND_SIGNALED, .remote_addr = raddr, .rkey = rkey,
+	};
+
+	if ((rc = sock_vb_post_user(s, &wr)) < 0)
+		s->user_ops[i].used = false;
+	return rc;
+}
+
 static int post(int fd, int op, void *buf, size_t len, uint64_t raddr, uint32_t rkey, uint64_t tag)
 {
 	struct esock_sock *s = sock_get(fd);
@@ -262,8 +321,8 @@ static int post(int fd, int op, void *buf, size_t len, uint64_t raddr, uint32_t 
 		return -EMSGSIZE;
 	}
 	pthread_mutex_lock(&s->lock);
-	if (s->verbs) { /* (on the verbs backend: not yet, docs/libesock.md) */
-		rc = -EOPNOTSUPP;
+	if (s->verbs) {
+		rc = post_verbs(s, op, buf, len, raddr, rkey, tag);
 		goto out;
 	}
 	sock_api_async(s);
@@ -367,7 +426,7 @@ static bool eq_collect(struct sock_eq *q)
 		pthread_mutex_unlock(&q->lock);
 		pthread_mutex_lock(&s->lock);
 		sock_drain(s);
-		if (s->cq && esock_cq_arm(s->cq, false) > 0)
+		if (cq_of(s) && esock_cq_arm(cq_of(s), false) > 0)
 			more = true;
 		pthread_mutex_unlock(&s->lock);
 		pthread_mutex_lock(&q->lock);
@@ -416,24 +475,30 @@ void sock_api_async(struct esock_sock *s)
 static int api_reg(int fd, void *addr, size_t len, unsigned access, uint32_t *stag)
 {
 	struct esock_sock *s = sock_get(fd);
+	struct esock_pd *pd;
 	struct esock_mr *mr;
 	int rc;
 
 	if (!s)
 		return -ENOTSOCK;
 	pthread_mutex_lock(&s->lock);
-	if (s->verbs) { /* (registrations for a socket on the verbs backend: not yet) */
-		rc = -EOPNOTSUPP;
-		goto out;
+	if (s->verbs || (sock_vb_wanted() == 2 && s->st != SOCK_CONNECTED)) {
+		/* The verbs backend's PD is the connection's: from connect or accept on. */
+		if (!(pd = sock_vb_pd(s))) {
+			rc = -ENOTCONN;
+			goto out;
+		}
+	} else {
+		sock_api_async(s);
+		if (!s->pd && (rc = ep_sock_pd_alloc(&s->pd)) < 0)
+			goto out;
+		pd = s->pd;
 	}
-	sock_api_async(s);
-	if (!s->pd && (rc = ep_sock_pd_alloc(&s->pd)) < 0)
-		goto out;
-	if ((rc = esock_mr_reg(s->pd, addr, len, access, 0, &mr)) < 0)
+	if ((rc = esock_mr_reg(pd, addr, len, access, 0, &mr)) < 0)
 		goto out;
 	if (s->nmrs == s->capmrs) {
 		int nc = s->capmrs ? s->capmrs * 2 : 8;
-		struct esock_mr **m = realloc(s->mrs, (size_t)nc * sizeof(*m));
+		struct sock_mr *m = realloc(s->mrs, (size_t)nc * sizeof(*m));
 
 		if (!m) {
 			esock_mr_dereg(mr);
@@ -443,7 +508,8 @@ static int api_reg(int fd, void *addr, size_t len, unsigned access, uint32_t *st
 		s->mrs = m;
 		s->capmrs = nc;
 	}
-	s->mrs[s->nmrs++] = mr;
+	s->mrs[s->nmrs++] = (struct sock_mr){ .mr = mr, .addr = (uintptr_t)addr, .len = len,
+					      .access = access };
 	if (stag)
 		*stag = esock_mr_stag(mr);
 out:
@@ -461,8 +527,8 @@ static int api_dereg(int fd, uint32_t stag)
 		return -ENOTSOCK;
 	pthread_mutex_lock(&s->lock);
 	for (int i = 0; i < s->nmrs; i++)
-		if (esock_mr_stag(s->mrs[i]) == stag) {
-			esock_mr_dereg(s->mrs[i]);
+		if (esock_mr_stag(s->mrs[i].mr) == stag) {
+			esock_mr_dereg(s->mrs[i].mr);
 			s->mrs[i] = s->mrs[--s->nmrs];
 			rc = 0;
 			break;
@@ -479,7 +545,9 @@ static struct esock_qp *api_qp(int fd)
 
 	if (!s)
 		return NULL;
-	qp = s->st == SOCK_CONNECTED ? s->qp : NULL;
+	pthread_mutex_lock(&s->lock);
+	qp = s->verbs ? sock_vb_qp(s) : s->st == SOCK_CONNECTED ? s->qp : NULL;
+	pthread_mutex_unlock(&s->lock);
 	sock_put(s);
 	return qp;
 }
@@ -492,7 +560,7 @@ void sock_api_release(struct esock_sock *s)
 			s->eq[op] = NULL;
 		}
 	for (int i = 0; i < s->nmrs; i++)
-		esock_mr_dereg(s->mrs[i]);
+		esock_mr_dereg(s->mrs[i].mr);
 	free(s->mrs);
 	s->mrs = NULL;
 	s->nmrs = s->capmrs = 0;

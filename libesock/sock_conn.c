@@ -435,7 +435,8 @@ int sock_connect(struct esock_sock *s, const struct sockaddr *addr, socklen_t le
 		return -EISCONN;
 	if (s->st != SOCK_MARKED)
 		return s->err ? -s->err : -EINVAL;
-	if (sock_vb_for_connect(addr, len))
+	/* (Regions registered before connect are the user-level PD's: such a socket stays there.) */
+	if (!s->nmrs && sock_vb_for_connect(addr, len))
 		return sock_vb_connect(s, addr, len);
 	if (REAL(connect)(s->fd, addr, len) < 0) {
 		rc = -errno;

@@ -30,6 +30,8 @@
 
 #define VB_TX_SLOTS 16     /* Sends in flight per connection, each from its own slot */
 #define VB_SQ_CREDIT 2     /* send-queue entries kept for a credit Write and its wake-up Send */
+#define VB_SQ_USER 32      /* the extended API's operations in flight (sock_api.c) */
+#define VB_SQ_DEPTH (VB_TX_SLOTS + VB_SQ_CREDIT + VB_SQ_USER)
 #define VB_SLICE_MS 100    /* a sleep's longest slice (a close elsewhere is seen then) */
 #define VB_CREDIT_SLICE_MS 2 /* a slice waiting for credits that no completion announces */
 #define VB_WAKE_SLICE_MS 20  /* ... that a wake-up Send announces (unless the peer had none to send) */
@@ -346,11 +348,11 @@ static int conn_objects(struct esock_sock *s)
 	if (n == 0)
 		return -EOPNOTSUPP; /* (no receive pool: the extended API's own receives; not on verbs) */
 	if ((rc = v->be->pd_alloc(&v->pd)) < 0 ||
-	    (rc = v->be->cq_create((int)n + VB_TX_SLOTS + VB_SQ_CREDIT, &v->cq)) < 0)
+	    (rc = v->be->cq_create((int)n + VB_SQ_DEPTH, &v->cq)) < 0)
 		return rc;
 	qa.pd = v->pd;
 	qa.send_cq = qa.recv_cq = v->cq;
-	qa.sq_depth = VB_TX_SLOTS + VB_SQ_CREDIT;
+	qa.sq_depth = VB_SQ_DEPTH;
 	qa.rq_depth = n;
 	qa.max_sge = 1;
 	qa.max_recv_sge = 1;
@@ -430,6 +432,21 @@ static void connected(struct esock_sock *s)
 		 v->cr_limit ? "bound by the peer's" : v->returns ? "returned" : "none");
 }
 
+/*
+ * A responder may not send before the initiator's first FPDU (RFC 5044), and
+ * the kernel's initiator sends none of its own unless its MPA peer-to-peer
+ * mode is on (siw's is off): towards an esock server that speaks first (a
+ * greeting), an empty Send goes at once, as the user-level initiator sends
+ * under MPA revision 1; the server's socket layer posts that receive again.
+ */
+static void first_fpdu(struct esock_sock *s)
+{
+	struct esock_send_wr wr = { .wr_id = SOCK_WR_DIRECT, .opcode = ESOCK_WR_SEND };
+
+	if (s->peer_esock && esock_post_send(s->vb->qp, &wr, NULL) == 0)
+		s->vb->sent++;
+}
+
 int sock_vb_connect(struct esock_sock *s, const struct sockaddr *addr, socklen_t len)
 {
 	struct esock_conn_param p;
@@ -455,6 +472,7 @@ int sock_vb_connect(struct esock_sock *s, const struct sockaddr *addr, socklen_t
 		goto failed;
 	}
 	connected(s);
+	first_fpdu(s);
 	return 0;
 failed:
 	log_info("fd %d: DDPMODE connect on the verbs backend failed: %s", s->fd, strerror(-rc));
@@ -673,6 +691,15 @@ static void handle(struct esock_sock *s, const struct esock_wc *wc)
 			ended(s, wc);
 		else if (!v->cr_inflight)
 			credit_return(s, v->cr_urgent);
+		break;
+	case SOCK_WR_DIRECT: /* the initiator's empty first Send (first_fpdu) */
+		if (wc->status != ESOCK_WC_SUCCESS)
+			ended(s, wc);
+		break;
+	case SOCK_WR_USER: /* the extended API's (sock_api.c) */
+		sock_api_event(s, wc);
+		if (wc->status != ESOCK_WC_SUCCESS)
+			ended(s, wc);
 		break;
 	case SOCK_WR_SLOT:
 		if (idx < VB_TX_SLOTS && v->ntx_free < VB_TX_SLOTS)
@@ -962,6 +989,42 @@ void sock_vb_release(struct esock_sock *s, bool graceful)
 	}
 	vb_free(s);
 	pthread_mutex_unlock(&s->lock);
+}
+
+struct esock_pd *sock_vb_pd(const struct esock_sock *s)
+{
+	return s->vb && !s->vb->forked && s->vb->qp ? s->vb->pd : NULL;
+}
+
+struct esock_cq *sock_vb_cq(const struct esock_sock *s)
+{
+	return s->vb && !s->vb->forked && s->vb->qp ? s->vb->cq : NULL;
+}
+
+struct esock_qp *sock_vb_qp(const struct esock_sock *s)
+{
+	return s->vb && !s->vb->forked && s->st == SOCK_CONNECTED ? s->vb->qp : NULL;
+}
+
+int sock_vb_post_user(struct esock_sock *s, struct esock_send_wr *wr)
+{
+	struct sock_vb *v = s->vb;
+	bool send = wr->opcode == ESOCK_WR_SEND || wr->opcode == ESOCK_WR_SEND_SE ||
+		    wr->opcode == ESOCK_WR_SEND_INV || wr->opcode == ESOCK_WR_SEND_SE_INV;
+	int rc;
+
+	if (!sock_vb_qp(s))
+		return -ENOTCONN;
+	sock_vb_drain(s);
+	if (s->err)
+		return -s->err;
+	if (send && !credit_ok(v))
+		return -EAGAIN;
+	if ((rc = esock_post_send(v->qp, wr, NULL)) == -ENOMEM)
+		return -EAGAIN;
+	if (rc == 0 && send)
+		v->sent++;
+	return rc;
 }
 
 void sock_vb_fork_child(struct esock_sock *s)

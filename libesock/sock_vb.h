@@ -28,6 +28,10 @@
 #include <sys/uio.h>
 
 struct esock_sock;
+struct esock_pd;
+struct esock_cq;
+struct esock_qp;
+struct esock_send_wr;
 
 /*
  * Whether a DDPMODE socket's connect or listen goes to the verbs backend:
@@ -69,6 +73,16 @@ unsigned sock_vb_ready(struct esock_sock *s, unsigned events);
 int sock_vb_fd(struct esock_sock *s);
 /* A listener's connection requests taken so far (epoll's edges). */
 uint64_t sock_vb_requests(const struct esock_sock *s);
+/*
+ * The extended API on such a socket (sock_api.c; lock held): the
+ * connection's verbs PD, CQ and QP (NULL before it is connected), and a
+ * user operation's send WR posted (a Send only within the peer's credits,
+ * else -EAGAIN; -EAGAIN too when the send queue is full).
+ */
+struct esock_pd *sock_vb_pd(const struct esock_sock *s);
+struct esock_cq *sock_vb_cq(const struct esock_sock *s);
+struct esock_qp *sock_vb_qp(const struct esock_sock *s);
+int sock_vb_post_user(struct esock_sock *s, struct esock_send_wr *wr);
 /* A consumed receive buffer goes back to the QP (sock_pool_return's twin; lock held). */
 void sock_vb_repost(struct esock_sock *s, uint32_t idx);
 /* The process ends with |s| open (lock held): the Sends in flight complete first (bounded). */

@@ -18,7 +18,7 @@ noinst_PROGRAMS += tests/interop/sock-rping
 tests_interop_sock_rping_SOURCES = tests/interop/sock_rping.c
 tests_interop_sock_rping_LDADD = libesock.la
 TESTS += tests/interop/sock-rping-test.sh
-EXTRA_DIST += tests/interop/sock-rping-test.sh
+EXTRA_DIST += tests/interop/sock-rping-test.sh tests/interop/port-of.sh
 
 # bad-read: an RDMA Read with an STag the peer never gave out (siw-patches.sh runs
 # it in the siw guest against rping -s: siw's Terminate copies the Read back).
@@ -40,3 +40,12 @@ noinst_PROGRAMS += tests/interop/plain-echo
 tests_interop_plain_echo_SOURCES = tests/interop/plain_echo.c
 TESTS += tests/interop/plain-echo-test.sh
 EXTRA_DIST += tests/interop/plain-echo-test.sh
+
+# sock-api-ops: the extended calls (RDMA Read, Write, Send, event queues) on a DDPMODE
+# socket (verbs-sockets.sh in the siw guest, both backends each way; sock-api-ops-test.sh
+# on loopback).
+noinst_PROGRAMS += tests/interop/sock-api-ops
+tests_interop_sock_api_ops_SOURCES = tests/interop/sock_api_ops.c
+tests_interop_sock_api_ops_LDADD = libesock.la
+TESTS += tests/interop/sock-api-ops-test.sh
+EXTRA_DIST += tests/interop/sock-api-ops-test.sh

@@ -7,6 +7,8 @@
 # listen and connect fail with ENODEV.  The same program runs on the verbs backend in the
 # siw guest (verbs-sockets.sh).
 set -u
+# shellcheck source=tests/interop/port-of.sh
+. "${srcdir:-$(dirname "$0")/../..}/tests/interop/port-of.sh"
 b=${top_builddir:-.}
 prog=$b/tests/interop/plain-echo
 lib=${ESOCK_LIB:-$b/.libs/libesock.so}
@@ -30,13 +32,7 @@ for mode in $modes; do
 		: >"$log.srv"
 		$pre timeout 120 "$prog" -s 127.0.0.1 0 $flag >"$log.srv" 2>&1 &
 		pid=$!
-		port=
-		for _ in $(seq 300); do
-			port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$log.srv" | head -n1)
-			[ -n "$port" ] && break
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
+		port=$(port_of "$log.srv" "$pid")
 		if [ -n "$port" ] && $pre timeout 120 "$prog" -c 127.0.0.1 "$port" >"$log" 2>&1 &&
 		   [ "$(grep -c 'echoed and checked' "$log")" -eq 4 ] && wait "$pid" &&
 		   grep -q "echoed 1118206 octets" "$log.srv" &&

@@ -6,6 +6,8 @@
 # ping validated on both sides.  The same client meets rping -s on kernel siw
 # in the interop stage.
 set -u
+# shellcheck source=tests/interop/port-of.sh
+. "${srcdir:-$(dirname "$0")/../..}/tests/interop/port-of.sh"
 b=${top_builddir:-.}
 cli=$b/tests/interop/sock-rping srv=$b/tools/iwping/iwping
 log=$(mktemp) || exit 1
@@ -21,15 +23,7 @@ for crc in --crc --no-crc; do
 		: >"$log.srv"
 		timeout 60 "$srv" -s -a 127.0.0.1 -p 0 -d -S "$size" -V -v >"$log.srv" 2>&1 &
 		pid=$!
-		port=
-		# (Up to 30 s: under valgrind on a loaded machine the server starts slowly;
-		# with no port the client would connect to port 0 and be refused.)
-		for _ in $(seq 300); do
-			port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$log.srv" | head -n1)
-			[ -n "$port" ] && break
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
+		port=$(port_of "$log.srv" "$pid")
 		if [ -z "$port" ]; then
 			fail=$((fail + 1))
 			echo "FAIL: iwping -s -S $size did not say its port"; cat "$log.srv"

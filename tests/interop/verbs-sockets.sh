@@ -5,7 +5,8 @@
 # the verbs backend (kernel siw through rdma-core) or the user-level one, the server
 # waiting in poll or epoll; 1 B to 4 MiB echoed, every octet checked
 # (jobs/verbs-sockets.sh).  Two cases with a slow server (8 receives, a read every 2 ms) and a
-# client that writes without bound check the flow control (credits).  Prints the matrix;
+# client that writes without bound check the flow control (credits); three run sock-api-ops
+# (the extended calls: RDMA Read 1 MiB, RDMA Write 512 KiB, Send).  Prints the matrix;
 # fails when a case fails or a side's connection was not on the backend asked for (each
 # side's log says).
 #   verbs-sockets.sh BUILD_DIR [OUTDIR]
@@ -22,6 +23,7 @@ grep -q '^#define ESOCK_HAVE_VERBS 1' "$build/config.h" ||
 [ -f "$RIG_DIR/groot.stamp" ] || { say "SKIP: verbs sockets: the siw rig is not prepared"; exit 77; }
 rm -rf "$out"
 RIG_FILES="$build/tests/interop/plain-echo=/plain-echo $build/.libs/libesock.so=/libesock.so
+	$build/tests/interop/.libs/sock-api-ops=/sock-api-ops
 	$build/tools/esock-run/esock-run=/esock-run" \
 	bash "$here/siw-rig.sh" run "$here/jobs/verbs-sockets.sh" "$out" default ||
 	{ say "FAIL verbs sockets: the guest job failed"; exit 1; }
@@ -38,18 +40,25 @@ while read -r _ name srv cli rc; do
 		[ "$be" = verbs ] && want="DDPMODE connected on the verbs backend (peer esock"
 		grep -q "$want" "$out/$name-$side.log" 2>/dev/null || verdict="FAILED ($side not on $be)"
 	done
-	[ "$(grep -c 'echoed and checked' "$out/$name-client.log" 2>/dev/null)" = 5 ] ||
+	if [ "${name%%-*}" = api ]; then
+		grep -q "the server checked the Write: ok" "$out/$name-client.log" 2>/dev/null &&
+			grep -q "RDMA Read of 1048576 octets: 0 wrong" "$out/$name-client.log" &&
+			grep -q " 0 octets wrong" "$out/$name-server.log" ||
+			verdict="FAILED (the extended calls' data)"
+	elif [ "$(grep -c 'echoed and checked' "$out/$name-client.log" 2>/dev/null)" != 5 ]; then
 		verdict="FAILED (not every size came back)"
+	fi
 	[ "$verdict" = ok ] || fail=1
 	printf '%-24s %-7s %-7s %s\n' "$name" "$srv" "$cli" "$verdict"
 	if [ -n "${ESOCK_MATRIX:-}" ]; then # (a row of check-interop's matrix: run-interop.sh)
 		crc=on # (a user-level side asks for CRC, siw echoes it; siw to siw: none asks)
 		[ "${srv##*:}/${cli##*:}" = verbs/verbs ] && crc=off
-		op="stream (Sends)"
+		op="stream (Sends)" sizes=1B-4MiB
 		[ "${name%%-*}" = slow ] && op="stream, slow reader (credits)"
+		[ "${name%%-*}" = api ] && op="extended calls: RDMA Read, RDMA Write, Send" sizes=4B-1MiB
 		printf '%s\t%s\t%s\t%s\t%s\t%s\n' "plain-echo socket ($srv, ${name##*-})" "plain-echo socket ($cli)" \
-			"$op" "$crc" "1B-4MiB" "$([ "$verdict" = ok ] && echo PASS || echo FAIL)" >>"$ESOCK_MATRIX"
+			"$op" "$crc" "$sizes" "$([ "$verdict" = ok ] && echo PASS || echo FAIL)" >>"$ESOCK_MATRIX"
 	fi
 done < <(grep -a '^RIG-CASE ' "$out/console.log")
-[ "$n" -eq 8 ] || { say "verbs sockets: $n of 8 cases ran"; fail=1; }
+[ "$n" -eq 11 ] || { say "verbs sockets: $n of 11 cases ran"; fail=1; }
 exit $fail

@@ -2,7 +2,8 @@
 # shellcheck shell=dash
 # Guest job: plain-echo (plain sockets only) as an unmodified program under esock-run
 # (esock-run --ddp --backend=B), every TCP socket in DDPMODE, its server and client each on the verbs
-# backend (kernel siw) or the user-level one; the server waits in poll or epoll.
+# backend (kernel siw) or the user-level one; the server waits in poll or epoll.  Then
+# sock-api-ops (the extended calls) on either backend against either.
 # One line per case on the console:  RIG-CASE NAME SERVER CLIENT EXIT
 # and the two sides' output in /out/NAME-server.log and /out/NAME-client.log.
 # shellcheck source=/dev/null # tests/interop/guest-lib.sh, in the guest
@@ -39,4 +40,21 @@ export ESOCK_RCVDEPTH=8
 SLOW_SERVER="-d 2" SLOW_CLIENT="-w 0"
 run_case slow-verbs-user-poll verbs user poll
 run_case slow-verbs-verbs-epoll verbs verbs epoll
+unset ESOCK_RCVDEPTH
+# The extended calls (RDMA Read, Write, Send, event queues) on DDPMODE sockets: sock-api-ops.
+api_side() { # $1 = backend, $2 = log, then sock-api-ops' arguments
+	be=$1 log=$2
+	shift 2
+	ESOCK_LIB=/libesock.so ESOCK_PEER=siw $B timeout 300 $B sh /esock-run --backend="$be" \
+		--log=info /sock-api-ops "$@" >"$log" 2>&1
+}
+api_case() { # $1 = name, $2 = server backend, $3 = client backend
+	api_side "$2" "/out/$1-server.log" -s $ME $port &
+	against $! $port api_side "$3" "/out/$1-client.log" -c $ME $port
+	echo "RIG-CASE $1 $2 $3 $?"
+	port=$((port + 1))
+}
+api_case api-verbs-verbs verbs verbs
+api_case api-user-verbs user verbs
+api_case api-verbs-user verbs user
 exit 0
