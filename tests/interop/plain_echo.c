@@ -10,10 +10,12 @@
  *                                 another, echoing until EOF; non-blocking, waits in
  *                                 poll (-e: epoll); -d: sleeps MS before each read
  *                                 (a slow reader: the writer runs ahead of it)
- *   plain-echo -c ADDR PORT [-w OCTETS] [SIZE ...]
+ *   plain-echo -c ADDR PORT [-e] [-w OCTETS] [SIZE ...]
  *                                 for each SIZE (default 1 4093 65536 1048576),
  *                                 writes SIZE patterned octets and reads them back,
  *                                 checking each one; non-blocking, waits in poll
+ *                                 (-e: epoll, the socket added to the set before
+ *                                 its connect)
  * The client keeps at most WINDOW octets unechoed (-w: OCTETS, 0 no bound: then
  * only the connection's own flow control keeps the writer from overrunning a
  * reader that cannot stop reading, docs/libesock.md "Flow control").
@@ -185,7 +187,7 @@ static int serve(const struct sockaddr_in *sa, bool use_epoll, int conns)
 }
 
 /* Writes |size| octets and reads them back, at most |window| unechoed.  0, or -1. */
-static int round_trip(int fd, size_t size)
+static int round_trip(int fd, size_t size, int ep)
 {
 	static uint8_t out[PIECE], in[65536];
 	size_t sent = 0, got = 0;
@@ -228,7 +230,7 @@ static int round_trip(int fd, size_t size)
 			got += (size_t)r;
 			continue;
 		}
-		if (wait_for(fd, events, -1) < 0) {
+		if (wait_for(fd, events, ep) < 0) {
 			fprintf(stderr, "client: stalled at %zu of %zu octets\n", got, size);
 			return -1;
 		}
@@ -236,11 +238,19 @@ static int round_trip(int fd, size_t size)
 	return 0;
 }
 
-static int client(const struct sockaddr_in *sa, char **sizes, int nsizes)
+static int client(const struct sockaddr_in *sa, bool use_epoll, char **sizes, int nsizes)
 {
 	static char *def[] = { "1", "4093", "65536", "1048576" };
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), ep = -1;
 
+	if (fd >= 0 && use_epoll) { /* (in the set before it connects: the set must follow it) */
+		struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+
+		if ((ep = epoll_create1(0)) < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
+			perror("client: epoll");
+			return 1;
+		}
+	}
 	if (fd < 0 || connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0 || nonblock(fd) < 0) {
 		perror("client: connect");
 		return 1;
@@ -252,11 +262,13 @@ static int client(const struct sockaddr_in *sa, char **sizes, int nsizes)
 	for (int i = 0; i < nsizes; i++) {
 		size_t size = strtoul(sizes[i], NULL, 10);
 
-		if (round_trip(fd, size) < 0)
+		if (round_trip(fd, size, ep) < 0)
 			return 1;
 		printf("client: %zu octets echoed and checked\n", size);
 	}
 	close(fd);
+	if (ep >= 0)
+		close(ep);
 	return 0;
 }
 
@@ -292,11 +304,11 @@ int main(int argc, char **argv)
 	}
 	if (!mode || argc - optind < 2 || addr_of(argv[optind], argv[optind + 1], &sa) < 0) {
 		fprintf(stderr, "usage: plain-echo -s ADDR PORT [-e] [-n CONNS] [-d MS] | "
-				"-c ADDR PORT [-w OCTETS] [SIZE ...]\n");
+				"-c ADDR PORT [-e] [-w OCTETS] [SIZE ...]\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (mode == 's')
 		return serve(&sa, use_epoll, conns);
-	return client(&sa, argv + optind + 2, argc - optind - 2);
+	return client(&sa, use_epoll, argv + optind + 2, argc - optind - 2);
 }

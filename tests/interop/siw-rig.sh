@@ -98,9 +98,10 @@ build_siw() { # $1 = kernel, $2 = variant
 
 guest_root() { # $1 = kernel
 	local k=$1 pkgs list m
-	[ -f groot.stamp ] && [ "$(cat groot.stamp)" = 2 ] && return 0
-	# (libisal2: esock's own programs, brought in by RIG_FILES, run in the guest too)
-	pkgs="busybox-static kmod iproute2 tcpdump libibverbs1 librdmacm1 ibverbs-providers rdmacm-utils ibverbs-utils ethtool perftest libisal2"
+	[ -f groot.stamp ] && [ "$(cat groot.stamp)" = 3 ] && return 0
+	# (libisal2: esock's own programs, brought in by RIG_FILES, run in the guest too;
+	# socat: an unmodified Debian program on the verbs backend, verbs-sockets.sh)
+	pkgs="busybox-static kmod iproute2 tcpdump libibverbs1 librdmacm1 ibverbs-providers rdmacm-utils ibverbs-utils ethtool perftest libisal2 socat"
 	# shellcheck disable=SC2086 # $pkgs and $list are lists of names
 	list=$(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks \
 		--no-replaces --no-enhances $pkgs 2>/dev/null | grep -v '^ ' | grep -v '^<' | sort -u)
@@ -118,7 +119,7 @@ guest_root() { # $1 = kernel
 	printf 'root:x:0:\n' > groot/etc/group
 	cp "kroot/boot/vmlinuz-$k" vmlinuz
 	echo "$k" > groot/kernel-version
-	echo 2 > groot.stamp # (the version of the package list above)
+	echo 3 > groot.stamp # (the version of the package list above)
 }
 
 # Load order matters: each module after what it needs.

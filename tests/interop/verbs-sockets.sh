@@ -6,9 +6,10 @@
 # waiting in poll or epoll; 1 B to 4 MiB echoed, every octet checked
 # (jobs/verbs-sockets.sh).  Two cases with a slow server (8 receives, a read every 2 ms) and a
 # client that writes without bound check the flow control (credits); three run sock-api-ops
-# (the extended calls: RDMA Read 1 MiB, RDMA Write 512 KiB, Send).  Prints the matrix;
-# fails when a case fails or a side's connection was not on the backend asked for (each
-# side's log says).
+# (the extended calls: RDMA Read 1 MiB, RDMA Write 512 KiB, Send), two a client that waits
+# in epoll with its socket added before connect, two Debian's socat as the server on the
+# verbs backend.  Prints the matrix; fails when a case fails or a side's connection was not
+# on the backend asked for (each side's log says).
 #   verbs-sockets.sh BUILD_DIR [OUTDIR]
 # Exits 77 (skip) without the verbs backend or the rig.
 set -uo pipefail
@@ -53,12 +54,14 @@ while read -r _ name srv cli rc; do
 	if [ -n "${ESOCK_MATRIX:-}" ]; then # (a row of check-interop's matrix: run-interop.sh)
 		crc=on # (a user-level side asks for CRC, siw echoes it; siw to siw: none asks)
 		[ "${srv##*:}/${cli##*:}" = verbs/verbs ] && crc=off
-		op="stream (Sends)" sizes=1B-4MiB
+		op="stream (Sends)" sizes=1B-4MiB srv_prog="plain-echo socket"
 		[ "${name%%-*}" = slow ] && op="stream, slow reader (credits)"
+		[ "${name%%-*}" = epollclient ] && op="stream, client in epoll (added before connect)"
+		[ "${name%%-*}" = socat ] && srv_prog="socat (Debian, echo: PIPE)"
 		[ "${name%%-*}" = api ] && op="extended calls: RDMA Read, RDMA Write, Send" sizes=4B-1MiB
-		printf '%s\t%s\t%s\t%s\t%s\t%s\n' "plain-echo socket ($srv, ${name##*-})" "plain-echo socket ($cli)" \
+		printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$srv_prog ($srv, ${name##*-})" "plain-echo socket ($cli)" \
 			"$op" "$crc" "$sizes" "$([ "$verdict" = ok ] && echo PASS || echo FAIL)" >>"$ESOCK_MATRIX"
 	fi
 done < <(grep -a '^RIG-CASE ' "$out/console.log")
-[ "$n" -eq 11 ] || { say "verbs sockets: $n of 11 cases ran"; fail=1; }
+[ "$n" -eq 15 ] || { say "verbs sockets: $n of 15 cases ran"; fail=1; }
 exit $fail
