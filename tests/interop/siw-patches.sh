@@ -11,6 +11,11 @@
 #        Read from an STag siw never gave out; siw's Terminate copies the request's
 #        headers back: as shipped with the read size (4096) where its MSN (1) belongs,
 #        patched with MSN 1.
+#   0003 accept race: rping connections in a row, counted (the window is microseconds
+#        wide), then esock's iwping against rping -s with siw-widen.ko holding the CPU 1 s
+#        after siw sends an MPA frame: siw as shipped must leave a first Send unread,
+#        patched siw never.
+#   0004, 0006: op-matrix's zero-length SGEs and 0-octet Reads (below).
 #   siw-patches.sh BUILD_DIR [OUTDIR]
 # Exits 77 (skip) when the rig is not prepared; 1 when a check fails.
 set -uo pipefail
@@ -25,7 +30,8 @@ say() { echo "interop: $*"; }
 [ -f "$RIG_DIR/siw-patched.ko" ] || { say "SKIP: siw patches: the rig has no patched siw (siw-rig.sh prepare)"; exit 77; }
 command -v jq >/dev/null || { say "SKIP: siw patches: jq is missing"; exit 77; }
 rm -rf "$out"
-RIG_FILES="$build/tests/interop/bad-read=/bad-read $build/tests/interop/op-matrix=/op-matrix" \
+RIG_FILES="$build/tests/interop/bad-read=/bad-read $build/tests/interop/op-matrix=/op-matrix
+	$build/tools/iwping/iwping=/iwping" \
 	bash "$here/siw-rig.sh" run "$here/jobs/siw-patches.sh" "$out" default ||
 	{ say "FAIL siw patches: the guest job failed ($out/console.log)"; exit 1; }
 
@@ -85,6 +91,22 @@ if [ -n "${pn:-}" ] && [ "$pn" -gt 0 ] && [ "$ph" = 0 ]; then
 	say "PASS 0003 accept race: patched siw, none of $pn connections hung"
 else
 	say "FAIL 0003 accept race: patched siw, ${ph:-?} of ${pn:-?} connections hung"
+	fail=1
+fi
+# ... and with its window widened (tests/interop/siw-widen): a check that fails on siw as
+# shipped, on demand.
+read -r _ _ wh wn <<<"$(tr -d '\r' <"$out/console.log" | grep '^RIG-WIDE default ')"
+read -r _ _ pwh pwn <<<"$(tr -d '\r' <"$out/console.log" | grep '^RIG-WIDE patched ')"
+if [ -n "${wn:-}" ] && [ "${wh:--}" != - ] && [ "$wh" -gt 0 ]; then
+	say "siw as shipped, window widened: $wh of $wn connections hung with the first Send unread"
+else
+	say "FAIL siw as shipped, window widened: ${wh:-?} of ${wn:-?} connections hung (the reproduction did not reproduce)"
+	fail=1
+fi
+if [ -n "${pwn:-}" ] && [ "$pwn" -gt 0 ] && [ "$pwh" = 0 ]; then
+	say "PASS 0003 accept race, window widened: patched siw, none of $pwn connections hung"
+else
+	say "FAIL 0003 accept race, window widened: patched siw, ${pwh:-?} of ${pwn:-?} connections hung"
 	fail=1
 fi
 

@@ -96,6 +96,19 @@ build_siw() { # $1 = kernel, $2 = variant
 	cp "siw-src-$v/siw.ko" "siw-$v.ko"
 }
 
+# siw-widen.ko (tests/interop/siw-widen): holds the CPU after siw sends an MPA frame, so that
+# siw's accept race (kpatch/linux 0003) shows every time on siw as shipped.
+build_widen() { # $1 = kernel
+	local k=$1 hdr=$RIG_DIR/kroot/usr/src/linux-headers-$1
+	[ -f siw-widen.ko ] && [ siw-widen.ko -nt "$here/siw-widen/siw-widen.c" ] &&
+		[ siw-widen.ko -nt kernel.stamp ] && return 0
+	rm -rf widen-src && cp -r "$here/siw-widen" widen-src
+	log "building siw-widen.ko"
+	make -s -C "$hdr" M="$RIG_DIR/widen-src" CC=gcc-12 modules >widen-build.log 2>&1 ||
+		{ tail -20 widen-build.log; return 1; }
+	cp widen-src/siw-widen.ko siw-widen.ko
+}
+
 guest_root() { # $1 = kernel
 	local k=$1 pkgs list m
 	[ -f groot.stamp ] && [ "$(cat groot.stamp)" = 3 ] && return 0
@@ -143,6 +156,7 @@ prepare() {
 	build_siw "$k" default
 	build_siw "$k" crc
 	build_siw "$k" patched
+	build_widen "$k"
 	guest_root "$k"
 	log "ready: kernel $k, siw variants default, crc and patched (kpatch/linux)"
 }
@@ -171,6 +185,7 @@ run_job() { # $1 = job script, $2 = output dir, $3 = variant
 	rm -rf initrd && cp -a groot initrd
 	cp "siw-$v.ko" "initrd/lib/modules/$(cat groot/kernel-version)/siw.ko"
 	cp siw-default.ko siw-crc.ko siw-patched.ko initrd/
+	[ -f siw-widen.ko ] && cp siw-widen.ko initrd/
 	cp "$here/guest-init.sh" initrd/init
 	cp "$here/guest-lib.sh" initrd/guest-lib.sh
 	cp "$job" initrd/job.sh

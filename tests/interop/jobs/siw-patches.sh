@@ -49,11 +49,37 @@ race() { # $1 = variant
 	port=$((port + 1))
 }
 
+# The same race with its window widened (siw-widen.ko holds the CPU 1 s after siw sends an MPA
+# frame, between siw_accept's Reply and its hand-over of the socket), the initiator esock's
+# user-level iwping (no siw of its own; ESOCK_PEER=generic: no pause before its first FPDU)
+# on the other CPU: siw as shipped leaves the first Send unread every time, patched siw never.
+wide() { # $1 = variant
+	if ! $B insmod /siw-widen.ko delay_ms=1000; then
+		echo "RIG-WIDE $1 - 0"
+		return
+	fi
+	$B taskset 1 rping -s -P -a 10.0.2.15 -p $port -C 1 -S 64 > "/out/wide-$1-server.log" 2>&1 &
+	sv=$!
+	listening $port
+	hung=0 i=0
+	while [ $i -lt "${WIDE_N:-4}" ]; do
+		ESOCK_BACKEND=user ESOCK_PEER=generic $B timeout 10 $B taskset 2 /iwping -c \
+			-a 10.0.2.15 -p $port -C 1 -S 64 -v --no-crc >> "/out/wide-$1-client.log" 2>&1 ||
+			hung=$((hung + 1))
+		i=$((i + 1))
+	done
+	kill $sv 2>/dev/null
+	$B rmmod siw-widen
+	echo "RIG-WIDE $1 $hung $i"
+	port=$((port + 1))
+}
+
 for v in default patched; do
 	use_siw "$v"
 	case_run "term-$v" $B timeout 30 rping -c -a 10.0.2.15 -p $port -C 3 -S 100 -v
 	case_run "badread-$v" env ESOCK_BACKEND=user $B timeout 30 /bad-read 10.0.2.15 $port 4096
 	race "$v"
+	wide "$v"
 done
 
 # kpatch/linux 0004, patched siw only (siw as shipped oopses: the guest would
