@@ -31,6 +31,8 @@ static const char usage_text[] =
 	"                    answer, as a server does per request (default 0)\n"
 	"  --addr A          the endpoint's connections to and from IPv4 address A (default\n"
 	"                    127.0.0.1; ESOCK_BACKEND=verbs on siw needs the netdev's)\n"
+	"  --backends C/S    the client's and the server's backend (user|verbs|auto), e.g.\n"
+	"                    user/verbs; default: both $ESOCK_BACKEND\n"
 	"  --crc on|off|both, --markers on|off|both   (default CRC on, markers off)\n"
 	"  --pack on|off     FPDUs of back-to-back messages share TCP segments, both ends\n"
 	"                    having announced esock in the MPA exchange (default on; off:\n"
@@ -105,6 +107,29 @@ static void defaults(struct bench_opts *o)
 	o->cpus[0] = CPUS_NONE, o->ncpus = 1;
 }
 
+/* --backends C/S: each of user, verbs or auto. */
+static int parse_backends(const char *arg, struct bench_opts *o)
+{
+	static const char *const names[] = { "user", "verbs", "auto" };
+	const char *slash = strchr(arg, '/');
+
+	if (!slash)
+		return -1;
+	for (int side = 0; side < 2; side++) {
+		const char *b = side ? slash + 1 : arg;
+		size_t n = side ? strlen(b) : (size_t)(slash - arg);
+		int i;
+
+		for (i = 0; i < 3; i++)
+			if (n == strlen(names[i]) && strncmp(b, names[i], n) == 0)
+				break;
+		if (i == 3)
+			return -1;
+		o->backend[side] = names[i];
+	}
+	return 0;
+}
+
 /* One option; returns 0, or -1 when its argument is malformed. */
 static int option(struct bench_opts *o, int c, const char *arg)
 {
@@ -124,6 +149,7 @@ static int option(struct bench_opts *o, int c, const char *arg)
 	case 'P': return parse_cpus(arg, o);
 	case 'O': return strcmp(arg, "tcp") == 0 ? (o->only = 1, 0) : strcmp(arg, "esock") == 0 ? (o->only = 2, 0) : -1;
 	case 'A': return inet_pton(AF_INET, arg, &bench_ep_addr) == 1 ? 0 : -1;
+	case 'E': return parse_backends(arg, o);
 	case 'S':
 		o->nlat = o->nbw = bench_parse_sizes(arg, o->lat_sizes, BENCH_SIZES_MAX);
 		memcpy(o->bw_sizes, o->lat_sizes, sizeof(o->bw_sizes));
@@ -145,6 +171,7 @@ int main(int argc, char **argv)
 		{ "window", required_argument, NULL, 'w' }, { "crc", required_argument, NULL, 'C' },
 		{ "markers", required_argument, NULL, 'M' }, { "cpus", required_argument, NULL, 'P' },
 		{ "addr", required_argument, NULL, 'A' }, { "pack", required_argument, NULL, 'k' },
+		{ "backends", required_argument, NULL, 'E' },
 		{ "think", required_argument, NULL, 't' }, { "only", required_argument, NULL, 'O' },
 		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 }
 	};

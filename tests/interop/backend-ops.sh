@@ -6,8 +6,9 @@
 # 4093 B, 64 KiB, and 1 MiB and 16 MiB on the first QP; every octet checked) with
 # server and client each on the user-level or the verbs backend (kernel siw),
 # siw as shipped and siw asking for CRC (no 0-octet Reads towards them: kpatch/linux
-# 0006), and siw with kpatch/linux's series (every Read) (jobs/backend-ops.sh).  Prints the
-# matrix; fails when a case fails or a side ran on another backend than asked.
+# 0006), and siw with kpatch/linux's series (every Read) (jobs/backend-ops.sh); then
+# esock-bench with its client on one backend and its server on the other, both ways.
+# Prints the matrix; fails when a case fails or a side ran on another backend than asked.
 #   backend-ops.sh BUILD_DIR [OUTDIR]
 # Exits 77 (skip) without the verbs backend or the rig.
 set -uo pipefail
@@ -21,7 +22,8 @@ grep -q '^#define ESOCK_HAVE_VERBS 1' "$build/config.h" ||
 	{ say "SKIP: backend ops: built without the verbs backend"; exit 77; }
 [ -f "$RIG_DIR/groot.stamp" ] || { say "SKIP: backend ops: the siw rig is not prepared"; exit 77; }
 rm -rf "$out"
-RIG_FILES="$build/tests/interop/op-matrix=/op-matrix" bash "$here/siw-rig.sh" run \
+RIG_FILES="$build/tests/interop/op-matrix=/op-matrix $build/tools/esock-bench=/esock-bench" \
+	bash "$here/siw-rig.sh" run \
 	"$here/jobs/backend-ops.sh" "$out" default || { say "FAIL backend ops: the guest job failed"; exit 1; }
 fail=0 n=0
 printf '%-22s %-8s %-7s %-7s %s\n' case siw server client result
@@ -48,6 +50,22 @@ while read -r _ name siw srv cli rc; do
 	fi
 done < <(grep -a '^RIG-CASE ' "$out/console.log")
 [ "$n" -eq 12 ] || { say "backend ops: $n of 12 cases ran"; fail=1; }
+# esock-bench, client and server on different backends: every cell must have a value (36:
+# 3 operations x (2 round-trip sizes x p50/p99 + 2 bandwidth sizes) x 2 CRC settings).
+nb=0
+while read -r _ cli srv rc; do
+	rc=${rc%$'\r'} nb=$((nb + 1)) verdict=ok csv=$out/bench-$cli-$srv.csv
+	cells=$(awk -F, 'NR > 1 && $8 + 0 > 0' "$csv" 2>/dev/null | wc -l)
+	[ "$rc" = 0 ] && [ "$cells" -eq 36 ] || verdict="FAILED (exit $rc, $cells of 36 cells)"
+	[ "$verdict" = ok ] || fail=1
+	say "esock-bench client on $cli, server on $srv: $verdict"
+	if [ -n "${ESOCK_MATRIX:-}" ]; then
+		printf '%s\t%s\t%s\t%s\t%s\t%s\n' "esock-bench ($srv, siw default)" "esock-bench ($cli)" \
+			"Send, Write, Read: lat + bw" "off+on" "64B-1MiB" "$([ "$verdict" = ok ] && echo PASS || echo FAIL)" \
+			>>"$ESOCK_MATRIX"
+	fi
+done < <(grep -a '^RIG-BENCH ' "$out/console.log")
+[ "$nb" -eq 2 ] || { say "backend ops: $nb of 2 esock-bench runs"; fail=1; }
 # Cases that passed only the second time, named (their first logs: NAME-*-try1.log).
 grep -a '^RIG-RETRY ' "$out/console.log" | while read -r _ name rc; do
 	say "backend ops: $name failed once (exit ${rc%$'\r'}) and passed when run again; first logs in $out/$name-*-try1.log"

@@ -41,6 +41,7 @@ struct bench_opts {
 	int only;                     /* 0 both, 1 TCP only, 2 esock only (profiling) */
 	enum bench_cpus cpus[3];
 	int ncpus;
+	const char *backend[2];       /* client's, server's $ESOCK_BACKEND (NULL: inherited) */
 };
 
 /* One measurement, as the client tells the server over ctl. */

@@ -195,8 +195,13 @@ static void client_main(const struct bench_opts *o, enum bench_cpus cpus)
 		bench_die("fork failed");
 	if (pid == 0) {
 		close(sv[0]);
+		/* (read at the first endpoint object, which each process makes after this fork) */
+		if (o->backend[1])
+			setenv("ESOCK_BACKEND", o->backend[1], 1);
 		bench_server(sv[1], cpus, max_size(o));
 	}
+	if (o->backend[0])
+		setenv("ESOCK_BACKEND", o->backend[0], 1);
 	bench_set_child(pid);
 	close(sv[1]);
 	c.ctl = sv[0];

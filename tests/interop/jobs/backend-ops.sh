@@ -36,4 +36,15 @@ for siw in default crc patched; do
 		done
 	done
 done
+# esock-bench with its client and server on different backends (--backends C/S), siw as
+# shipped: Send, RDMA Write and RDMA Read round trips and bandwidth, CRC off and on (the
+# user-level side asks for it, siw follows).  One line each: RIG-BENCH CLIENT SERVER EXIT.
+use_siw default
+for pair in user/verbs verbs/user; do
+	ESOCK_PEER=siw $B timeout 300 /esock-bench --lat --bw --ops send,write,read \
+		--lat-sizes 64,4K --bw-sizes 64K,1M --iters 200 --seconds 0.3 --crc both \
+		--addr $ME --backends $pair --csv > "/out/bench-${pair%/*}-${pair#*/}.csv" \
+		2> "/out/bench-${pair%/*}-${pair#*/}.log"
+	echo "RIG-BENCH ${pair%/*} ${pair#*/} $?"
+done
 exit 0
