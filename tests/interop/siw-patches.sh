@@ -15,7 +15,11 @@
 #        wide), then esock's iwping against rping -s with siw-widen.ko holding the CPU 1 s
 #        after siw sends an MPA frame: siw as shipped must leave a first Send unread,
 #        patched siw never.
-#   0004, 0006: op-matrix's zero-length SGEs and 0-octet Reads (below).
+#   0005 two contexts on one send queue: iwping (CRC on) against rping -s with
+#        siw-widen.ko holding the CPU after each short send of rping's system call: siw as
+#        shipped must send a wrong CRC, patched siw never.
+#   0004, 0006: op-matrix's zero-length SGEs (siw as shipped in a boot of its own: it oopses)
+#        and 0-octet Reads (below).
 #   siw-patches.sh BUILD_DIR [OUTDIR]
 # Exits 77 (skip) when the rig is not prepared; 1 when a check fails.
 set -uo pipefail
@@ -110,8 +114,37 @@ else
 	fail=1
 fi
 
-# 0004: zero-length SGEs before octets, sent by patched siw (not tried on siw as shipped:
-# it oopses, kpatch/linux/README.md).
+# 0005: two contexts on one send queue, the window widened (siw-widen.ko short_ms): siw as
+# shipped sends an FPDU whose CRC hashes the payload twice, which iwping Terminates ("MPA CRC
+# mismatch"); patched siw carries all 20 pings of 64 KiB with CRC on.
+read -r _ _ crc_d <<<"$(tr -d '\r' <"$out/console.log" | grep '^RIG-CRCRACE default ')"
+read -r _ _ crc_p <<<"$(tr -d '\r' <"$out/console.log" | grep '^RIG-CRCRACE patched ')"
+if [ "${crc_d:-0}" != 0 ] && [ "${crc_d:-}" != - ] &&
+	grep -q "MPA CRC mismatch" "$out/crcrace-default-client.log" 2>/dev/null; then
+	say "siw as shipped, send queue race widened: an FPDU with a wrong CRC, Terminated (MPA CRC mismatch)"
+else
+	say "FAIL siw as shipped, send queue race widened: no CRC mismatch (client exit ${crc_d:-?}; the reproduction did not reproduce)"
+	fail=1
+fi
+if [ "${crc_p:-}" = 0 ] && [ "$(grep -c '^ping data' "$out/crcrace-patched-client.log" 2>/dev/null)" = 20 ]; then
+	say "PASS 0005 send queue race, window widened: patched siw, 20 pings of 64 KiB with CRC on, every CRC right"
+else
+	say "FAIL 0005 send queue race, window widened: patched siw, client exit ${crc_p:-?}"
+	fail=1
+fi
+
+# 0004: zero-length SGEs before octets, sent by patched siw; siw as shipped in a boot of its
+# own (jobs/siw-oops.sh), which the oops ends: its console must show siw_tx_hdt's NULL
+# dereference.
+RIG_FILES="$build/tests/interop/op-matrix=/op-matrix" \
+	bash "$here/siw-rig.sh" run "$here/jobs/siw-oops.sh" "$out/oops" default >/dev/null 2>&1
+if grep -aq 'BUG: kernel NULL pointer dereference' "$out/oops/console.log" 2>/dev/null &&
+	grep -aq 'siw_tx_hdt' "$out/oops/console.log"; then
+	say "siw as shipped: zero-length SGE first: kernel oops (NULL pointer dereference in siw_tx_hdt)"
+else
+	say "FAIL siw as shipped: zero-length SGE first: no oops in siw_tx_hdt ($(grep -a '^RIG-OOPS' "$out/oops/console.log" 2>/dev/null | tail -n 1))"
+	fail=1
+fi
 read -r _ zc zs <<<"$(tr -d '\r' <"$out/console.log" | grep '^RIG-ZEROSGE ')"
 zn=$(grep -c 'read ok' "$out/zerosge-client.log" 2>/dev/null)
 if [ "${zc:-x}/${zs:-x}" = 0/0 ] && [ "${zn:-0}" -eq 18 ] && ! grep -aq 'BUG: kernel NULL' "$out/console.log"; then

@@ -74,12 +74,37 @@ wide() { # $1 = variant
 	port=$((port + 1))
 }
 
+# kpatch/linux 0005, two contexts on one send queue: with siw-widen.ko holding the CPU 20 ms
+# after each of siw_tx_hdt's sends that TCP did not take whole in rping's system call (the
+# server pinned to CPU 0, and so its QP's transmit thread, on CPU 1 as siw picks it for the
+# first QP), the transmit thread sends the same FPDU meanwhile; siw as shipped hashes its
+# payload twice into the CRC, and esock's iwping (CRC on) Terminates it: "MPA CRC mismatch".
+crcrace() { # $1 = variant
+	if ! $B insmod /siw-widen.ko delay_ms=0 short_ms=20; then
+		echo "RIG-CRCRACE $1 -"
+		return
+	fi
+	wmem=$($B cat /proc/sys/net/ipv4/tcp_wmem)
+	echo "4096 4096 8192" > /proc/sys/net/ipv4/tcp_wmem
+	$B taskset 1 rping -s -a 10.0.2.15 -p $port -C 20 -S 65535 -V > "/out/crcrace-$1-server.log" 2>&1 &
+	sv=$!
+	listening $port
+	ESOCK_LOG=info ESOCK_BACKEND=user $B timeout 120 $B taskset 2 /iwping -c -a 10.0.2.15 \
+		-p $port -C 20 -S 65535 -V -v --crc > "/out/crcrace-$1-client.log" 2>&1
+	echo "RIG-CRCRACE $1 $?"
+	kill $sv 2>/dev/null
+	echo "$wmem" > /proc/sys/net/ipv4/tcp_wmem
+	$B rmmod siw-widen
+	port=$((port + 1))
+}
+
 for v in default patched; do
 	use_siw "$v"
 	case_run "term-$v" $B timeout 30 rping -c -a 10.0.2.15 -p $port -C 3 -S 100 -v
 	case_run "badread-$v" env ESOCK_BACKEND=user $B timeout 30 /bad-read 10.0.2.15 $port 4096
 	race "$v"
 	wide "$v"
+	crcrace "$v"
 done
 
 # kpatch/linux 0004, patched siw only (siw as shipped oopses: the guest would
