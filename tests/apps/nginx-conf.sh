@@ -4,8 +4,8 @@
 # for all of them, everything under $tmp, nothing in /var.
 #
 # nginx_conf PORT WORKERS CONNECTIONS [MAIN] [HTTP] [LISTEN]: writes
-# $tmp/nginx.conf, a server of $tmp/www on 127.0.0.1:PORT; MAIN and HTTP are
-# extra directives for the main and the http block ("master_process off;",
+# $tmp/nginx.conf, a server of $tmp/www on 127.0.0.1:PORT ($NGINX_ADDR:PORT if set); MAIN
+# and HTTP are extra directives for the main and the http block ("master_process off;",
 # "sendfile on;"), LISTEN extra parameters of the listen directive.
 nginx_conf() {
 	cat >"$tmp/nginx.conf" <<CONF
@@ -24,7 +24,7 @@ http {
 	uwsgi_temp_path $tmp/cache;
 	scgi_temp_path $tmp/cache;
 	server {
-		listen 127.0.0.1:$1${6:+ $6};
+		listen ${NGINX_ADDR:-127.0.0.1}:$1${6:+ $6};
 		root $tmp/www;
 	}
 }
