@@ -46,7 +46,29 @@ struct esock_shmq {
 	uint64_t skip;       /* producer: octets of a skip mark before the reserved record */
 	int bell;            /* producer: the consumer's eventfd, or -1 (the futex) */
 	bool dead;
+	struct esock_shmq_remote remote; /* (push NULL: the two sides share the memory) */
 };
+
+/* The octets of this side's copy that the other side's copy must get too (remote queues). */
+static void push(struct esock_shmq *q, const void *at, uint32_t len)
+{
+	if (q->remote.push && q->remote.push(q->remote.arg, (uint32_t)((const uint8_t *)at - (const uint8_t *)q->sh),
+					    len) < 0)
+		q->dead = true;
+}
+
+/* The other side's copy of these octets into ours, waited for (remote queues). */
+static void pull(struct esock_shmq *q, const void *at, uint32_t len)
+{
+	if (q->remote.pull && q->remote.pull(q->remote.arg, (uint32_t)((const uint8_t *)at - (const uint8_t *)q->sh),
+					    len) < 0)
+		q->dead = true;
+}
+
+void esock_shmq_set_remote(struct esock_shmq *q, const struct esock_shmq_remote *r)
+{
+	q->remote = r ? *r : (struct esock_shmq_remote){ 0 };
+}
 
 static uint32_t rec_len(uint32_t len)
 {
@@ -175,9 +197,13 @@ void esock_shmq_commit(struct esock_shmq *q, uint32_t len)
 	uint32_t pos = (uint32_t)((q->head + q->skip) & (q->cap - 1));
 
 	memcpy(q->data + pos, &len, 4);
+	if (q->skip) /* (the mark, at the end of the data area) */
+		push(q, q->data + (q->head & (q->cap - 1)), 4);
+	push(q, q->data + pos, q->rec);
 	q->head += q->skip + q->rec;
 	q->skip = 0;
 	atomic_store_explicit(&q->sh->head, q->head, memory_order_release);
+	push(q, &q->sh->head, sizeof(q->sh->head)); /* (after the record: placed in order, one QP) */
 	/* (seq_cst: ordered against the consumer's "sleeping, then look again") */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&q->sh->sleeping, memory_order_relaxed)) {
@@ -188,7 +214,10 @@ void esock_shmq_commit(struct esock_shmq *q, uint32_t len)
 		atomic_store_explicit(&q->sh->rung_ns, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
 				      memory_order_relaxed);
 		atomic_fetch_add(&q->sh->seq, 1);
-		if (q->bell >= 0)
+		if (q->remote.ring) {
+			push(q, &q->sh->rung_ns, sizeof(q->sh->rung_ns));
+			q->remote.ring(q->remote.arg);
+		} else if (q->bell >= 0)
 			(void)!TSP_SYS(write)(q->bell, &(uint64_t){ 1 }, sizeof(uint64_t));
 		else
 			futex(&q->sh->seq, FUTEX_WAKE, 1, NULL);
@@ -203,13 +232,18 @@ void esock_shmq_set_bell(struct esock_shmq *q, int efd)
 int esock_shmq_sleep_begin(struct esock_shmq *q)
 {
 	atomic_fetch_add(&q->sh->sleeping, 1);
+	push(q, &q->sh->sleeping, sizeof(q->sh->sleeping));
+	pull(q, &q->sh->head, sizeof(q->sh->head)); /* (after the count reached the producer) */
 	atomic_thread_fence(memory_order_seq_cst);
+	if (q->dead)
+		return 1; /* (do not sleep on a dead link: the next look says so) */
 	return atomic_load_explicit(&q->sh->head, memory_order_acquire) != q->tail;
 }
 
 void esock_shmq_sleep_end(struct esock_shmq *q)
 {
 	atomic_fetch_sub(&q->sh->sleeping, 1);
+	push(q, &q->sh->sleeping, sizeof(q->sh->sleeping));
 }
 
 uint64_t esock_shmq_rung_ns(const struct esock_shmq *q)
@@ -221,8 +255,10 @@ void esock_shmq_set_cpu(struct esock_shmq *q, int cpu)
 {
 	uint32_t v = cpu >= 0 ? (uint32_t)cpu + 1 : 0;
 
-	if (atomic_load_explicit(&q->sh->cons_cpu, memory_order_relaxed) != v)
+	if (atomic_load_explicit(&q->sh->cons_cpu, memory_order_relaxed) != v) {
 		atomic_store_explicit(&q->sh->cons_cpu, v, memory_order_relaxed);
+		push(q, &q->sh->cons_cpu, sizeof(q->sh->cons_cpu));
+	}
 }
 
 int esock_shmq_consumer_cpu(const struct esock_shmq *q)
@@ -259,6 +295,7 @@ const void *esock_shmq_peek(struct esock_shmq *q, uint32_t *len, int *rc)
 				return fail(q, rc, -EBADMSG);
 			q->tail += room;
 			atomic_store_explicit(&q->sh->tail, q->tail, memory_order_release);
+			push(q, &q->sh->tail, sizeof(q->sh->tail));
 			continue;
 		}
 		if (n > esock_shmq_max_record(q) || rec_len(n) > room || rec_len(n) > avail)
@@ -276,6 +313,7 @@ void esock_shmq_release(struct esock_shmq *q)
 	q->tail += q->rec;
 	q->rec = 0;
 	atomic_store_explicit(&q->sh->tail, q->tail, memory_order_release);
+	push(q, &q->sh->tail, sizeof(q->sh->tail));
 }
 
 int esock_shmq_wait(struct esock_shmq *q, int timeout_ms)
@@ -284,6 +322,8 @@ int esock_shmq_wait(struct esock_shmq *q, int timeout_ms)
 	uint32_t seen = atomic_load(&q->sh->seq);
 	int rc = 0;
 
+	if (q->remote.push)
+		return -EOPNOTSUPP; /* (no futex across the network: the consumer sleeps on |ring|) */
 	atomic_fetch_add(&q->sh->sleeping, 1);
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&q->sh->head, memory_order_acquire) == q->tail &&

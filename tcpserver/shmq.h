@@ -97,4 +97,30 @@ int esock_shmq_consumer_cpu(const struct esock_shmq *q);
 /* Consumer: threads of this side that said they sleep now (a hint: it may change at once). */
 unsigned esock_shmq_sleepers(const struct esock_shmq *q);
 
+/*
+ * A queue whose two sides share no memory (the iWARP transport of the TCP
+ * Server's cluster variant, docs/tcpserver.md): each side lays a queue of
+ * the same |cap| over memory of its own (esock_shmq_init), and every word
+ * this side writes for the other (a record and its skip mark, the producer's
+ * end, the consumer's position, its sleep count and CPU, when the producer
+ * rang) reaches the other side's copy at the same offset through |push|,
+ * which an RDMA Write carries.  |ring| replaces the futex and the bell: it
+ * wakes a consumer that said it sleeps.  A consumer about to sleep pushes
+ * its sleep count and then |pull|s the producer's end into its copy (an RDMA
+ * Read, which the peer serves after the Write before it): either that end
+ * shows a record, or the producer's next commit sees the count and rings
+ * (the shared-memory queue's fences, across the network).  The other copy
+ * is checked as shared memory is.  esock_shmq_wait is -EOPNOTSUPP on such a
+ * queue (the consumer sleeps on whatever |ring| reaches).  |push| and |pull|
+ * return 0 or -errno; a failure kills the queue (-EBADMSG from then on: the
+ * link is gone).
+ */
+struct esock_shmq_remote {
+	int (*push)(void *arg, uint32_t off, uint32_t len);
+	int (*pull)(void *arg, uint32_t off, uint32_t len);
+	void (*ring)(void *arg);
+	void *arg;
+};
+void esock_shmq_set_remote(struct esock_shmq *q, const struct esock_shmq_remote *r);
+
 #endif /* ESOCK_TCPSERVER_SHMQ_H */

@@ -5,13 +5,19 @@
  * a full queue says so, two processes pass a stream of records (the
  * consumer sleeping when it is empty), and a queue the other side broke is
  * refused, never read outside its memory; the hints for looking or
- * sleeping (when the producer rang, the consumer's CPU) read back.
+ * sleeping (when the producer rang, the consumer's CPU) read back.  And
+ * the same queue across two memories (the iWARP transport's: words pushed
+ * and pulled by hooks): in order, flow control by the consumer's pushes
+ * (its control: without them the producer stays full), sleeping and ringing
+ * with the count and the record crossing in flight, a broken link, a lying
+ * producer.
  */
 #include "config.h"
 
 #include <check.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -288,6 +294,219 @@ START_TEST(two_processes)
 }
 END_TEST
 
+
+/*
+ * Remote copies (the iWARP transport's queues): each side has its own
+ * memory, the words one side writes for the other travel by |push| (an
+ * RDMA Write there, a copy here), |pull| fetches the other copy's words (an
+ * RDMA Read), |ring| wakes.  A "link" joins a producer's copy to a
+ * consumer's; |broken| makes every push fail.
+ */
+struct link {
+	uint8_t *mine, *theirs;
+	size_t len;
+	int rings, pushes;
+	bool broken, hold; /* hold: pushes are kept back (in flight) until flushed */
+	uint32_t held_off[64], held_len[64];
+	int nheld;
+};
+
+static int link_push(void *arg, uint32_t off, uint32_t len)
+{
+	struct link *l = arg;
+
+	ck_assert_uint_le((size_t)off + len, l->len); /* never outside the queue's memory */
+	if (l->broken)
+		return -EIO;
+	l->pushes++;
+	if (l->hold) {
+		ck_assert_int_lt(l->nheld, 64);
+		l->held_off[l->nheld] = off;
+		l->held_len[l->nheld++] = len;
+		return 0;
+	}
+	memcpy(l->theirs + off, l->mine + off, len);
+	return 0;
+}
+
+static void link_flush(struct link *l)
+{
+	for (int i = 0; i < l->nheld; i++)
+		memcpy(l->theirs + l->held_off[i], l->mine + l->held_off[i], l->held_len[i]);
+	l->nheld = 0;
+	l->hold = false;
+}
+
+static int link_pull(void *arg, uint32_t off, uint32_t len)
+{
+	struct link *l = arg;
+
+	ck_assert_uint_le((size_t)off + len, l->len);
+	if (l->broken)
+		return -EIO;
+	memcpy(l->mine + off, l->theirs + off, len);
+	return 0;
+}
+
+static void link_ring(void *arg)
+{
+	((struct link *)arg)->rings++;
+}
+
+/* A producer on |a| and a consumer on |b| (two memories), joined by |pl| and |cl|. */
+static void remote_pair(struct link *pl, struct link *cl, struct esock_shmq **p, struct esock_shmq **c,
+			bool consumer_pushes)
+{
+	size_t sz = esock_shmq_size(CAP);
+	uint8_t *a = aligned_alloc(64, sz), *b = aligned_alloc(64, sz);
+	struct esock_shmq_remote pr = { link_push, link_pull, link_ring, pl };
+	struct esock_shmq_remote cr = { link_push, link_pull, link_ring, cl };
+
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	*pl = (struct link){ .mine = a, .theirs = b, .len = sz };
+	*cl = (struct link){ .mine = b, .theirs = a, .len = sz };
+	*p = esock_shmq_init(a, CAP);
+	*c = esock_shmq_init(b, CAP);
+	ck_assert_ptr_nonnull(*p);
+	ck_assert_ptr_nonnull(*c);
+	esock_shmq_set_remote(*p, &pr);
+	if (consumer_pushes)
+		esock_shmq_set_remote(*c, &cr);
+}
+
+static void remote_end(struct link *pl, struct esock_shmq *p, struct esock_shmq *c)
+{
+	uint8_t *a = pl->mine, *b = pl->theirs;
+
+	esock_shmq_detach(p);
+	esock_shmq_detach(c);
+	free(a);
+	free(b);
+}
+
+/* Records cross whole and in order, across the end, through pushes only; a full queue frees by the consumer's. */
+START_TEST(remote_copies_in_order)
+{
+	struct link pl, cl;
+	struct esock_shmq *p, *c;
+	unsigned seed = 7;
+	uint32_t len;
+	int rc, n = 0;
+
+	remote_pair(&pl, &cl, &p, &c, true);
+	for (int round = 0; round < 20000; round++) {
+		uint32_t k = (uint32_t)rand_r(&seed) % 700;
+
+		put(p, k, (uint8_t)round);
+		take(c, k, (uint8_t)round);
+	}
+	ck_assert_ptr_null(esock_shmq_peek(c, &len, &rc));
+	ck_assert_int_eq(rc, -EAGAIN);
+	/* Full, then room again once the consumer's position came back. */
+	for (uint8_t *r; (r = esock_shmq_reserve(p, 100, &rc)); n++) {
+		memset(r, 0, 100);
+		esock_shmq_commit(p, 100);
+	}
+	ck_assert_int_eq(rc, -EAGAIN);
+	take(c, 100, 0);
+	ck_assert_ptr_nonnull(esock_shmq_reserve(p, 100, &rc));
+	esock_shmq_commit(p, 100);
+	ck_assert_int_gt(n, 10);
+	ck_assert_int_eq(esock_shmq_wait(c, 0), -EOPNOTSUPP);
+	remote_end(&pl, p, c);
+}
+END_TEST
+
+/* The control: a consumer whose position never reaches the producer leaves it full for good. */
+START_TEST(remote_copies_need_the_consumers_pushes)
+{
+	struct link pl, cl;
+	struct esock_shmq *p, *c;
+	int rc, n = 0;
+
+	remote_pair(&pl, &cl, &p, &c, false);
+	for (uint8_t *r; (r = esock_shmq_reserve(p, 100, &rc)); n++) {
+		memset(r, 0, 100);
+		esock_shmq_commit(p, 100);
+	}
+	for (int i = 0; i < n; i++)
+		take(c, 100, 0);
+	ck_assert_ptr_null(esock_shmq_reserve(p, 100, &rc));
+	ck_assert_int_eq(rc, -EAGAIN);
+	remote_end(&pl, p, c);
+}
+END_TEST
+
+/*
+ * Sleeping across the link: the consumer's count reaches the producer,
+ * whose next commit rings once; a consumer whose count is still in flight
+ * (the producer's commit raced it) finds the record by its pull and does
+ * not sleep; a broken link kills the queue.
+ */
+START_TEST(remote_copies_sleep_and_ring)
+{
+	struct link pl, cl;
+	struct esock_shmq *p, *c;
+	uint32_t len;
+	int rc;
+
+	remote_pair(&pl, &cl, &p, &c, true);
+	ck_assert_int_eq(esock_shmq_sleep_begin(c), 0); /* empty: it may sleep */
+	put(p, 10, 1);
+	ck_assert_int_eq(pl.rings, 1);
+	ck_assert_uint_ne(esock_shmq_rung_ns(c), 0);
+	esock_shmq_sleep_end(c);
+	take(c, 10, 1);
+	put(p, 10, 2);
+	ck_assert_int_eq(pl.rings, 1); /* awake: no ring */
+	take(c, 10, 2);
+	/*
+	 * The race: the consumer's count and the producer's record cross in
+	 * flight.  The commit does not see the count (no ring), the consumer
+	 * does not see the record's push yet: its pull of the producer's end
+	 * finds it, so it does not sleep (without the pull it would, for good).
+	 */
+	cl.hold = pl.hold = true;
+	put(p, 20, 3);
+	ck_assert_int_eq(pl.rings, 1);
+	ck_assert_int_eq(esock_shmq_sleep_begin(c), 1);
+	link_flush(&cl);
+	link_flush(&pl);
+	esock_shmq_sleep_end(c);
+	take(c, 20, 3);
+	/* The consumer tells its CPU across. */
+	esock_shmq_set_cpu(c, 3);
+	ck_assert_int_eq(esock_shmq_consumer_cpu(p), 3);
+	/* A broken link: the queue is dead on that side. */
+	pl.broken = true;
+	put(p, 5, 4); /* (the commit's pushes fail) */
+	ck_assert_ptr_null(esock_shmq_reserve(p, 5, &rc));
+	ck_assert_int_eq(rc, -EBADMSG);
+	ck_assert_ptr_null(esock_shmq_peek(c, &len, &rc)); /* (nothing arrived) */
+	ck_assert_int_eq(rc, -EAGAIN);
+	remote_end(&pl, p, c);
+}
+END_TEST
+
+/* A producer's copy that lies (its end beyond the data): the consumer refuses it, reads nothing. */
+START_TEST(remote_copies_hostile_producer)
+{
+	struct link pl, cl;
+	struct esock_shmq *p, *c;
+	uint64_t bad = 1u << 30;
+	uint32_t len;
+	int rc;
+
+	remote_pair(&pl, &cl, &p, &c, true);
+	put(p, 8, 9);
+	memcpy(pl.theirs + 64, &bad, sizeof(bad)); /* (the head word, as a push would put it) */
+	ck_assert_ptr_null(esock_shmq_peek(c, &len, &rc));
+	ck_assert_int_eq(rc, -EBADMSG);
+	remote_end(&pl, p, c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("shmq");
@@ -299,6 +518,10 @@ static Suite *suite(void)
 	tcase_add_test(tc, broken_by_the_other_side);
 	tcase_add_test(tc, wake_hints);
 	tcase_add_test(tc, two_processes);
+	tcase_add_test(tc, remote_copies_in_order);
+	tcase_add_test(tc, remote_copies_need_the_consumers_pushes);
+	tcase_add_test(tc, remote_copies_sleep_and_ring);
+	tcase_add_test(tc, remote_copies_hostile_producer);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return s;
