@@ -14,6 +14,15 @@ libesock_tsp_lib_la_SOURCES = $(libesock_tsp_la_SOURCES) tcpserver/sys.h
 libesock_tsp_lib_la_CPPFLAGS = $(AM_CPPFLAGS) -DESOCK_TSP_IN_LIBESOCK
 libesock_tsp_lib_la_LIBADD = -lpthread
 
+# The channel across the network (the cluster variant's transport, rchan.h): the
+# queues over an esock QP, hence the endpoint library.
+noinst_LTLIBRARIES += libesock_tsp_rchan.la
+libesock_tsp_rchan_la_SOURCES = tcpserver/rchan.h tcpserver/rchan.c
+libesock_tsp_rchan_la_LIBADD = libesock_tsp.la libesock_ep.la
+
+TEST_PROGS += tests/integration/check_rchan
+tests_integration_check_rchan_LDADD = libesock_tsp_rchan.la tests/unit/libtestutil.la $(CHECK_LIBS) -lpthread
+
 # The daemon.
 bin_PROGRAMS += tcpserver/tcpserverd
 tcpserver_tcpserverd_SOURCES = tcpserver/tcpserverd.c

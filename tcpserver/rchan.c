@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: MIT */
+/* A host's channel to tcpserverd across the network (rchan.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tcpserver/rchan.h"
+#include "util/byteorder.h"
+
+#define HELLO_MAGIC 0x65545350u /* "eTSP" */
+#define HELLO_VERSION 1u
+#define HELLO_LEN 24u           /* magic, version, cap, STag (4 each), address (8) */
+#define SQ_DEPTH 256u           /* Writes, Reads and rings in flight */
+#define RINGS 64u               /* receives kept posted for the peer's rings */
+#define PULL_MS 5000            /* a Read that takes longer: the link is gone */
+
+enum { WR_RING_RECV = 1, WR_WRITE, WR_READ, WR_RING };
+
+/* One queue's copies: its offset in both sides' regions. */
+struct link {
+	struct tsp_rchan *c;
+	size_t base;
+};
+
+struct tsp_rchan {
+	struct esock_pd *pd;
+	struct esock_cq *scq;  /* our Writes, Reads and rings: reaped, never slept on */
+	struct esock_cq *cq;   /* the peer's rings: the bell */
+	struct esock_qp *qp;
+	struct esock_mr *mr;
+	uint8_t *mem;          /* our copies: requests at 0, responses at qlen */
+	size_t qlen;
+	uint32_t cap;
+	uint32_t peer_stag;
+	uint64_t peer_addr;
+	struct esock_shmq *req, *resp;
+	struct link lreq, lresp;
+	unsigned reads;        /* Reads completed (a pull waits for the next) */
+	int err;               /* the link's error, once it broke */
+};
+
+static void hello(const struct tsp_rchan *c, uint8_t *p)
+{
+	esock_put_be32(p, HELLO_MAGIC);
+	esock_put_be32(p + 4, HELLO_VERSION);
+	esock_put_be32(p + 8, c->cap);
+	esock_put_be32(p + 12, esock_mr_stag(c->mr));
+	esock_put_be64(p + 16, (uintptr_t)c->mem);
+}
+
+/* The peer's hello (at the end of its private data): its copies' key and address.  0 or -EPROTO. */
+static int heard(struct tsp_rchan *c, const struct esock_conn_info *ci, uint32_t *cap)
+{
+	const uint8_t *p;
+
+	if (ci->private_data_len < HELLO_LEN)
+		return -EPROTO;
+	p = ci->private_data + ci->private_data_len - HELLO_LEN;
+	if (esock_get_be32(p) != HELLO_MAGIC || esock_get_be32(p + 4) != HELLO_VERSION)
+		return -EPROTO;
+	*cap = esock_get_be32(p + 8);
+	c->peer_stag = esock_get_be32(p + 12);
+	c->peer_addr = esock_get_be64(p + 16);
+	return esock_shmq_size(*cap) ? 0 : -EPROTO;
+}
+
+/* Takes every completion of |cq| there is; a failed one breaks the link. */
+static void reap_cq(struct tsp_rchan *c, struct esock_cq *cq)
+{
+	struct esock_wc wc[32];
+	int n;
+
+	while ((n = esock_cq_poll(cq, 32, wc)) > 0)
+		for (int i = 0; i < n; i++) {
+			if (wc[i].status != ESOCK_WC_SUCCESS) {
+				if (!c->err)
+					c->err = -ECONNRESET;
+				continue;
+			}
+			if (wc[i].wr_id == WR_RING_RECV) { /* a ring: its receive again */
+				struct esock_recv_wr r = { .wr_id = WR_RING_RECV };
+
+				if (esock_post_recv(c->qp, &r, NULL) < 0 && !c->err)
+					c->err = -ECONNRESET;
+			} else if (wc[i].wr_id == WR_READ) {
+				c->reads++;
+			}
+		}
+}
+
+static void reap(struct tsp_rchan *c)
+{
+	reap_cq(c, c->scq);
+	reap_cq(c, c->cq);
+}
+
+static void pause_us(long us)
+{
+	struct timespec ts = { 0, us * 1000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Posts |wr|, waiting for room in the send queue.  0 or the link's error. */
+static int post(struct tsp_rchan *c, struct esock_send_wr *wr)
+{
+	int rc = 0;
+
+	while (!c->err && (rc = esock_post_send(c->qp, wr, NULL)) == -ENOMEM) {
+		reap(c);
+		pause_us(20);
+	}
+	if (!c->err && rc < 0)
+		c->err = rc;
+	return c->err;
+}
+
+/* shmq's push: our copy's octets [off, off + len) of this queue to the peer's copy. */
+static int push(void *arg, uint32_t off, uint32_t len)
+{
+	struct link *l = arg;
+	struct tsp_rchan *c = l->c;
+	struct esock_sge sge = { .addr = (uintptr_t)(c->mem + l->base + off), .length = len,
+				 .lkey = esock_mr_stag(c->mr) };
+	struct esock_send_wr wr = { .wr_id = WR_WRITE, .opcode = ESOCK_WR_RDMA_WRITE, .sg_list = &sge,
+				    .num_sge = 1, .remote_addr = c->peer_addr + l->base + off,
+				    .rkey = c->peer_stag };
+
+	return post(c, &wr);
+}
+
+/* shmq's pull: the peer's copy of those octets into ours, waited for (an RDMA Read). */
+static int pull(void *arg, uint32_t off, uint32_t len)
+{
+	struct link *l = arg;
+	struct tsp_rchan *c = l->c;
+	struct esock_sge sge = { .addr = (uintptr_t)(c->mem + l->base + off), .length = len,
+				 .lkey = esock_mr_stag(c->mr) };
+	struct esock_send_wr wr = { .wr_id = WR_READ, .opcode = ESOCK_WR_RDMA_READ, .sg_list = &sge,
+				    .num_sge = 1, .remote_addr = c->peer_addr + l->base + off,
+				    .rkey = c->peer_stag };
+	unsigned want = c->reads + 1;
+
+	if (post(c, &wr) < 0)
+		return c->err;
+	for (int waited = 0; !c->err && (int)(c->reads - want) < 0; waited += 20) {
+		if (waited >= PULL_MS * 1000) {
+			c->err = -ETIMEDOUT;
+			break;
+		}
+		reap(c);
+		if ((int)(c->reads - want) < 0)
+			pause_us(20);
+	}
+	return c->err;
+}
+
+/* shmq's ring: an empty Send, whose arrival makes the peer's bell readable. */
+static void ring(void *arg)
+{
+	struct link *l = arg;
+	struct esock_send_wr wr = { .wr_id = WR_RING, .opcode = ESOCK_WR_SEND };
+
+	(void)post(l->c, &wr);
+}
+
+/* The objects and both queues' copies for queues of |cap| octets; the rings' receives posted. */
+static int setup(struct tsp_rchan **out, uint32_t cap)
+{
+	struct tsp_rchan *c = calloc(1, sizeof(*c));
+	struct esock_qp_attr qa = { 0 };
+	struct esock_shmq_remote rreq = { push, pull, ring, NULL }, rresp = rreq;
+	int rc;
+
+	if (!c)
+		return -ENOMEM;
+	*out = c;
+	c->cap = cap;
+	if (!(c->qlen = esock_shmq_size(cap)))
+		return -EINVAL;
+	if (!(c->mem = aligned_alloc(64, 2 * c->qlen)))
+		return -ENOMEM;
+	memset(c->mem, 0, 2 * c->qlen);
+	if ((rc = esock_pd_alloc(&c->pd)) < 0 || (rc = esock_cq_create(SQ_DEPTH + 16, &c->scq)) < 0 ||
+	    (rc = esock_cq_create(RINGS + 16, &c->cq)) < 0)
+		return rc;
+	qa.pd = c->pd;
+	qa.send_cq = c->scq;
+	qa.recv_cq = c->cq;
+	qa.sq_depth = SQ_DEPTH;
+	qa.rq_depth = RINGS;
+	qa.max_sge = 1;
+	qa.max_recv_sge = 1;
+	qa.sq_sig_all = true;
+	if ((rc = esock_qp_create(&qa, &c->qp)) < 0 ||
+	    (rc = esock_mr_reg(c->pd, c->mem, 2 * c->qlen,
+			       ESOCK_ACCESS_LOCAL_WRITE | ESOCK_ACCESS_REMOTE_WRITE | ESOCK_ACCESS_REMOTE_READ, 0,
+			       &c->mr)) < 0)
+		return rc;
+	for (unsigned i = 0; i < RINGS; i++) {
+		struct esock_recv_wr r = { .wr_id = WR_RING_RECV };
+
+		if ((rc = esock_post_recv(c->qp, &r, NULL)) < 0)
+			return rc;
+	}
+	c->req = esock_shmq_init(c->mem, cap);
+	c->resp = esock_shmq_init(c->mem + c->qlen, cap);
+	if (!c->req || !c->resp)
+		return -ENOMEM;
+	c->lreq = (struct link){ c, 0 };
+	c->lresp = (struct link){ c, c->qlen };
+	rreq.arg = &c->lreq;
+	rresp.arg = &c->lresp;
+	esock_shmq_set_remote(c->req, &rreq);
+	esock_shmq_set_remote(c->resp, &rresp);
+	return 0;
+}
+
+static void param(struct esock_conn_param *p, const uint8_t *pd)
+{
+	memset(p, 0, sizeof(*p));
+	p->private_data = pd;
+	p->private_data_len = HELLO_LEN;
+	p->p2p = 1;              /* (our first FPDU at once: tcpserverd may answer before we push) */
+	p->wait_for_recv = true; /* (a ring beyond the receives posted waits, never Terminates) */
+}
+
+int tsp_rchan_connect(struct tsp_rchan **out, const struct sockaddr *addr, socklen_t len, uint32_t cap)
+{
+	struct esock_conn_param p;
+	struct esock_conn_info ci;
+	uint8_t pd[HELLO_LEN];
+	uint32_t peer_cap;
+	int rc;
+
+	if ((rc = setup(out, cap)) < 0)
+		goto failed;
+	hello(*out, pd);
+	param(&p, pd);
+	if ((rc = esock_qp_connect((*out)->qp, addr, len, &p)) < 0 ||
+	    (rc = esock_qp_conn_info((*out)->qp, &ci)) < 0 || (rc = heard(*out, &ci, &peer_cap)) < 0)
+		goto failed;
+	if (peer_cap != cap) {
+		rc = -EPROTO;
+		goto failed;
+	}
+	return 0;
+failed:
+	tsp_rchan_close(*out);
+	*out = NULL;
+	return rc;
+}
+
+int tsp_rchan_accept(struct tsp_rchan **out, struct esock_conn_req *r)
+{
+	struct esock_conn_param p;
+	struct esock_conn_info ci;
+	struct tsp_rchan probe = { 0 };
+	uint8_t pd[HELLO_LEN];
+	uint32_t cap;
+	int rc;
+
+	*out = NULL;
+	if ((rc = esock_conn_req_info(r, &ci)) < 0 || (rc = heard(&probe, &ci, &cap)) < 0) {
+		esock_reject(r, NULL, 0);
+		return rc;
+	}
+	if ((rc = setup(out, cap)) < 0) {
+		esock_reject(r, NULL, 0);
+		goto failed;
+	}
+	(*out)->peer_stag = probe.peer_stag;
+	(*out)->peer_addr = probe.peer_addr;
+	hello(*out, pd);
+	param(&p, pd);
+	if ((rc = esock_accept(r, (*out)->qp, &p)) < 0) /* (it takes |r|, failing too) */
+		goto failed;
+	return 0;
+failed:
+	tsp_rchan_close(*out);
+	*out = NULL;
+	return rc;
+}
+
+struct esock_shmq *tsp_rchan_req(const struct tsp_rchan *c)
+{
+	return c->req;
+}
+
+struct esock_shmq *tsp_rchan_resp(const struct tsp_rchan *c)
+{
+	return c->resp;
+}
+
+int tsp_rchan_bell(const struct tsp_rchan *c)
+{
+	return esock_cq_fd(c->cq);
+}
+
+int tsp_rchan_drain(struct tsp_rchan *c)
+{
+	do
+		reap(c);
+	while (!c->err && esock_cq_arm(c->cq, false) > 0); /* (only the rings' CQ wakes) */
+	if (!c->err && esock_qp_state(c->qp) == ESOCK_QPS_ERROR)
+		c->err = -ECONNRESET;
+	return c->err;
+}
+
+void tsp_rchan_close(struct tsp_rchan *c)
+{
+	if (!c)
+		return;
+	if (c->qp)
+		esock_qp_destroy(c->qp);
+	if (c->mr)
+		esock_mr_dereg(c->mr);
+	if (c->cq)
+		esock_cq_destroy(c->cq);
+	if (c->scq)
+		esock_cq_destroy(c->scq);
+	if (c->pd)
+		esock_pd_free(c->pd);
+	esock_shmq_detach(c->req);
+	esock_shmq_detach(c->resp);
+	free(c->mem);
+	free(c);
+}

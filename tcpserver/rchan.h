@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A host's channel to tcpserverd across the network (the TCP Server's
+ * cluster variant; docs/tcpserver.md, "The iWARP transport"): the two record
+ * queues of chan.h (requests, responses) over one esock QP.  Each side holds
+ * a copy of both queues in memory registered for the peer's RDMA Write and
+ * Read; the words a side writes for the other (records, positions, sleep
+ * counts) reach the other copy by RDMA Write at the same offset, a consumer
+ * about to sleep reads the producer's end by RDMA Read, and its wake-up is an
+ * empty Send, whose arrival makes the receive CQ's channel readable: the bell
+ * to sleep on in poll or epoll (tsp_rchan_bell), emptied by tsp_rchan_drain
+ * (this side's own Writes and Reads complete on a CQ of their own, which
+ * wakes nobody).
+ *
+ * The MPA private data carries, both ways, a hello: "eTSP", version, the
+ * queues' capacity, and the STag and address of the sender's copies.  A peer
+ * whose hello is missing or differs is refused.  The two ends must be esock
+ * endpoints (either backend) whose QP waits for a receive (the user-level
+ * backend; a kernel QP's first ring beyond the receives posted would be a
+ * Terminate).
+ */
+#ifndef ESOCK_TCPSERVER_RCHAN_H
+#define ESOCK_TCPSERVER_RCHAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <esock/iwarp.h>
+
+#include "tcpserver/shmq.h"
+
+struct tsp_rchan;
+
+/*
+ * Host: connects to tcpserverd's listener at |addr| with queues of |cap|
+ * octets (a power of two, shmq.h's range).  0 or -errno.  The host produces
+ * requests (*req) and consumes responses (*resp).
+ */
+int tsp_rchan_connect(struct tsp_rchan **c, const struct sockaddr *addr, socklen_t len, uint32_t cap);
+/*
+ * tcpserverd: takes the connection request |r| of its listener (esock_get_request),
+ * answering with its own hello, or rejecting a peer without a valid one.  0 or -errno.
+ * tcpserverd consumes requests and produces responses.
+ */
+int tsp_rchan_accept(struct tsp_rchan **c, struct esock_conn_req *r);
+/* The channel's queues (this side's handles). */
+struct esock_shmq *tsp_rchan_req(const struct tsp_rchan *c);
+struct esock_shmq *tsp_rchan_resp(const struct tsp_rchan *c);
+/* A descriptor readable when the peer rang (or the link broke): poll it, then drain. */
+int tsp_rchan_bell(const struct tsp_rchan *c);
+/*
+ * Takes the completions that came (rings: their receives posted again),
+ * arms the bell for the next.  0, or the link's error (-ECONNRESET...).
+ */
+int tsp_rchan_drain(struct tsp_rchan *c);
+void tsp_rchan_close(struct tsp_rchan *c);
+
+#endif /* ESOCK_TCPSERVER_RCHAN_H */
