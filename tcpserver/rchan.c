@@ -16,6 +16,10 @@
 #define SQ_DEPTH 256u           /* Writes, Reads and rings in flight */
 #define RINGS 64u               /* receives kept posted for the peer's rings */
 #define PULL_MS 5000            /* a Read that takes longer: the link is gone */
+#define POST_MS 10000           /* a send queue full that long: the peer stopped reading */
+#define HDR_LEN 256u            /* a queue's header lines (shmq.c's DATA_OFF): words, not records */
+#define SNAP 8u                 /* octets of a header word's snapshot slot */
+#define SNAPS (2u * SQ_DEPTH)   /* slots, used in turn (see snap_next) */
 
 enum { WR_RING_RECV = 1, WR_WRITE, WR_READ, WR_RING };
 
@@ -31,8 +35,18 @@ struct tsp_rchan {
 	struct esock_cq *cq;   /* the peer's rings: the bell */
 	struct esock_qp *qp;
 	struct esock_mr *mr;
-	uint8_t *mem;          /* our copies: requests at 0, responses at qlen */
+	uint8_t *mem;          /* our copies: requests at 0, responses at qlen; then the snapshots */
 	size_t qlen;
+	/*
+	 * A header word (an end, a position, a count) changes again before an
+	 * earlier Write of it goes out (a Write's octets are read when it is
+	 * sent): each Write of one goes from a snapshot of its own, 2 x SQ_DEPTH
+	 * slots in turn.  A slot is written again only after more than
+	 * SQ_DEPTH later work requests were posted, so its last Write had
+	 * completed (the send queue holds no more).  A record's octets stay as
+	 * they are until the consumer released them: written from the ring.
+	 */
+	unsigned snap_next;
 	uint32_t cap;
 	uint32_t peer_stag;
 	uint64_t peer_addr;
@@ -109,7 +123,11 @@ static int post(struct tsp_rchan *c, struct esock_send_wr *wr)
 {
 	int rc = 0;
 
-	while (!c->err && (rc = esock_post_send(c->qp, wr, NULL)) == -ENOMEM) {
+	for (long waited = 0; !c->err && (rc = esock_post_send(c->qp, wr, NULL)) == -ENOMEM; waited += 20) {
+		if (waited >= POST_MS * 1000L) {
+			c->err = -ETIMEDOUT;
+			break;
+		}
 		reap(c);
 		pause_us(20);
 	}
@@ -129,6 +147,14 @@ static int push(void *arg, uint32_t off, uint32_t len)
 				    .num_sge = 1, .remote_addr = c->peer_addr + l->base + off,
 				    .rkey = c->peer_stag };
 
+	if (off < HDR_LEN) { /* a header word: from a snapshot (see snap_next) */
+		uint8_t *s = c->mem + 2 * c->qlen + (size_t)(c->snap_next++ % SNAPS) * SNAP;
+
+		if (len > SNAP)
+			return c->err = -EINVAL;
+		memcpy(s, c->mem + l->base + off, len);
+		sge.addr = (uintptr_t)s;
+	}
 	return post(c, &wr);
 }
 
@@ -181,9 +207,9 @@ static int setup(struct tsp_rchan **out, uint32_t cap)
 	c->cap = cap;
 	if (!(c->qlen = esock_shmq_size(cap)))
 		return -EINVAL;
-	if (!(c->mem = aligned_alloc(64, 2 * c->qlen)))
+	if (!(c->mem = aligned_alloc(64, 2 * c->qlen + SNAPS * SNAP)))
 		return -ENOMEM;
-	memset(c->mem, 0, 2 * c->qlen);
+	memset(c->mem, 0, 2 * c->qlen + SNAPS * SNAP);
 	if ((rc = esock_pd_alloc(&c->pd)) < 0 || (rc = esock_cq_create(SQ_DEPTH + 16, &c->scq)) < 0 ||
 	    (rc = esock_cq_create(RINGS + 16, &c->cq)) < 0)
 		return rc;
@@ -196,7 +222,7 @@ static int setup(struct tsp_rchan **out, uint32_t cap)
 	qa.max_recv_sge = 1;
 	qa.sq_sig_all = true;
 	if ((rc = esock_qp_create(&qa, &c->qp)) < 0 ||
-	    (rc = esock_mr_reg(c->pd, c->mem, 2 * c->qlen,
+	    (rc = esock_mr_reg(c->pd, c->mem, 2 * c->qlen + SNAPS * SNAP,
 			       ESOCK_ACCESS_LOCAL_WRITE | ESOCK_ACCESS_REMOTE_WRITE | ESOCK_ACCESS_REMOTE_READ, 0,
 			       &c->mr)) < 0)
 		return rc;
