@@ -136,26 +136,37 @@ static int post(struct tsp_rchan *c, struct esock_send_wr *wr)
 	return c->err;
 }
 
+/*
+ * Posts an RDMA Write or Read between our copy of |l|'s queue and the peer's,
+ * octets [off, off + len) on both sides; |from|: the local octets (a
+ * snapshot), or NULL for our copy itself.
+ */
+static int rdma(const struct link *l, enum esock_wr_opcode op, uint64_t id, uint32_t off, uint32_t len,
+		const uint8_t *from)
+{
+	struct tsp_rchan *c = l->c;
+	struct esock_sge sge = { .addr = (uintptr_t)(from ? from : c->mem + l->base + off), .length = len,
+				 .lkey = esock_mr_stag(c->mr) };
+	struct esock_send_wr wr = { .wr_id = id, .opcode = op, .sg_list = &sge, .num_sge = 1,
+				    .remote_addr = c->peer_addr + l->base + off, .rkey = c->peer_stag };
+
+	return post(c, &wr);
+}
+
 /* shmq's push: our copy's octets [off, off + len) of this queue to the peer's copy. */
 static int push(void *arg, uint32_t off, uint32_t len)
 {
 	struct link *l = arg;
 	struct tsp_rchan *c = l->c;
-	struct esock_sge sge = { .addr = (uintptr_t)(c->mem + l->base + off), .length = len,
-				 .lkey = esock_mr_stag(c->mr) };
-	struct esock_send_wr wr = { .wr_id = WR_WRITE, .opcode = ESOCK_WR_RDMA_WRITE, .sg_list = &sge,
-				    .num_sge = 1, .remote_addr = c->peer_addr + l->base + off,
-				    .rkey = c->peer_stag };
+	uint8_t *s = NULL;
 
 	if (off < HDR_LEN) { /* a header word: from a snapshot (see snap_next) */
-		uint8_t *s = c->mem + 2 * c->qlen + (size_t)(c->snap_next++ % SNAPS) * SNAP;
-
+		s = c->mem + 2 * c->qlen + (size_t)(c->snap_next++ % SNAPS) * SNAP;
 		if (len > SNAP)
 			return c->err = -EINVAL;
 		memcpy(s, c->mem + l->base + off, len);
-		sge.addr = (uintptr_t)s;
 	}
-	return post(c, &wr);
+	return rdma(l, ESOCK_WR_RDMA_WRITE, WR_WRITE, off, len, s);
 }
 
 /* shmq's pull: the peer's copy of those octets into ours, waited for (an RDMA Read). */
@@ -163,14 +174,9 @@ static int pull(void *arg, uint32_t off, uint32_t len)
 {
 	struct link *l = arg;
 	struct tsp_rchan *c = l->c;
-	struct esock_sge sge = { .addr = (uintptr_t)(c->mem + l->base + off), .length = len,
-				 .lkey = esock_mr_stag(c->mr) };
-	struct esock_send_wr wr = { .wr_id = WR_READ, .opcode = ESOCK_WR_RDMA_READ, .sg_list = &sge,
-				    .num_sge = 1, .remote_addr = c->peer_addr + l->base + off,
-				    .rkey = c->peer_stag };
 	unsigned want = c->reads + 1;
 
-	if (post(c, &wr) < 0)
+	if (rdma(l, ESOCK_WR_RDMA_READ, WR_READ, off, len, NULL) < 0)
 		return c->err;
 	for (int waited = 0; !c->err && (int)(c->reads - want) < 0; waited += 20) {
 		if (waited >= PULL_MS * 1000) {
