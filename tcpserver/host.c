@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -17,6 +19,7 @@
 
 #include "tcpserver/chan.h"
 #include "tcpserver/host.h"
+#include "tcpserver/rchan.h"
 #include "tcpserver/sys.h"
 
 /*
@@ -36,8 +39,12 @@
 #define POSTED_MAX 4096
 
 struct tsp_host {
-	int usock;
-	struct tsp_chan ch;
+	int usock;             /* shared memory: the Unix socket (tcpserverd's end tells it went) */
+	struct tsp_chan ch;    /* shared memory: the queues and the eventfds */
+	struct tsp_rchan *rc;  /* across the network: the queues over an esock QP */
+	int wake;              /* rchan: an eventfd for this process's own threads (wake_sleepers) */
+	int bell;              /* what the host sleeps on: ch.hbell, or an epoll set of rc's bell and wake */
+	struct esock_shmq *req, *resp;
 	pthread_mutex_t lock;
 	uint32_t next_id;
 	bool broken;
@@ -87,37 +94,89 @@ static bool take_posted(struct tsp_host *h, uint32_t id)
 	return false;
 }
 
-int tsp_host_open(const char *path, uint32_t flags, uint32_t token, struct tsp_host **out,
-		  uint32_t *granted)
+/* Shared memory: connects to the Unix socket |path| and hands tcpserverd a channel. */
+static int open_shm(struct tsp_host *h, const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct esock_tsp_msg req = { .h = { .type = ESOCK_TSP_REQ, .op = ESOCK_TSP_HELLO } }, resp;
-	struct tsp_host *h;
 	int rc;
 
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	strcpy(sa.sun_path, path);
+	if ((h->usock = TSP_SYS(socket)(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+	    (TSP_OWN(h->usock), 0) || TSP_SYS(connect)(h->usock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return errno == ENOENT ? -ECONNREFUSED : -errno;
+	if ((rc = tsp_chan_create(&h->ch, TSP_CHAN_CAP)) < 0)
+		return rc;
+	if ((rc = tsp_chan_send(&h->ch, h->usock)) < 0) /* (tcpserverd closed at once: it admits no more hosts) */
+		return rc == -EPIPE || rc == -ECONNRESET ? -ECONNREFUSED : rc;
+	h->req = h->ch.req;
+	h->resp = h->ch.resp;
+	h->bell = h->ch.hbell;
+	return 0;
+}
+
+/*
+ * Across the network: the channel over an esock QP.  The host sleeps on
+ * one descriptor, as with shared memory: an epoll set of the QP's bell (the
+ * peer's rings) and an eventfd for this process's own threads.
+ */
+static int open_net(struct tsp_host *h, const struct sockaddr *sa, socklen_t len)
+{
+	int rc;
+
+	if ((rc = tsp_rchan_connect(&h->rc, sa, len, TSP_CHAN_CAP)) < 0)
+		return rc == -ETIMEDOUT || rc == -ECONNRESET ? -ECONNREFUSED : rc;
+	if ((h->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 || (TSP_OWN(h->wake), 0) ||
+	    (h->bell = TSP_SYS(epoll_create1)(EPOLL_CLOEXEC)) < 0 || (TSP_OWN(h->bell), 0) ||
+	    TSP_SYS(epoll_ctl)(h->bell, EPOLL_CTL_ADD, tsp_rchan_bell(h->rc),
+			       &(struct epoll_event){ .events = EPOLLIN }) < 0 ||
+	    TSP_SYS(epoll_ctl)(h->bell, EPOLL_CTL_ADD, h->wake, &(struct epoll_event){ .events = EPOLLIN }) < 0)
+		return -errno;
+	h->req = tsp_rchan_req(h->rc);
+	h->resp = tsp_rchan_resp(h->rc);
+	return tsp_rchan_drain(h->rc); /* (arms the bell) */
+}
+
+/* The channel's own parts (|forget|: a forked child's copy, left to the parent). */
+static void chan_free(struct tsp_host *h, bool forget)
+{
+	if (h->usock >= 0)
+		TSP_CLOSE(h->usock);
+	tsp_chan_close(&h->ch);
+	if (h->rc) {
+		if (h->bell >= 0)
+			TSP_CLOSE(h->bell);
+		if (h->wake >= 0)
+			TSP_CLOSE(h->wake);
+		(forget ? tsp_rchan_forget : tsp_rchan_close)(h->rc);
+	}
+	h->usock = h->wake = h->bell = -1;
+	h->rc = NULL;
+}
+
+int tsp_host_open(const char *where, uint32_t flags, uint32_t token, struct tsp_host **out,
+		  uint32_t *granted)
+{
+	struct esock_tsp_msg req = { .h = { .type = ESOCK_TSP_REQ, .op = ESOCK_TSP_HELLO } }, resp;
+	struct sockaddr_storage ss;
+	socklen_t sl = 0;
+	struct tsp_host *h;
+	int rc, net = tsp_rchan_addr(where, &ss, &sl);
+
+	if (net < 0)
+		return net;
 	if (!(h = calloc(1, sizeof(*h))) ||
 	    !(h->in = malloc(ESOCK_TSP_HDR_LEN + 64 + ESOCK_TSP_BODY_MAX))) {
 		free(h);
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&h->lock, NULL);
-	h->ch.memfd = h->ch.bell = -1;
+	h->ch.memfd = h->ch.bell = h->ch.hbell = -1;
+	h->usock = h->wake = h->bell = -1;
 	h->spin_ns = SPIN_MAX_NS;
-	if ((h->usock = TSP_SYS(socket)(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
-	    (TSP_OWN(h->usock), 0) || TSP_SYS(connect)(h->usock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		rc = errno == ENOENT ? -ECONNREFUSED : -errno;
+	if ((rc = net ? open_net(h, (struct sockaddr *)&ss, sl) : open_shm(h, where)) < 0)
 		goto fail;
-	}
-	if ((rc = tsp_chan_create(&h->ch, TSP_CHAN_CAP)) < 0)
-		goto fail;
-	if ((rc = tsp_chan_send(&h->ch, h->usock)) < 0) {
-		/* (tcpserverd closed at once: it admits no more hosts) */
-		rc = rc == -EPIPE || rc == -ECONNRESET ? -ECONNREFUSED : rc;
-		goto fail;
-	}
 	req.u.hello.vmin = req.u.hello.vmax = ESOCK_TSP_VERSION;
 	req.u.hello.flags = flags | (token ? ESOCK_TSP_F_INHERIT : 0);
 	req.h.sock = token;
@@ -131,18 +190,15 @@ int tsp_host_open(const char *path, uint32_t flags, uint32_t token, struct tsp_h
 	*out = h;
 	return 0;
 fail:
-	if (h->usock >= 0)
-		TSP_CLOSE(h->usock);
-	tsp_chan_close(&h->ch);
+	chan_free(h, false);
 	free(h->in);
 	free(h);
 	return rc;
 }
 
-static void host_free(struct tsp_host *h)
+static void host_free(struct tsp_host *h, bool forget)
 {
-	TSP_CLOSE(h->usock);
-	tsp_chan_close(&h->ch);
+	chan_free(h, forget);
 	pthread_mutex_destroy(&h->lock);
 	while (h->ev_n) {
 		free((void *)h->evq[h->ev_head].data);
@@ -162,39 +218,44 @@ void tsp_host_close(struct tsp_host *h)
 	if (!h)
 		return;
 	(void)tsp_host_call(h, &req, &resp);
-	host_free(h);
+	host_free(h, false);
 }
 
 void tsp_host_forget(struct tsp_host *h)
 {
 	if (h) {
 		pthread_mutex_init(&h->lock, NULL); /* (another thread of the parent may have held it) */
-		host_free(h);
+		host_free(h, true);
 	}
 }
 
 int tsp_host_bell(const struct tsp_host *h)
 {
-	return h->ch.hbell;
+	return h->bell;
 }
 
 static void bell_quiet(struct tsp_host *h)
 {
 	uint64_t v;
 
-	(void)!TSP_SYS(read)(h->ch.hbell, &v, sizeof(v));
+	if (h->rc) {
+		(void)!TSP_SYS(read)(h->wake, &v, sizeof(v));
+		(void)tsp_rchan_drain(h->rc); /* (a broken link: server_gone says so) */
+	} else {
+		(void)!TSP_SYS(read)(h->ch.hbell, &v, sizeof(v));
+	}
 }
 
 int tsp_host_sleep_begin(struct tsp_host *h)
 {
-	return esock_shmq_sleep_begin(h->ch.resp) || __atomic_load_n(&h->ev_n, __ATOMIC_RELAXED);
+	return esock_shmq_sleep_begin(h->resp) || __atomic_load_n(&h->ev_n, __ATOMIC_RELAXED);
 }
 
 void tsp_host_sleep_end(struct tsp_host *h)
 {
 	int e = errno; /* (the caller's wait may have said EINTR) */
 
-	esock_shmq_sleep_end(h->ch.resp);
+	esock_shmq_sleep_end(h->resp);
 	bell_quiet(h);
 	errno = e;
 }
@@ -202,12 +263,12 @@ void tsp_host_sleep_end(struct tsp_host *h)
 /* Sleeps on the bell until tcpserverd rings or |ms| passed.  -ETIMEDOUT or 0. */
 static int bell_wait(struct tsp_host *h, int ms)
 {
-	struct pollfd p = { .fd = h->ch.hbell, .events = POLLIN };
+	struct pollfd p = { .fd = h->bell, .events = POLLIN };
 	int rc = 0;
 
-	if (!esock_shmq_sleep_begin(h->ch.resp) && TSP_SYS(poll)(&p, 1, ms) == 0)
+	if (!esock_shmq_sleep_begin(h->resp) && TSP_SYS(poll)(&p, 1, ms) == 0)
 		rc = -ETIMEDOUT;
-	esock_shmq_sleep_end(h->ch.resp);
+	esock_shmq_sleep_end(h->resp);
 	if (!rc)
 		bell_quiet(h);
 	return rc;
@@ -220,15 +281,19 @@ static int bell_wait(struct tsp_host *h, int ms)
  */
 static void wake_sleepers(struct tsp_host *h)
 {
-	if (h->ev_n && esock_shmq_sleepers(h->ch.resp))
-		(void)!TSP_SYS(write)(h->ch.hbell, &(uint64_t){ 1 }, sizeof(uint64_t));
+	if (h->ev_n && esock_shmq_sleepers(h->resp))
+		(void)!TSP_SYS(write)(h->rc ? h->wake : h->ch.hbell, &(uint64_t){ 1 }, sizeof(uint64_t));
 }
 
-/* tcpserverd still there?  (Its end of the Unix socket closes when it goes.) */
+/* tcpserverd still there?  (Its end of the Unix socket closes when it goes; a QP breaks.) */
 static bool server_gone(struct tsp_host *h)
 {
 	char c;
-	ssize_t n = TSP_SYS(recv)(h->usock, &c, 1, MSG_DONTWAIT | MSG_PEEK);
+	ssize_t n;
+
+	if (h->rc)
+		return tsp_rchan_drain(h->rc) < 0;
+	n = TSP_SYS(recv)(h->usock, &c, 1, MSG_DONTWAIT | MSG_PEEK);
 
 	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
@@ -268,9 +333,9 @@ static bool keep_event(struct tsp_host *h, const struct esock_tsp_msg *ev)
 /* tcpserverd runs on this thread's CPU (looking would only keep it from answering). */
 static bool server_here(struct tsp_host *h)
 {
-	int cpu = esock_shmq_consumer_cpu(h->ch.req);
+	int cpu = esock_shmq_consumer_cpu(h->req);
 
-	return cpu >= 0 && cpu == sched_getcpu();
+	return !h->rc && cpu >= 0 && cpu == sched_getcpu(); /* (another node's CPU numbers: never) */
 }
 
 /* Learns from an answer that came |dt| ns after the call (|slept|: it woke a sleep). */
@@ -292,12 +357,12 @@ static int wait_response(struct tsp_host *h, uint32_t id, struct esock_tsp_msg *
 	for (unsigned spins = 0;;) {
 		uint32_t len;
 		int rc;
-		const uint8_t *r = esock_shmq_peek(h->ch.resp, &len, &rc);
+		const uint8_t *r = esock_shmq_peek(h->resp, &len, &rc);
 
 		if (r) {
 			/* Copied out, then decoded: the other side may change the shared octets. */
 			memcpy(h->in, r, len);
-			esock_shmq_release(h->ch.resp);
+			esock_shmq_release(h->resp);
 			if (esock_tsp_decode(h->in, len, resp) != (int)len)
 				return -EPIPE;
 			if (resp->h.type == ESOCK_TSP_EVENT ||
@@ -309,7 +374,7 @@ static int wait_response(struct tsp_host *h, uint32_t id, struct esock_tsp_msg *
 			if (resp->h.type != ESOCK_TSP_RESP || resp->h.id != id)
 				return -EPIPE;
 			if (!here) {
-				uint64_t now = now_ns(), rung = esock_shmq_rung_ns(h->ch.resp);
+				uint64_t now = now_ns(), rung = esock_shmq_rung_ns(h->resp);
 
 				/* (a ring from before this call, or from the future: not this answer's) */
 				spin_learn(h, slept && rung >= t0 && rung <= now ? rung - t0 : now - t0, slept);
@@ -339,7 +404,7 @@ static int put_request(struct tsp_host *h, struct esock_tsp_msg *req)
 	req->h.id = ++h->next_id;
 	if ((n = esock_tsp_encoded_len(req)) < 0)
 		return n;
-	while (!(rec = esock_shmq_reserve(h->ch.req, (uint32_t)n, &rc))) {
+	while (!(rec = esock_shmq_reserve(h->req, (uint32_t)n, &rc))) {
 		if (rc != -EAGAIN || server_gone(h)) {
 			h->broken = true;
 			return -EPIPE;
@@ -347,7 +412,7 @@ static int put_request(struct tsp_host *h, struct esock_tsp_msg *req)
 		sched_yield(); /* full: tcpserverd is behind */
 	}
 	(void)esock_tsp_encode(req, rec, (size_t)n); /* (in place: the data copied once) */
-	esock_shmq_commit(h->ch.req, (uint32_t)n);
+	esock_shmq_commit(h->req, (uint32_t)n);
 	return 0;
 }
 
@@ -418,9 +483,9 @@ int tsp_host_event(struct tsp_host *h, struct esock_tsp_msg *ev, int timeout_ms)
 
 		if ((rc = take_kept(h, ev)))
 			break;
-		if ((r = esock_shmq_peek(h->ch.resp, &len, &rc))) {
+		if ((r = esock_shmq_peek(h->resp, &len, &rc))) {
 			memcpy(h->in, r, len);
-			esock_shmq_release(h->ch.resp);
+			esock_shmq_release(h->resp);
 			/* (no call waits: whatever comes is an event, or the answer to a post) */
 			if (esock_tsp_decode(h->in, len, ev) != (int)len ||
 			    (ev->h.type != ESOCK_TSP_EVENT &&

@@ -1,12 +1,13 @@
 # tcpserver/: the TCP Server (issue 16, docs/tcpserver.md).  proto/ is TSP,
 # the request/response format between host processes and tcpserverd: sans-I/O
 # like the wire codecs (tests/unit/sans-io.sh checks it); shmq.c the queues
-# that carry it between processes of one machine.
+# that carry it, chan.c between processes of one machine, rchan.c across the
+# network (over an esock QP, hence the endpoint library).
 noinst_LTLIBRARIES += libesock_tsp.la
 libesock_tsp_la_SOURCES = tcpserver/proto/tsp.h tcpserver/proto/tsp.c \
 	tcpserver/shmq.h tcpserver/shmq.c tcpserver/chan.h tcpserver/chan.c \
-	tcpserver/host.h tcpserver/host.c tcpserver/sys.h
-libesock_tsp_la_LIBADD = -lpthread
+	tcpserver/rchan.h tcpserver/rchan.c tcpserver/host.h tcpserver/host.c tcpserver/sys.h
+libesock_tsp_la_LIBADD = libesock_ep.la -lpthread
 # The same host side inside libesock.so (the offload mode): libc's calls
 # through the library's table, the channel's descriptors the library's own.
 noinst_LTLIBRARIES += libesock_tsp_lib.la
@@ -14,14 +15,8 @@ libesock_tsp_lib_la_SOURCES = $(libesock_tsp_la_SOURCES) tcpserver/sys.h
 libesock_tsp_lib_la_CPPFLAGS = $(AM_CPPFLAGS) -DESOCK_TSP_IN_LIBESOCK
 libesock_tsp_lib_la_LIBADD = -lpthread
 
-# The channel across the network (the cluster variant's transport, rchan.h): the
-# queues over an esock QP, hence the endpoint library.
-noinst_LTLIBRARIES += libesock_tsp_rchan.la
-libesock_tsp_rchan_la_SOURCES = tcpserver/rchan.h tcpserver/rchan.c
-libesock_tsp_rchan_la_LIBADD = libesock_tsp.la libesock_ep.la
-
 TEST_PROGS += tests/integration/check_rchan
-tests_integration_check_rchan_LDADD = libesock_tsp_rchan.la tests/unit/libtestutil.la $(CHECK_LIBS) -lpthread
+tests_integration_check_rchan_LDADD = libesock_tsp.la tests/unit/libtestutil.la $(CHECK_LIBS) -lpthread
 
 # The daemon.
 bin_PROGRAMS += tcpserver/tcpserverd

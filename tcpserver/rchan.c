@@ -2,12 +2,18 @@
 /* A host's channel to tcpserverd across the network (rchan.h). */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "endpoint/ep_sock.h"
 #include "tcpserver/rchan.h"
+#include "tcpserver/sys.h"
 #include "util/byteorder.h"
 
 #define HELLO_MAGIC 0x65545350u /* "eTSP" */
@@ -20,6 +26,7 @@
 #define HDR_LEN 256u            /* a queue's header lines (shmq.c's DATA_OFF): words, not records */
 #define SNAP 8u                 /* octets of a header word's snapshot slot */
 #define SNAPS (2u * SQ_DEPTH)   /* slots, used in turn (see snap_next) */
+#define EXTRA_LEN (((SNAPS + 1u) * SNAP + 63u) & ~63u) /* the snapshots and a Read's slot */
 
 enum { WR_RING_RECV = 1, WR_WRITE, WR_READ, WR_RING };
 
@@ -30,12 +37,18 @@ struct link {
 };
 
 struct tsp_rchan {
+	/*
+	 * A host's threads come here at once (one calls and pushes, another
+	 * sleeps in poll and drains the bell): the work requests, snapshots
+	 * and counts below are taken under it.
+	 */
+	pthread_mutex_t lock;
 	struct esock_pd *pd;
 	struct esock_cq *scq;  /* our Writes, Reads and rings: reaped, never slept on */
 	struct esock_cq *cq;   /* the peer's rings: the bell */
 	struct esock_qp *qp;
 	struct esock_mr *mr;
-	uint8_t *mem;          /* our copies: requests at 0, responses at qlen; then the snapshots */
+	uint8_t *mem;          /* our copies: requests at 0, responses at qlen; the snapshots; a Read's slot */
 	size_t qlen;
 	/*
 	 * A header word (an end, a position, a count) changes again before an
@@ -53,6 +66,7 @@ struct tsp_rchan {
 	struct esock_shmq *req, *resp;
 	struct link lreq, lresp;
 	unsigned reads;        /* Reads completed (a pull waits for the next) */
+	bool owned;            /* its socket marked as the library's (TSP_OWN) */
 	int err;               /* the link's error, once it broke */
 };
 
@@ -139,7 +153,7 @@ static int post(struct tsp_rchan *c, struct esock_send_wr *wr)
 /*
  * Posts an RDMA Write or Read between our copy of |l|'s queue and the peer's,
  * octets [off, off + len) on both sides; |from|: the local octets (a
- * snapshot), or NULL for our copy itself.
+ * snapshot, a Read's slot), or NULL for our copy itself.
  */
 static int rdma(const struct link *l, enum esock_wr_opcode op, uint64_t id, uint32_t off, uint32_t len,
 		const uint8_t *from)
@@ -159,35 +173,60 @@ static int push(void *arg, uint32_t off, uint32_t len)
 	struct link *l = arg;
 	struct tsp_rchan *c = l->c;
 	uint8_t *s = NULL;
+	int rc;
 
+	pthread_mutex_lock(&c->lock);
 	if (off < HDR_LEN) { /* a header word: from a snapshot (see snap_next) */
 		s = c->mem + 2 * c->qlen + (size_t)(c->snap_next++ % SNAPS) * SNAP;
-		if (len > SNAP)
-			return c->err = -EINVAL;
+		if (len > SNAP) {
+			c->err = -EINVAL;
+			pthread_mutex_unlock(&c->lock);
+			return c->err;
+		}
 		memcpy(s, c->mem + l->base + off, len);
 	}
-	return rdma(l, ESOCK_WR_RDMA_WRITE, WR_WRITE, off, len, s);
+	rc = rdma(l, ESOCK_WR_RDMA_WRITE, WR_WRITE, off, len, s);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
 }
 
-/* shmq's pull: the peer's copy of those octets into ours, waited for (an RDMA Read). */
-static int pull(void *arg, uint32_t off, uint32_t len)
+/*
+ * shmq's pull: the peer's copy of those octets into |into|, waited for (an
+ * RDMA Read into the scratch slot after the snapshots; one at a time, under
+ * the lock).
+ */
+static int pull(void *arg, uint32_t off, uint32_t len, void *into)
 {
 	struct link *l = arg;
 	struct tsp_rchan *c = l->c;
-	unsigned want = c->reads + 1;
+	uint8_t *scratch = c->mem + 2 * c->qlen + SNAPS * SNAP;
+	unsigned want;
+	int rc;
 
-	if (rdma(l, ESOCK_WR_RDMA_READ, WR_READ, off, len, NULL) < 0)
-		return c->err;
+	if (len > SNAP)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	want = c->reads + 1;
+	if ((rc = rdma(l, ESOCK_WR_RDMA_READ, WR_READ, off, len, scratch)) < 0) {
+		pthread_mutex_unlock(&c->lock);
+		return rc;
+	}
 	for (int waited = 0; !c->err && (int)(c->reads - want) < 0; waited += 20) {
 		if (waited >= PULL_MS * 1000) {
 			c->err = -ETIMEDOUT;
 			break;
 		}
 		reap(c);
-		if ((int)(c->reads - want) < 0)
+		if ((int)(c->reads - want) < 0) {
+			pthread_mutex_unlock(&c->lock);
 			pause_us(20);
+			pthread_mutex_lock(&c->lock);
+		}
 	}
-	return c->err;
+	if (!(rc = c->err))
+		memcpy(into, scratch, len);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
 }
 
 /* shmq's ring: an empty Send, whose arrival makes the peer's bell readable. */
@@ -196,7 +235,9 @@ static void ring(void *arg)
 	struct link *l = arg;
 	struct esock_send_wr wr = { .wr_id = WR_RING, .opcode = ESOCK_WR_SEND };
 
+	pthread_mutex_lock(&l->c->lock);
 	(void)post(l->c, &wr);
+	pthread_mutex_unlock(&l->c->lock);
 }
 
 /* The objects and both queues' copies for queues of |cap| octets; the rings' receives posted. */
@@ -210,12 +251,13 @@ static int setup(struct tsp_rchan **out, uint32_t cap)
 	if (!c)
 		return -ENOMEM;
 	*out = c;
+	pthread_mutex_init(&c->lock, NULL);
 	c->cap = cap;
 	if (!(c->qlen = esock_shmq_size(cap)))
 		return -EINVAL;
-	if (!(c->mem = aligned_alloc(64, 2 * c->qlen + SNAPS * SNAP)))
+	if (!(c->mem = aligned_alloc(64, 2 * c->qlen + EXTRA_LEN)))
 		return -ENOMEM;
-	memset(c->mem, 0, 2 * c->qlen + SNAPS * SNAP);
+	memset(c->mem, 0, 2 * c->qlen + EXTRA_LEN);
 	if ((rc = esock_pd_alloc(&c->pd)) < 0 || (rc = esock_cq_create(SQ_DEPTH + 16, &c->scq)) < 0 ||
 	    (rc = esock_cq_create(RINGS + 16, &c->cq)) < 0)
 		return rc;
@@ -228,7 +270,7 @@ static int setup(struct tsp_rchan **out, uint32_t cap)
 	qa.max_recv_sge = 1;
 	qa.sq_sig_all = true;
 	if ((rc = esock_qp_create(&qa, &c->qp)) < 0 ||
-	    (rc = esock_mr_reg(c->pd, c->mem, 2 * c->qlen + SNAPS * SNAP,
+	    (rc = esock_mr_reg(c->pd, c->mem, 2 * c->qlen + EXTRA_LEN,
 			       ESOCK_ACCESS_LOCAL_WRITE | ESOCK_ACCESS_REMOTE_WRITE | ESOCK_ACCESS_REMOTE_READ, 0,
 			       &c->mr)) < 0)
 		return rc;
@@ -279,6 +321,9 @@ int tsp_rchan_connect(struct tsp_rchan **out, const struct sockaddr *addr, sockl
 		rc = -EPROTO;
 		goto failed;
 	}
+	/* (inside libesock: a daemon's close-everything must pass the channel's socket by) */
+	TSP_OWN(ep_qp_fd((*out)->qp));
+	(*out)->owned = true;
 	return 0;
 failed:
 	tsp_rchan_close(*out);
@@ -334,18 +379,39 @@ int tsp_rchan_bell(const struct tsp_rchan *c)
 
 int tsp_rchan_drain(struct tsp_rchan *c)
 {
+	int rc;
+
+	pthread_mutex_lock(&c->lock);
 	do
 		reap(c);
 	while (!c->err && esock_cq_arm(c->cq, false) > 0); /* (only the rings' CQ wakes) */
 	if (!c->err && esock_qp_state(c->qp) == ESOCK_QPS_ERROR)
 		c->err = -ECONNRESET;
-	return c->err;
+	rc = c->err;
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+/* The QP forgets its socket, closed here (so that it is not shut down, and its mark goes). */
+static void let_go(struct esock_qp *qp)
+{
+	int fd = ep_qp_fd(qp);
+
+	ep_engine_del(qp); /* (a forked child's engine never had it) */
+	if (fd >= 0 && !ep_qp_fd_borrowed(qp))
+		TSP_CLOSE(fd);
+	ep_qp_set_fd(qp, -1, ep_qp_fd_borrowed(qp));
 }
 
 void tsp_rchan_close(struct tsp_rchan *c)
 {
 	if (!c)
 		return;
+#ifdef ESOCK_TSP_IN_LIBESOCK
+	/* (its socket is the library's, marked so: the mark must go with it) */
+	if (c->qp && c->owned)
+		let_go(c->qp);
+#endif
 	if (c->qp)
 		esock_qp_destroy(c->qp);
 	if (c->mr)
@@ -358,6 +424,54 @@ void tsp_rchan_close(struct tsp_rchan *c)
 		esock_pd_free(c->pd);
 	esock_shmq_detach(c->req);
 	esock_shmq_detach(c->resp);
+	pthread_mutex_destroy(&c->lock);
 	free(c->mem);
 	free(c);
+}
+
+void tsp_rchan_forget(struct tsp_rchan *c)
+{
+	if (c)
+		pthread_mutex_init(&c->lock, NULL); /* (a parent's thread may have held it) */
+	if (c && c->qp)
+		let_go(c->qp);
+	tsp_rchan_close(c);
+}
+
+int tsp_rchan_addr(const char *where, struct sockaddr_storage *ss, socklen_t *len)
+{
+	const char *colon = strrchr(where, ':');
+	char a[INET6_ADDRSTRLEN + 1], *end;
+	size_t n;
+	unsigned long port;
+
+	if (where[0] == '/' || where[0] == '.' || !colon)
+		return 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (*end || colon[1] == '\0' || port == 0 || port > 65535)
+		return -EINVAL;
+	memset(ss, 0, sizeof(*ss));
+	if (where[0] == '[') {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+
+		n = (size_t)(colon - where);
+		if (n < 3 || where[n - 1] != ']' || n - 2 >= sizeof(a))
+			return -EINVAL;
+		memcpy(a, where + 1, n - 2);
+		a[n - 2] = '\0';
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons((uint16_t)port);
+		*len = sizeof(*s6);
+		return inet_pton(AF_INET6, a, &s6->sin6_addr) == 1 ? 1 : -EINVAL;
+	}
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+
+	if ((n = (size_t)(colon - where)) >= sizeof(a))
+		return -EINVAL;
+	memcpy(a, where, n);
+	a[n] = '\0';
+	s4->sin_family = AF_INET;
+	s4->sin_port = htons((uint16_t)port);
+	*len = sizeof(*s4);
+	return inet_pton(AF_INET, a, &s4->sin_addr) == 1 ? 1 : -EINVAL;
 }

@@ -34,6 +34,15 @@
 struct tsp_rchan;
 
 /*
+ * Where tcpserverd is, across the network: |where| is "ADDR:PORT" with a
+ * numeric IPv4 address, or "[ADDR]:PORT" with IPv6 (no name lookup: this
+ * runs inside a program's first socket call).  1 (|ss|, |len| set), 0
+ * (|where| is a Unix socket's path: it starts with '/' or '.', or has no
+ * ':'), or -EINVAL (an address that does not parse).
+ */
+int tsp_rchan_addr(const char *where, struct sockaddr_storage *ss, socklen_t *len);
+
+/*
  * Host: connects to tcpserverd's listener at |addr| with queues of |cap|
  * octets (a power of two, shmq.h's range).  0 or -errno.  The host produces
  * requests (*req) and consumes responses (*resp).
@@ -56,5 +65,10 @@ int tsp_rchan_bell(const struct tsp_rchan *c);
  */
 int tsp_rchan_drain(struct tsp_rchan *c);
 void tsp_rchan_close(struct tsp_rchan *c);
+/*
+ * A forked child's copy of its parent's channel: freed without a word on the
+ * connection (the parent still uses it), as a socket's copy closed in a child.
+ */
+void tsp_rchan_forget(struct tsp_rchan *c);
 
 #endif /* ESOCK_TCPSERVER_RCHAN_H */

@@ -57,11 +57,11 @@ static void push(struct esock_shmq *q, const void *at, uint32_t len)
 		q->dead = true;
 }
 
-/* The other side's copy of these octets into ours, waited for (remote queues). */
-static void pull(struct esock_shmq *q, const void *at, uint32_t len)
+/* The other side's copy of these octets into |into|, waited for (remote queues). */
+static void pull(struct esock_shmq *q, const void *at, uint32_t len, void *into)
 {
 	if (q->remote.pull && q->remote.pull(q->remote.arg, (uint32_t)((const uint8_t *)at - (const uint8_t *)q->sh),
-					    len) < 0)
+					    len, into) < 0)
 		q->dead = true;
 }
 
@@ -231,13 +231,15 @@ void esock_shmq_set_bell(struct esock_shmq *q, int efd)
 
 int esock_shmq_sleep_begin(struct esock_shmq *q)
 {
+	uint64_t far = q->tail; /* (the producer's end over there, if pulled) */
+
 	atomic_fetch_add(&q->sh->sleeping, 1);
 	push(q, &q->sh->sleeping, sizeof(q->sh->sleeping));
-	pull(q, &q->sh->head, sizeof(q->sh->head)); /* (after the count reached the producer) */
+	pull(q, &q->sh->head, sizeof(q->sh->head), &far); /* (after the count reached the producer) */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (q->dead)
 		return 1; /* (do not sleep on a dead link: the next look says so) */
-	return atomic_load_explicit(&q->sh->head, memory_order_acquire) != q->tail;
+	return atomic_load_explicit(&q->sh->head, memory_order_acquire) != q->tail || far != q->tail;
 }
 
 void esock_shmq_sleep_end(struct esock_shmq *q)

@@ -106,10 +106,14 @@ unsigned esock_shmq_sleepers(const struct esock_shmq *q);
  * rang) reaches the other side's copy at the same offset through |push|,
  * which an RDMA Write carries.  |ring| replaces the futex and the bell: it
  * wakes a consumer that said it sleeps.  A consumer about to sleep pushes
- * its sleep count and then |pull|s the producer's end into its copy (an RDMA
+ * its sleep count and then |pull|s the producer's end into |into| (an RDMA
  * Read, which the peer serves after the Write before it): either that end
  * shows a record, or the producer's next commit sees the count and rings
- * (the shared-memory queue's fences, across the network).  The other copy
+ * (the shared-memory queue's fences, across the network).  The pulled end
+ * only says "do not sleep": it never enters this side's copy, because the
+ * Read's answer may pass the producer's Writes of the records before it
+ * (a responder's Read Response is not ordered behind its own queued
+ * Writes), and a copy whose end ran ahead of its records would be read.  The other copy
  * is checked as shared memory is.  esock_shmq_wait is -EOPNOTSUPP on such a
  * queue (the consumer sleeps on whatever |ring| reaches).  |push| and |pull|
  * return 0 or -errno; a failure kills the queue (-EBADMSG from then on: the
@@ -117,7 +121,7 @@ unsigned esock_shmq_sleepers(const struct esock_shmq *q);
  */
 struct esock_shmq_remote {
 	int (*push)(void *arg, uint32_t off, uint32_t len);
-	int (*pull)(void *arg, uint32_t off, uint32_t len);
+	int (*pull)(void *arg, uint32_t off, uint32_t len, void *into);
 	void (*ring)(void *arg);
 	void *arg;
 };

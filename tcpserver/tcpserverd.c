@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tcpserverd: the TCP Server.  Carries out the socket calls of host
- * processes that reach it through shared-memory channels (chan.h), speaking
- * TSP (proto/tsp.h), on sockets it owns.  One thread, one event loop: the
+ * processes that reach it through shared-memory channels (chan.h) or, from
+ * other nodes, over esock QPs (rchan.h), speaking TSP (proto/tsp.h), on
+ * sockets it owns.  One thread, one event loop: the
  * hosts' queues are looked at in turn (spinning for a while when there is
  * work, so that a busy host makes no system call), and when all is quiet
  * it sleeps in epoll on the hosts' bells, their Unix sockets and the
@@ -10,7 +11,7 @@
  * recv, a blocking connect or send) is parked on its socket and answered
  * when the socket is ready; nothing else waits for it.
  *
- *   tcpserverd -s PATH [-H MAX_HOSTS] [-S MAX_SOCKETS] [-c CPU] [-p SPIN_US] [-v]
+ *   tcpserverd -s PATH [-l ADDR:PORT] [-H MAX_HOSTS] [-S MAX_SOCKETS] [-c CPU] [-p SPIN_US] [-v]
  *
  * SIGUSR1 prints the counters; SIGTERM and SIGINT end it cleanly (every
  * host's sockets closed, the Unix socket removed).  docs/tcpserver.md.
@@ -39,11 +40,12 @@
 
 #include "tcpserver/chan.h"
 #include "tcpserver/proto/tsp.h"
+#include "tcpserver/rchan.h"
 
 #define MSG_MAX (ESOCK_TSP_HDR_LEN + 64 + ESOCK_TSP_BODY_MAX)
 
 /* What an epoll event is about: tag in the low bits, host index above. */
-enum { EV_LISTEN, EV_HOST_SOCK, EV_HOST_BELL, EV_NET, EV_DRAIN };
+enum { EV_LISTEN, EV_HOST_SOCK, EV_HOST_BELL, EV_NET, EV_DRAIN, EV_RLISTEN };
 
 struct tsock {
 	int fd;          /* -1: free */
@@ -99,8 +101,11 @@ struct host {
 	bool used;
 	bool ready;           /* its channel came (until then only its Unix socket is watched) */
 	int64_t since_us;     /* when it connected (a host without a channel goes after a second) */
-	int usock;
-	struct tsp_chan ch;
+	int usock;            /* shared memory: the host's Unix socket (its end is the host's end); else -1 */
+	struct tsp_chan ch;   /* shared memory: the channel it sent */
+	struct tsp_rchan *rc; /* across the network: the channel over its QP (it breaks: the host's end) */
+	struct esock_shmq *req, *resp;
+	int bell;             /* what the host rings: ch.bell, or rc's bell */
 	uint32_t pid, flags;
 	bool hello;
 	bool asleep;          /* said it sleeps on its request queue (esock_shmq_sleep_begin) */
@@ -115,9 +120,10 @@ struct host {
 };
 
 static struct {
-	const char *path;
+	const char *path, *net;
 	int max_hosts, max_socks, spin_us, verbose;
 	int lfd, epfd;
+	struct esock_listener *rl; /* -l: hosts of other nodes */
 	struct host *hosts;
 	struct drain *drains;
 	int ndrains, capdrains;
@@ -153,10 +159,10 @@ static bool answer(struct host *h, struct esock_tsp_msg *m)
 
 	if (n < 0)
 		return false;
-	if (!(rec = esock_shmq_reserve(h->ch.resp, (uint32_t)n, &rc)))
+	if (!(rec = esock_shmq_reserve(h->resp, (uint32_t)n, &rc)))
 		return false; /* (a full queue: a synchronous host never lets that happen) */
 	memcpy(rec, d.out, (size_t)n);
-	esock_shmq_commit(h->ch.resp, (uint32_t)n);
+	esock_shmq_commit(h->resp, (uint32_t)n);
 	if (m->result < 0)
 		h->failed++;
 	return true;
@@ -354,7 +360,7 @@ static bool push_data(struct host *h, uint32_t handle, struct tsock *s)
 	s->rx_blocked = false;
 	while (s->eager_rx && !s->rx_end && s->rx_out < ESOCK_TSP_CREDIT_WINDOW) {
 		struct esock_tsp_msg m = { .h = { .type = ESOCK_TSP_EVENT, .op = ESOCK_TSP_DATA, .sock = handle } };
-		uint32_t room = ESOCK_TSP_CREDIT_WINDOW - s->rx_out, qfree = esock_shmq_free(h->ch.resp);
+		uint32_t room = ESOCK_TSP_CREDIT_WINDOW - s->rx_out, qfree = esock_shmq_free(h->resp);
 		ssize_t n;
 
 		if (qfree < RX_RESERVE + ESOCK_TSP_HDR_LEN + 64 + 4096) { /* the host is behind: later */
@@ -1006,11 +1012,14 @@ static void host_drop_ex(int hi, const char *why, bool graceful)
 	for (int i = 0; h->socks && i < d.max_socks; i++)
 		sock_close(h, (uint32_t)i + 1, graceful);
 	logv("host %d (pid %u): %s; its sockets closed\n", hi, h->pid, why);
-	epoll_ctl(d.epfd, EPOLL_CTL_DEL, h->usock, NULL);
-	if (h->ch.bell >= 0)
-		epoll_ctl(d.epfd, EPOLL_CTL_DEL, h->ch.bell, NULL);
-	close(h->usock);
+	if (h->usock >= 0) {
+		epoll_ctl(d.epfd, EPOLL_CTL_DEL, h->usock, NULL);
+		close(h->usock);
+	}
+	if (h->bell >= 0)
+		epoll_ctl(d.epfd, EPOLL_CTL_DEL, h->bell, NULL);
 	tsp_chan_close(&h->ch);
+	tsp_rchan_close(h->rc);
 	free(h->socks);
 	memset(h, 0, sizeof(*h));
 }
@@ -1022,27 +1031,86 @@ static void host_drop(int hi, const char *why)
 
 static int host_serve(int hi);
 
+/* A free host slot, or -1 (admission: no more hosts). */
+static int host_slot(void)
+{
+	for (int i = 0; i < d.max_hosts; i++)
+		if (!d.hosts[i].used) {
+			struct host *h = &d.hosts[i];
+
+			memset(h, 0, sizeof(*h));
+			h->ch.memfd = h->ch.bell = h->ch.hbell = -1;
+			h->usock = h->bell = -1;
+			return i;
+		}
+	d.refused_hosts++;
+	logv("a host refused: %d hosts already\n", d.max_hosts);
+	return -1;
+}
+
+/* Host |hi| has its channel: its socket table, its bell watched. */
+static bool host_ready(int hi)
+{
+	struct host *h = &d.hosts[hi];
+
+	if (!(h->socks = malloc(sizeof(*h->socks) * (size_t)d.max_socks)))
+		return false;
+	for (int i = 0; i < d.max_socks; i++)
+		h->socks[i].fd = -1;
+	h->ready = true;
+	epoll_ctl(d.epfd, EPOLL_CTL_ADD, h->bell, &(struct epoll_event){ .events = EPOLLIN,
+									 .data.u64 = key(EV_HOST_BELL, hi, 0) });
+	return true;
+}
+
+/*
+ * Hosts of other nodes (-l): each connection request with a channel's
+ * hello becomes a host at once (its channel comes with it); beyond the
+ * host limit, or without a valid hello, the request is rejected.
+ */
+static void host_new_net(void)
+{
+	struct esock_conn_req *r;
+
+	(void)esock_listener_ready(d.rl);
+	while (esock_get_request(d.rl, &r, 0) == 0) {
+		int hi = host_slot(), rc;
+		struct host *h;
+
+		if (hi < 0) {
+			esock_reject(r, NULL, 0);
+			continue;
+		}
+		h = &d.hosts[hi];
+		if ((rc = tsp_rchan_accept(&h->rc, r)) < 0) {
+			d.dropped_hosts++;
+			logv("a host of the network refused: %s\n", strerror(-rc));
+			continue;
+		}
+		h->used = true;
+		h->since_us = now_us();
+		h->req = tsp_rchan_req(h->rc);
+		h->resp = tsp_rchan_resp(h->rc);
+		h->bell = tsp_rchan_bell(h->rc);
+		if (!host_ready(hi) || tsp_rchan_drain(h->rc) < 0) {
+			d.dropped_hosts++;
+			host_drop(hi, "its channel broke at once");
+		}
+	}
+}
+
 static void host_new(void)
 {
-	int fd = accept4(d.lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK), hi = -1;
+	int fd = accept4(d.lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK), hi;
 	struct host *h;
 
 	if (fd < 0)
 		return;
-	for (int i = 0; i < d.max_hosts; i++)
-		if (!d.hosts[i].used) {
-			hi = i;
-			break;
-		}
-	if (hi < 0) { /* admission: no more hosts (it sees its HELLO refused: the socket ends) */
-		d.refused_hosts++;
-		logv("a host refused: %d hosts already\n", d.max_hosts);
+	if ((hi = host_slot()) < 0) { /* (it sees its HELLO refused: the socket ends) */
 		close(fd);
 		return;
 	}
 	h = &d.hosts[hi];
-	memset(h, 0, sizeof(*h));
-	h->ch.memfd = h->ch.bell = -1;
 	h->usock = fd;
 	h->used = true;
 	h->since_us = now_us();
@@ -1064,17 +1132,36 @@ static void host_sock(int hi)
 		host_drop_ex(hi, "its socket ended", true);
 		return;
 	}
-	if (tsp_chan_recv(&h->ch, h->usock) < 0 ||
-	    !(h->socks = malloc(sizeof(*h->socks) * (size_t)d.max_socks))) {
+	if (tsp_chan_recv(&h->ch, h->usock) < 0) {
 		d.dropped_hosts++;
 		host_drop(hi, "no valid channel");
 		return;
 	}
-	for (int i = 0; i < d.max_socks; i++)
-		h->socks[i].fd = -1;
-	h->ready = true;
-	epoll_ctl(d.epfd, EPOLL_CTL_ADD, h->ch.bell, &(struct epoll_event){ .events = EPOLLIN,
-									    .data.u64 = key(EV_HOST_BELL, hi, 0) });
+	h->req = h->ch.req;
+	h->resp = h->ch.resp;
+	h->bell = h->ch.bell;
+	if (!host_ready(hi)) {
+		d.dropped_hosts++;
+		host_drop(hi, "no memory for its sockets");
+	}
+}
+
+/* Host |hi| rang.  Across the network its bell also tells that the link broke: the host's end. */
+static void host_bell(int hi)
+{
+	struct host *h = &d.hosts[hi];
+	uint64_t v;
+
+	if (!h->used)
+		return;
+	if (!h->rc) {
+		(void)!read(h->bell, &v, sizeof(v));
+		return;
+	}
+	if (tsp_rchan_drain(h->rc) < 0) {
+		host_serve(hi); /* (what it queued before it ended is carried out first) */
+		host_drop_ex(hi, "its link ended", true);
+	}
 }
 
 /* Hosts that connected and sent no channel within a second go; the time to look again, in ms. */
@@ -1124,7 +1211,7 @@ static int host_serve(int hi)
 		struct esock_tsp_msg q;
 		uint32_t len;
 		int rc;
-		const uint8_t *r = esock_shmq_peek(h->ch.req, &len, &rc);
+		const uint8_t *r = esock_shmq_peek(h->req, &len, &rc);
 		static uint8_t in[MSG_MAX];
 
 		if (!r) {
@@ -1137,7 +1224,7 @@ static int host_serve(int hi)
 			host_drop(hi, "a request that is not TSP");
 			return n;
 		}
-		esock_shmq_release(h->ch.req);
+		esock_shmq_release(h->req);
 		n++;
 		h->calls++;
 		rc = call(h, hi, &q, in, len);
@@ -1379,7 +1466,7 @@ static void loop(void)
 
 		for (int i = 0; i < d.max_hosts; i++)
 			if (d.hosts[i].used && d.hosts[i].ready) {
-				esock_shmq_set_cpu(d.hosts[i].ch.req, cpu); /* (a host on this CPU does not spin) */
+				esock_shmq_set_cpu(d.hosts[i].req, cpu); /* (a host on this CPU does not spin) */
 				work += host_serve(i);
 				if (d.hosts[i].used && d.hosts[i].rx_blocked)
 					retry_rx(i);
@@ -1396,7 +1483,7 @@ static void loop(void)
 			for (int i = 0; i < d.max_hosts; i++)
 				if (d.hosts[i].used && d.hosts[i].ready && !d.hosts[i].asleep) {
 					d.hosts[i].asleep = true; /* (the queue counts sleepers: one each) */
-					if (esock_shmq_sleep_begin(d.hosts[i].ch.req))
+					if (esock_shmq_sleep_begin(d.hosts[i].req))
 						ready = true;
 				}
 			tmo = ready ? 0 : host_deadlines();
@@ -1429,7 +1516,7 @@ static void loop(void)
 		n = epoll_wait(d.epfd, ev, 64, tmo);
 		for (int i = 0; i < d.max_hosts; i++)
 			if (d.hosts[i].used && d.hosts[i].asleep) {
-				esock_shmq_sleep_end(d.hosts[i].ch.req);
+				esock_shmq_sleep_end(d.hosts[i].req);
 				d.hosts[i].asleep = false;
 			}
 		if (d.dump) {
@@ -1447,9 +1534,9 @@ static void loop(void)
 			} else if (kind == EV_DRAIN) {
 				drain_step((int)handle);
 			} else if (kind == EV_HOST_BELL) {
-				uint64_t v;
-
-				(void)!read(d.hosts[hi].ch.bell, &v, sizeof(v));
+				host_bell(hi);
+			} else if (kind == EV_RLISTEN) {
+				host_new_net();
 			} else {
 				resume(hi, handle);
 			}
@@ -1457,14 +1544,35 @@ static void loop(void)
 	}
 }
 
+/* -l: the esock listener for hosts of other nodes.  0, or -1 (said why). */
+static int listen_net(const char *where)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int rc = tsp_rchan_addr(where, &ss, &len);
+
+	if (rc <= 0) {
+		fprintf(stderr, "tcpserverd: -l %s: not ADDR:PORT (a numeric IPv4 address, or [IPv6])\n", where);
+		return -1;
+	}
+	if ((rc = esock_listen((struct sockaddr *)&ss, len, 64, &d.rl)) < 0) {
+		fprintf(stderr, "tcpserverd: -l %s: %s\n", where, strerror(-rc));
+		return -1;
+	}
+	epoll_ctl(d.epfd, EPOLL_CTL_ADD, esock_listener_poll_fd(d.rl),
+		  &(struct epoll_event){ .events = EPOLLIN, .data.u64 = key(EV_RLISTEN, 0, 0) });
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cpu = NULL;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "s:H:S:c:p:vh")) != -1) {
+	while ((opt = getopt(argc, argv, "s:l:H:S:c:p:vh")) != -1) {
 		switch (opt) {
 		case 's': d.path = optarg; break;
+		case 'l': d.net = optarg; break;
 		case 'H': d.max_hosts = atoi(optarg); break;
 		case 'S': d.max_socks = atoi(optarg); break;
 		case 'c': cpu = optarg; break;
@@ -1472,8 +1580,9 @@ int main(int argc, char **argv)
 		case 'v': d.verbose = 1; break;
 		default:
 			fprintf(opt == 'h' ? stdout : stderr,
-				"usage: tcpserverd -s PATH [-H MAX_HOSTS] [-S MAX_SOCKETS] [-c CPU] [-p SPIN_US] [-v]\n"
-				"Carries out the socket calls of host processes reaching it at the Unix socket PATH.\n");
+				"usage: tcpserverd -s PATH [-l ADDR:PORT] [-H MAX_HOSTS] [-S MAX_SOCKETS] [-c CPU] [-p SPIN_US] [-v]\n"
+				"Carries out the socket calls of host processes reaching it at the Unix socket PATH\n"
+				"and, with -l, of hosts of other nodes connecting over iWARP (esock) to ADDR:PORT.\n");
 			return opt == 'h' ? 0 : 2;
 		}
 	}
@@ -1500,7 +1609,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	epoll_ctl(d.epfd, EPOLL_CTL_ADD, d.lfd, &(struct epoll_event){ .events = EPOLLIN, .data.u64 = key(EV_LISTEN, 0, 0) });
-	logv("serving at %s (hosts %d, sockets per host %d)\n", d.path, d.max_hosts, d.max_socks);
+	if (d.net && listen_net(d.net) < 0) {
+		close(d.lfd);
+		unlink(d.path);
+		return 1;
+	}
+	logv("serving at %s%s%s (hosts %d, sockets per host %d)\n", d.path, d.net ? " and " : "",
+	     d.net ? d.net : "", d.max_hosts, d.max_socks);
 	loop();
 	for (int i = 0; i < d.max_hosts; i++)
 		host_drop(i, "tcpserverd ends");
@@ -1508,6 +1623,8 @@ int main(int argc, char **argv)
 		drain_end(0);
 	free(d.drains);
 	print_counters();
+	if (d.rl)
+		esock_listener_close(d.rl);
 	close(d.lfd);
 	unlink(d.path);
 	free(d.hosts);

@@ -337,14 +337,14 @@ static void link_flush(struct link *l)
 	l->hold = false;
 }
 
-static int link_pull(void *arg, uint32_t off, uint32_t len)
+static int link_pull(void *arg, uint32_t off, uint32_t len, void *into)
 {
 	struct link *l = arg;
 
 	ck_assert_uint_le((size_t)off + len, l->len);
 	if (l->broken)
 		return -EIO;
-	memcpy(l->mine + off, l->theirs + off, len);
+	memcpy(into, l->theirs + off, len);
 	return 0;
 }
 
@@ -471,6 +471,13 @@ START_TEST(remote_copies_sleep_and_ring)
 	put(p, 20, 3);
 	ck_assert_int_eq(pl.rings, 1);
 	ck_assert_int_eq(esock_shmq_sleep_begin(c), 1);
+	/*
+	 * The pull (a Read's answer) passed the record's Writes: the end it
+	 * saw says "do not sleep" and nothing more; the consumer reads no
+	 * record until the record itself is there.
+	 */
+	ck_assert_ptr_null(esock_shmq_peek(c, &len, &rc));
+	ck_assert_int_eq(rc, -EAGAIN);
 	link_flush(&cl);
 	link_flush(&pl);
 	esock_shmq_sleep_end(c);
