@@ -27,9 +27,9 @@ tcpserver_tcpserverd_LDADD = libesock_tsp.la
 check_PROGRAMS += tests/tcpserver/tsp-host
 tests_tcpserver_tsp_host_SOURCES = tests/tcpserver/tsp_host.c
 tests_tcpserver_tsp_host_LDADD = libesock_tsp.la
-TESTS += tests/tcpserver/tcpserverd-test.sh tests/tcpserver/offload-test.sh tests/tcpserver/shared-cpu-test.sh \
-	tests/tcpserver/netns-test.sh
-EXTRA_DIST += tests/tcpserver/tcpserverd-test.sh tests/tcpserver/offload-test.sh \
+TESTS += tests/tcpserver/tcpserverd-test.sh tests/tcpserver/offload-test.sh tests/tcpserver/offload-net-test.sh \
+	tests/tcpserver/shared-cpu-test.sh tests/tcpserver/netns-test.sh
+EXTRA_DIST += tests/tcpserver/tcpserverd-test.sh tests/tcpserver/offload-test.sh tests/tcpserver/offload-net-test.sh \
 	tests/tcpserver/shared-cpu-test.sh tests/tcpserver/netns-test.sh
 
 TEST_PROGS += tests/unit/check_tsp tests/unit/check_shmq

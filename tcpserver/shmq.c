@@ -45,7 +45,8 @@ struct esock_shmq {
 	uint32_t rec;        /* producer: octets of the reserved record; consumer: of the peeked one */
 	uint64_t skip;       /* producer: octets of a skip mark before the reserved record */
 	int bell;            /* producer: the consumer's eventfd, or -1 (the futex) */
-	bool dead;
+	bool dead;           /* the other side's words made no sense: nothing more is read or written */
+	bool cut;            /* a push or pull failed (the link is gone): what was placed is still read */
 	struct esock_shmq_remote remote; /* (push NULL: the two sides share the memory) */
 };
 
@@ -54,7 +55,7 @@ static void push(struct esock_shmq *q, const void *at, uint32_t len)
 {
 	if (q->remote.push && q->remote.push(q->remote.arg, (uint32_t)((const uint8_t *)at - (const uint8_t *)q->sh),
 					    len) < 0)
-		q->dead = true;
+		q->cut = true;
 }
 
 /* The other side's copy of these octets into |into|, waited for (remote queues). */
@@ -62,7 +63,7 @@ static void pull(struct esock_shmq *q, const void *at, uint32_t len, void *into)
 {
 	if (q->remote.pull && q->remote.pull(q->remote.arg, (uint32_t)((const uint8_t *)at - (const uint8_t *)q->sh),
 					    len, into) < 0)
-		q->dead = true;
+		q->cut = true;
 }
 
 void esock_shmq_set_remote(struct esock_shmq *q, const struct esock_shmq_remote *r)
@@ -156,6 +157,8 @@ void *esock_shmq_reserve(struct esock_shmq *q, uint32_t len, int *rc)
 
 	if (q->dead)
 		return fail(q, rc, -EBADMSG);
+	if (q->cut)
+		return fail(q, rc, -EPIPE);
 	if (len > esock_shmq_max_record(q))
 		return fail(q, rc, -EMSGSIZE);
 	rec = rec_len(len);
@@ -184,7 +187,7 @@ uint32_t esock_shmq_free(struct esock_shmq *q)
 {
 	uint64_t tail = atomic_load_explicit(&q->sh->tail, memory_order_acquire), used = q->head - tail;
 
-	return q->dead || tail > q->head || used > q->cap ? 0 : (uint32_t)(q->cap - used);
+	return q->dead || q->cut || tail > q->head || used > q->cap ? 0 : (uint32_t)(q->cap - used);
 }
 
 static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
@@ -237,7 +240,7 @@ int esock_shmq_sleep_begin(struct esock_shmq *q)
 	push(q, &q->sh->sleeping, sizeof(q->sh->sleeping));
 	pull(q, &q->sh->head, sizeof(q->sh->head), &far); /* (after the count reached the producer) */
 	atomic_thread_fence(memory_order_seq_cst);
-	if (q->dead)
+	if (q->dead || q->cut)
 		return 1; /* (do not sleep on a dead link: the next look says so) */
 	return atomic_load_explicit(&q->sh->head, memory_order_acquire) != q->tail || far != q->tail;
 }
@@ -288,7 +291,7 @@ const void *esock_shmq_peek(struct esock_shmq *q, uint32_t *len, int *rc)
 		if (head < q->tail || avail > q->cap || (head & 7))
 			return fail(q, rc, -EBADMSG); /* the producer's index went wild */
 		if (!avail)
-			return fail(q, rc, -EAGAIN);
+			return fail(q, rc, q->cut ? -EPIPE : -EAGAIN); /* (cut: all that was placed is read) */
 		pos = (uint32_t)(q->tail & (q->cap - 1));
 		room = q->cap - pos;
 		memcpy(&n, q->data + pos, 4); /* (read once: the other side may change it) */

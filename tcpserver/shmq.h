@@ -116,8 +116,9 @@ unsigned esock_shmq_sleepers(const struct esock_shmq *q);
  * Writes), and a copy whose end ran ahead of its records would be read.  The other copy
  * is checked as shared memory is.  esock_shmq_wait is -EOPNOTSUPP on such a
  * queue (the consumer sleeps on whatever |ring| reaches).  |push| and |pull|
- * return 0 or -errno; a failure kills the queue (-EBADMSG from then on: the
- * link is gone).
+ * return 0 or -errno; a failure cuts the queue (the link is gone): the
+ * producer's reserve fails with -EPIPE from then on, the consumer still
+ * reads the records placed before and then gets -EPIPE, not -EAGAIN.
  */
 struct esock_shmq_remote {
 	int (*push)(void *arg, uint32_t off, uint32_t len);

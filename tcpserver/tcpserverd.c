@@ -1201,6 +1201,21 @@ static void retry_rx(int hi)
 	}
 }
 
+/*
+ * Host |hi| is dropped for |why|, unless its link broke (across the network:
+ * the host ended, as a shared-memory host's Unix socket ends), which is no
+ * fault of its own: then what it sent before is still sent.
+ */
+static void host_fail(int hi, const char *why)
+{
+	struct host *h = &d.hosts[hi];
+
+	if (h->rc && tsp_rchan_drain(h->rc) < 0)
+		host_drop_ex(hi, "its link ended", true);
+	else
+		host_drop(hi, why);
+}
+
 /* Serves what host |hi| has queued.  Returns the number of requests taken. */
 static int host_serve(int hi)
 {
@@ -1216,7 +1231,7 @@ static int host_serve(int hi)
 
 		if (!r) {
 			if (rc != -EAGAIN)
-				host_drop(hi, "its queue is broken");
+				host_fail(hi, "its queue is broken");
 			return n;
 		}
 		/* Copied out before it is read: the host may change the shared octets meanwhile. */
@@ -1229,7 +1244,7 @@ static int host_serve(int hi)
 		h->calls++;
 		rc = call(h, hi, &q, in, len);
 		if (rc < 0) {
-			host_drop(hi, "it broke the protocol or does not read its answers");
+			host_fail(hi, "it broke the protocol or does not read its answers");
 			return n;
 		}
 		if (q.h.op == ESOCK_TSP_BYE) {

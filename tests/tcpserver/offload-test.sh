@@ -16,6 +16,9 @@
 #  - nginx killed mid-transfer: tcpserverd closes its sockets (the client
 #    sees the end), keeps no descriptor of it, and serves the next nginx;
 #  - tcpserverd gone: the host's next call fails (no hang).
+# TCPSERVER_TRANSPORT=net (offload-net-test.sh): all of it again with the
+# hosts reaching tcpserverd over an esock QP (its -l on 127.0.0.1), the
+# cluster variant's transport, instead of shared memory.
 set -u
 b=${top_builddir:-.}
 s=$(cd "$(dirname "$0")" && pwd)
@@ -40,8 +43,15 @@ owned_by_d() {
 	ss -Hltnp "sport = :$1" | grep -q "pid=$dpid," || fail "port $1 is not tcpserverd's: $(ss -Hltnp "sport = :$1")"
 }
 
+transport=${TCPSERVER_TRANSPORT:-shm}
+case $transport in
+shm) where=$tmp/s net= ;;
+net) lport=$(free_port); where=127.0.0.1:$lport net="-l $where" ;;
+*) echo "TCPSERVER_TRANSPORT: shm or net"; exit 99 ;;
+esac
 start_d() {
-	"$d" -s "$tmp/s" -v 2>>"$tmp/d.log" & dpid=$!; pids="$pids $dpid"
+	# shellcheck disable=SC2086
+	"$d" -s "$tmp/s" $net -v 2>>"$tmp/d.log" & dpid=$!; pids="$pids $dpid"
 	for i in $(seq 1 100); do [ -S "$tmp/s" ] && return 0; sleep 0.05; done
 	fail "tcpserverd did not start"
 }
@@ -100,7 +110,7 @@ sys.exit(0 if got == data else 1)
 EOF
 for opt in none all; do
 	rm -f "$tmp/echo.out"
-	"$run" --tcpserver="$tmp/s:$opt" python3 "$tmp/echo.py" >"$tmp/echo.out" 2>"$tmp/echo-$opt.err" & epid=$!
+	"$run" --tcpserver="$where:$opt" python3 "$tmp/echo.py" >"$tmp/echo.out" 2>"$tmp/echo-$opt.err" & epid=$!
 	pids="$pids $epid"
 	wait_file "$tmp/echo.out" || fail "$opt: the echo server printed no port"
 	owned_by_d "$(head -n 1 "$tmp/echo.out")"
@@ -108,6 +118,12 @@ for opt in none all; do
 	wait "$epid" || fail "$opt: echo server: $(cat "$tmp/echo-$opt.err")"
 	grep -q "^echoed 4000000$" "$tmp/echo.out" || fail "$opt: echoed $(cat "$tmp/echo.out")"
 done
+if [ "$transport" = net ]; then
+	# The endpoint's own descriptors (its engine's epoll set and doorbell) come with the
+	# first QP and stay: the count to come back to is the one after these hosts ended.
+	for i in $(seq 1 100); do [ "$(grep -c "its link ended" "$tmp/d.log")" -ge 2 ] && break; sleep 0.05; done
+	base_fds=$(nfds "$dpid")
+fi
 
 # ---- nginx ----
 mkdir -p "$tmp/www" "$tmp/cache" || exit 99
@@ -121,7 +137,7 @@ chmod 644 "$tmp/www"/*
 start_nginx() { # OPTS [MASTER]: with a master, its two workers inherit the listener by fork
 	port=$(free_port)
 	nginx_conf "$port" 2 64 "master_process ${2:-off};" "sendfile on;"
-	"$run" --tcpserver="$tmp/s:$1" nginx -e "$tmp/nginx.err" -p "$tmp" -c "$tmp/nginx.conf" \
+	"$run" --tcpserver="$where:$1" nginx -e "$tmp/nginx.err" -p "$tmp" -c "$tmp/nginx.conf" \
 		2>"$tmp/nginx-$1.log" & npid=$!
 	pids="$pids $npid"
 	wait_port "$port" || fail "$1: nginx does not answer"
@@ -137,7 +153,7 @@ stop_nginx() {
 fetch() { # fetch OPT FILE [offloaded]: curl, plain or offloaded, must get FILE whole
 	rm -f "$tmp/got"
 	if [ "${3:-}" = offloaded ]; then
-		timeout 20 "$run" --tcpserver="$tmp/s:$1" curl -sS --noproxy '*' -o "$tmp/got" \
+		timeout 20 "$run" --tcpserver="$where:$1" curl -sS --noproxy '*' -o "$tmp/got" \
 			"http://127.0.0.1:$port/$2" 2>"$tmp/curl.log" || fail "$1: offloaded curl $2"
 	else
 		timeout 20 curl -sS --noproxy '*' -o "$tmp/got" "http://127.0.0.1:$port/$2" 2>"$tmp/curl.log" ||
@@ -212,7 +228,7 @@ print("served", 3 - bad, flush=True)
 EOF
 for opt in none all; do
 	rm -f "$tmp/forker.out"
-	"$run" --tcpserver="$tmp/s:$opt" python3 "$tmp/forker.py" >"$tmp/forker.out" 2>"$tmp/forker-$opt.err" & fpid=$!
+	"$run" --tcpserver="$where:$opt" python3 "$tmp/forker.py" >"$tmp/forker.out" 2>"$tmp/forker-$opt.err" & fpid=$!
 	pids="$pids $fpid"
 	wait_file "$tmp/forker.out" || fail "$opt: the forking server printed no port"
 	for i in 1 2 3; do
@@ -268,7 +284,7 @@ c.sendall(b"x")
 print("moved", a.recv(1).decode(), flush=True)
 EOF
 rm -f "$tmp/gone.out"
-"$run" --tcpserver="$tmp/s" timeout 20 python3 "$tmp/gone.py" "$tmp/restarted" >"$tmp/gone.out" 2>"$tmp/gone.log" & gpid=$!
+"$run" --tcpserver="$where" timeout 20 python3 "$tmp/gone.py" "$tmp/restarted" >"$tmp/gone.out" 2>"$tmp/gone.log" & gpid=$!
 pids="$pids $gpid"
 wait_file "$tmp/gone.out" || fail "the host did not start"
 kill "$dpid"
@@ -284,4 +300,4 @@ grep -q "^moved x$" "$tmp/gone.out" || fail "after tcpserverd came back: $(cat "
 [ "$(grep -c "said hello" "$tmp/d.log")" -gt "$hellos" ] ||
 	fail "the restarted tcpserverd heard no host"
 
-echo "offload: blocking echo 4 MB, nginx alone and master+2 workers (plain and offloaded curl, ab -k, idle, reset and slow clients), forking server, killed host, tcpserverd gone and back; switches off and all on: ok"
+echo "offload ($transport): blocking echo 4 MB, nginx alone and master+2 workers (plain and offloaded curl, ab -k, idle, reset and slow clients), forking server, killed host, tcpserverd gone and back; switches off and all on: ok"

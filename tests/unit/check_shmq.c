@@ -485,13 +485,19 @@ START_TEST(remote_copies_sleep_and_ring)
 	/* The consumer tells its CPU across. */
 	esock_shmq_set_cpu(c, 3);
 	ck_assert_int_eq(esock_shmq_consumer_cpu(p), 3);
-	/* A broken link: the queue is dead on that side. */
+	/* A broken link: the queue is cut on that side. */
+	put(p, 7, 5); /* (placed before the link broke) */
 	pl.broken = true;
 	put(p, 5, 4); /* (the commit's pushes fail) */
 	ck_assert_ptr_null(esock_shmq_reserve(p, 5, &rc));
-	ck_assert_int_eq(rc, -EBADMSG);
-	ck_assert_ptr_null(esock_shmq_peek(c, &len, &rc)); /* (nothing arrived) */
-	ck_assert_int_eq(rc, -EAGAIN);
+	ck_assert_int_eq(rc, -EPIPE);
+	/* The consumer's side learns it by a push or pull of its own: what came is read, then the end. */
+	cl.broken = true;
+	ck_assert_int_eq(esock_shmq_sleep_begin(c), 1); /* (no sleep on a broken link) */
+	esock_shmq_sleep_end(c);
+	take(c, 7, 5);
+	ck_assert_ptr_null(esock_shmq_peek(c, &len, &rc));
+	ck_assert_int_eq(rc, -EPIPE);
 	remote_end(&pl, p, c);
 }
 END_TEST

@@ -51,6 +51,14 @@ python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' 
 env_ts=$("$run" --tcpserver="$tsock:async,eagerrx" env | grep -E '^ESOCK_TCPSERVER' | sort | tr '\n' ' ')
 rm -f "$tsock"
 [ "$env_ts" = "ESOCK_TCPSERVER=$tsock ESOCK_TCPSERVER_OPT=async,eagerrx " ] || fail "--tcpserver: $env_ts"
+# --tcpserver=ADDR:PORT[:OPTS] (tcpserverd's -l on another node), IPv4 and IPv6.
+for w in "10.1.2.3:7400|10.1.2.3:7400|" "10.1.2.3:7400:all|10.1.2.3:7400|all" \
+	"[fd00::5]:7400:async,setup|[fd00::5]:7400|async,setup" "[::1]:9|[::1]:9|"; do
+	arg=${w%%|*} want=${w#*|}
+	env_ts=$("$run" --tcpserver="$arg" env | grep -E '^ESOCK_TCPSERVER' | sort | tr '\n' ' ')
+	[ "$env_ts" = "ESOCK_TCPSERVER=${want%%|*} ESOCK_TCPSERVER_OPT=${want#*|} " ] ||
+		fail "--tcpserver=$arg: $env_ts"
+done
 # An existing preload stays, after ours.
 env_pre=$(LD_PRELOAD=libc.so.6 show)
 case $env_pre in *"/.libs/libesock.so libc.so.6 "*) ;; *) fail "LD_PRELOAD kept: $env_pre" ;; esac
