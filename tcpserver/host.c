@@ -48,6 +48,7 @@ struct tsp_host {
 	pthread_mutex_t lock;
 	uint32_t next_id;
 	bool broken;
+	bool bell_cut;         /* rchan, broken: its QP's bell left the sleep set */
 	uint8_t *in; /* the last response, copied out of the queue */
 	/* Events that came while a call waited for its answer, in order, their octets copied. */
 	struct esock_tsp_msg *evq;
@@ -248,7 +249,19 @@ static void bell_quiet(struct tsp_host *h)
 
 int tsp_host_sleep_begin(struct tsp_host *h)
 {
-	return esock_shmq_sleep_begin(h->resp) || __atomic_load_n(&h->ev_n, __ATOMIC_RELAXED);
+	int there = esock_shmq_sleep_begin(h->resp); /* (counted in any case: sleep_end uncounts) */
+
+	if (__atomic_load_n(&h->broken, __ATOMIC_ACQUIRE)) {
+		/*
+		 * Nothing more comes (the calls say so): sleep as long as the caller
+		 * likes.  A broken QP's bell would stay readable, a wake-up each
+		 * look: it leaves the set (the process's own wakes stay).
+		 */
+		if (h->rc && !__atomic_exchange_n(&h->bell_cut, true, __ATOMIC_ACQ_REL))
+			(void)TSP_SYS(epoll_ctl)(h->bell, EPOLL_CTL_DEL, tsp_rchan_bell(h->rc), NULL);
+		return __atomic_load_n(&h->ev_n, __ATOMIC_RELAXED) != 0;
+	}
+	return there || __atomic_load_n(&h->ev_n, __ATOMIC_RELAXED);
 }
 
 void tsp_host_sleep_end(struct tsp_host *h)

@@ -28,9 +28,9 @@ check_PROGRAMS += tests/tcpserver/tsp-host
 tests_tcpserver_tsp_host_SOURCES = tests/tcpserver/tsp_host.c
 tests_tcpserver_tsp_host_LDADD = libesock_tsp.la
 TESTS += tests/tcpserver/tcpserverd-test.sh tests/tcpserver/offload-test.sh tests/tcpserver/offload-net-test.sh \
-	tests/tcpserver/shared-cpu-test.sh tests/tcpserver/netns-test.sh
+	tests/tcpserver/shared-cpu-test.sh tests/tcpserver/netns-test.sh tests/tcpserver/netns-net-test.sh
 EXTRA_DIST += tests/tcpserver/tcpserverd-test.sh tests/tcpserver/offload-test.sh tests/tcpserver/offload-net-test.sh \
-	tests/tcpserver/shared-cpu-test.sh tests/tcpserver/netns-test.sh
+	tests/tcpserver/shared-cpu-test.sh tests/tcpserver/netns-test.sh tests/tcpserver/netns-net-test.sh
 
 TEST_PROGS += tests/unit/check_tsp tests/unit/check_shmq
 tests_unit_check_tsp_LDADD = libesock_tsp.la tests/unit/libtestutil.la $(CHECK_LIBS)

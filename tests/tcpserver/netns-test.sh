@@ -14,6 +14,10 @@
 #    connection: 0 kB in the runs of 2026-12-02);
 #  - tcpserverd stopped while nginx idles: the client is refused at once (no hang), nginx's
 #    next call fails; a new tcpserverd on the same path and a new nginx serve again.
+# TCPSERVER_TRANSPORT=net (netns-net-test.sh): the cluster variant's layout.  nginx runs
+# in a third namespace, a node of its own, and reaches tcpserverd over an esock QP across
+# a second veth pair (10.79.0.1 and .2; tcpserverd -l); its sockets are still tcpserverd's,
+# at 10.78.0.1 facing the clients.
 # Needs root and ip netns; exits 77 (skip) otherwise.
 set -u
 b=${top_builddir:-.}
@@ -27,14 +31,17 @@ if ldd "$b/.libs/libesock.so" 2>/dev/null | grep -q libasan; then
 	echo "SKIP: libesock.so is built with sanitizers; it cannot be preloaded into uninstrumented programs"
 	exit 77
 fi
-S=esock-ts-$$ C=esock-tc-$$
+S=esock-ts-$$ C=esock-tc-$$ H=
 SA=10.78.0.1 CA=10.78.0.2
+transport=${TCPSERVER_TRANSPORT:-shm}
+case $transport in shm|net) ;; *) echo "TCPSERVER_TRANSPORT: shm or net"; exit 99 ;; esac
 tmp=$(mktemp -d) || exit 99
 pids=
 cleanup() {
 	for p in $pids; do kill "$p" 2>/dev/null; done
 	ip netns del "$S" 2>/dev/null
 	ip netns del "$C" 2>/dev/null
+	[ -n "$H" ] && ip netns del "$H" 2>/dev/null
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -49,6 +56,17 @@ ip -n "$S" link set lo up && ip -n "$C" link set lo up || fail "loopback up"
 ip -n "$S" link set vs up && ip -n "$C" link set vc up || fail "links up"
 inS() { ip netns exec "$S" "$@"; }
 inC() { ip netns exec "$C" "$@"; }
+# Where the host (nginx) runs and how it reaches tcpserverd.
+if [ "$transport" = net ]; then
+	H=esock-th-$$ hport=7070
+	ip netns add "$H" || fail "the host's namespace"
+	ip link add vsh netns "$S" type veth peer name vh netns "$H" || fail "the host's veth pair"
+	ip -n "$S" addr add 10.79.0.1/24 dev vsh && ip -n "$H" addr add 10.79.0.2/24 dev vh || fail "addresses"
+	ip -n "$H" link set lo up && ip -n "$S" link set vsh up && ip -n "$H" link set vh up || fail "links up"
+	hostns=$H where=10.79.0.1:$hport net="-l 10.79.0.1:$hport"
+else
+	hostns=$S where=$tmp/s net=
+fi
 
 mkdir -p "$tmp/www" "$tmp/cache" || exit 99
 head -c 4096 /dev/urandom >"$tmp/www/f4k"
@@ -63,9 +81,15 @@ port=8080 # (the namespace is ours: nothing else listens in it)
 start_d() {
 	rm -f "$tmp/s"
 	# (ip netns exec execs the program: $! is tcpserverd's own pid, as the checks need)
-	ip netns exec "$S" "$d" -s "$tmp/s" -v 2>>"$tmp/d.log" & dpid=$!
+	# shellcheck disable=SC2086
+	ip netns exec "$S" "$d" -s "$tmp/s" $net -v 2>>"$tmp/d.log" & dpid=$!
 	pids="$pids $dpid"
-	for i in $(seq 1 100); do [ -S "$tmp/s" ] && return 0; sleep 0.05; done
+	for i in $(seq 1 100); do
+		if [ -S "$tmp/s" ] && { [ -z "$net" ] || inS ss -Hltn "sport = :$hport" | grep -q .; }; then
+			return 0
+		fi
+		sleep 0.05
+	done
 	fail "tcpserverd did not start"
 }
 # Waits until a client in C is served (5 s at most).
@@ -78,7 +102,7 @@ wait_served() {
 }
 start_nginx() { # OPTS
 	NGINX_ADDR=$SA nginx_conf "$port" 1 256 "master_process off;" "sendfile on;"
-	ip netns exec "$S" "$run" --tcpserver="$tmp/s:$1" nginx -e "$tmp/nginx.err" -p "$tmp" -c "$tmp/nginx.conf" \
+	ip netns exec "$hostns" "$run" --tcpserver="$where:$1" nginx -e "$tmp/nginx.err" -p "$tmp" -c "$tmp/nginx.conf" \
 		2>"$tmp/nginx-$1.log" & npid=$!
 	pids="$pids $npid"
 	wait_served || fail "$1: nginx does not answer from the other namespace"
@@ -114,6 +138,13 @@ left() {
 }
 
 start_d
+if [ "$transport" = net ]; then
+	# The endpoint's own descriptors (its engine's) come with tcpserverd's first QP and
+	# stay: a host that comes and goes first, so that the counts below compare like with like.
+	ip netns exec "$H" "$b/tests/tcpserver/tsp-host" calls "$where" 10 >/dev/null ||
+		fail "a host of the other namespace cannot reach tcpserverd at $where"
+	for i in $(seq 1 100); do grep -q "its link ended\|said bye" "$tmp/d.log" && break; sleep 0.05; done
+fi
 for opt in none all; do
 	base=$(nfds "$dpid")
 	start_nginx "$opt"
@@ -149,7 +180,7 @@ EOF
 	for i in $(seq 1 40); do [ "$(nfds "$dpid")" -le "$base" ] && break; sleep 0.25; done
 	[ "$(nfds "$dpid")" -le "$base" ] ||
 		fail "$opt: tcpserverd holds $(nfds "$dpid") descriptors, $base before nginx"
-	echo "netns $opt: curl 4 KiB/16 KiB/3 MiB identical; ab 3x2000 (a connection each) and 4000 keep-alive, none failed; 20 resets; nothing left; third round: tcpserverd ${rss1}->${rss2} kB, nginx ${nrss1}->${nrss2} kB"
+	echo "netns ($transport) $opt: curl 4 KiB/16 KiB/3 MiB identical; ab 3x2000 (a connection each) and 4000 keep-alive, none failed; 20 resets; nothing left; third round: tcpserverd ${rss1}->${rss2} kB, nginx ${nrss1}->${nrss2} kB"
 done
 
 # tcpserverd stopped while nginx idles: refused at once, no hang; then a new pair serves.
@@ -164,5 +195,5 @@ start_d
 start_nginx all
 fetch restarted f3m
 stop_nginx
-echo "netns: tcpserverd stopped under an idle nginx: refused at once; restarted with a new nginx: served"
+echo "netns ($transport): tcpserverd stopped under an idle nginx: refused at once; restarted with a new nginx: served"
 exit 0
