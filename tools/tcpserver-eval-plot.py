@@ -13,11 +13,12 @@ import statistics
 import sys
 from collections import defaultdict
 
-MODES = ["tcp", "sync", "async", "eagerrx", "eageracc", "setup"]
+MODES = ["tcp", "sync", "async", "eagerrx", "eageracc", "setup", "cluster"]
 NAMES = {"tcp": "regular TCP", "sync": "synchronous", "async": "+ async send",
-         "eagerrx": "+ eager receive", "eageracc": "+ eager accept", "setup": "+ setup with accept"}
+         "eagerrx": "+ eager receive", "eageracc": "+ eager accept", "setup": "+ setup with accept",
+         "cluster": "cluster (iWARP, all)"}
 COLORS = {"tcp": "black", "sync": "#1f77b4", "async": "#ff7f0e", "eagerrx": "#2ca02c",
-          "eageracc": "#d62728", "setup": "#9467bd"}
+          "eageracc": "#d62728", "setup": "#9467bd", "cluster": "#8c564b"}
 FIELDS = ["rps", "host_us_per_req", "tsd_us_per_req", "host_cpu_busy", "server_cpu_busy"]
 
 
@@ -63,7 +64,7 @@ def svg(med, machine):
     W, H, L, B, T = 300, 200, 55, 30, 25
     panels = [(f, p) for f in ("4k", "16k") for p in ("http10", "keepalive")
               if any(k[0] == f and k[1] == p for k in med)]
-    width, height = 2 * (W + 20) + 20, len(panels) * (H + 45) + 80
+    width, height = 2 * (W + 20) + 20, len(panels) * (H + 45) + 95
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            'font-family="sans-serif" font-size="11">']
     xs = [1, 8, 32]
@@ -94,9 +95,10 @@ def svg(med, machine):
                 if pts:
                     out.append(f'<polyline fill="none" stroke="{COLORS[m]}" stroke-width="2" '
                                f'points="{" ".join(pts)}"/>')
-    ly = height - 45
-    for i, m in enumerate(MODES):
-        out.append(f'<text x="{20 + i * 105}" y="{ly}" fill="{COLORS[m]}">{NAMES[m]}</text>')
+    ly = height - 60
+    for i, m in enumerate(MODES):  # (two rows of legend)
+        out.append(f'<text x="{20 + (i % 4) * 160}" y="{ly + (i // 4) * 14}" '
+                   f'fill="{COLORS[m]}">{NAMES[m]}</text>')
     out.append(f'<text x="20" y="{height - 20}">{machine}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"

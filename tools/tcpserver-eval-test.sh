@@ -12,13 +12,13 @@ EVAL_QUICK=1 EVAL_QUOTA=0 sh "$s/tcpserver-eval.sh" 1 "$out" 1 >"$out/log" 2>&1
 rc=$?
 [ $rc -eq 77 ] && { echo "SKIP: $(tail -n 1 "$out/log")"; exit 77; }
 [ $rc -eq 0 ] || fail "exit $rc"
-for m in tcp sync async eagerrx eageracc setup; do
+for m in tcp sync async eagerrx eageracc setup cluster; do
 	for p in http10 keepalive; do
 		grep -q "^1,$m,4k,$p,8,[1-9][0-9]*," "$out/eval.csv" || fail "no $m $p row with requests"
 	done
 done
 # The host's CPU per request was counted (nginx did work in every cell).
 awk -F, 'NR > 1 && $7 <= 0 { bad = 1 } END { exit bad }' "$out/eval.csv" || fail "a cell without host CPU time"
-grep -q "^| 8 | + setup with accept |" "$out/summary.txt" || fail "summary"
-[ "$(grep -c '<polyline' "$out/tcpserver-eval.svg")" -ge 12 ] || fail "plot: $(grep -c '<polyline' "$out/tcpserver-eval.svg") lines"
+grep -q "^| 8 | + setup with accept |" "$out/summary.txt" && grep -q "^| 8 | cluster (iWARP, all) |" "$out/summary.txt" || fail "summary"
+[ "$(grep -c '<polyline' "$out/tcpserver-eval.svg")" -ge 14 ] || fail "plot: $(grep -c '<polyline' "$out/tcpserver-eval.svg") lines"
 echo "tcpserver-eval: a short run, every mode, summary and plot: ok"

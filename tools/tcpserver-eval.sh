@@ -9,6 +9,10 @@
 #   eagerrx  + eager receive
 #   eageracc + eager accept
 #   setup    + setup with accept (all switches)
+#   cluster  all switches, nginx reaching tcpserverd over an esock QP (the
+#            cluster variant's transport, tcpserverd -l on 127.0.0.1)
+#            instead of shared memory: both ends on this machine's CPUs, so
+#            it shows the transport's cost, not a second node's relief
 # for 4 KiB and 16 KiB files, HTTP/1.0 (a connection per request) and
 # keep-alive, at 1, 8 and 32 concurrent clients (ab).  Per cell: requests/s,
 # the host's CPU time per request (nginx's user + system time), tcpserverd's,
@@ -72,7 +76,9 @@ port=$(free_port)
 . "$here/../tests/apps/nginx-conf.sh"
 nginx_conf "$port" 1 1024 "master_process off;" "keepalive_requests 1000000;" "backlog=4096"
 
-taskset -c "$scpu" "$b/tcpserver/tcpserverd" -s "$tmp/s" -c "$scpu" 2>"$tmp/d.log" & dpid=$!
+lport=$(free_port)
+while [ "$lport" = "$port" ]; do lport=$(free_port); done
+taskset -c "$scpu" "$b/tcpserver/tcpserverd" -s "$tmp/s" -l "127.0.0.1:$lport" -c "$scpu" 2>"$tmp/d.log" & dpid=$!
 pids="$dpid"
 for i in $(seq 1 100); do [ -S "$tmp/s" ] && break; sleep 0.05; done
 [ -S "$tmp/s" ] || { echo "tcpserver-eval: tcpserverd did not start"; exit 1; }
@@ -106,24 +112,26 @@ opts_of() {
 	async) echo async ;;
 	eagerrx) echo async,eagerrx ;;
 	eageracc) echo async,eagerrx,eageraccept ;;
-	setup) echo all ;;
+	setup|cluster) echo all ;;
 	esac
 }
 
 csv=$out/eval.csv
 echo "run,mode,file,proto,conc,rps,host_us_per_req,tsd_us_per_req,host_cpu_busy,server_cpu_busy" >"$csv"
-modes="tcp sync async eagerrx eageracc setup"
+modes="tcp sync async eagerrx eageracc setup cluster"
 hz=$(getconf CLK_TCK)
 for r in $(seq 1 "$runs"); do
 	# The order turns from run to run (no mode always first).
 	set -- $modes
-	k=$(( (r - 1) % 6 ))
+	k=$(( (r - 1) % 7 ))
 	while [ "$k" -gt 0 ]; do first=$1; shift; set -- "$@" "$first"; k=$((k - 1)); done
 	for mode in "$@"; do
 		if [ "$mode" = tcp ]; then
 			taskset -c "$hcpu" nginx -e "$tmp/nginx.err" -p "$tmp" -c "$tmp/nginx.conf" & npid=$!
 		else
-			ESOCK_TCPSERVER=$tmp/s ESOCK_TCPSERVER_OPT=$(opts_of "$mode") LD_PRELOAD=$b/.libs/libesock.so \
+			where=$tmp/s
+			[ "$mode" = cluster ] && where=127.0.0.1:$lport
+			ESOCK_TCPSERVER=$where ESOCK_TCPSERVER_OPT=$(opts_of "$mode") LD_PRELOAD=$b/.libs/libesock.so \
 				taskset -c "$hcpu" nginx -e "$tmp/nginx.err" -p "$tmp" -c "$tmp/nginx.conf" & npid=$!
 		fi
 		pids="$pids $npid"
