@@ -17,7 +17,7 @@
 #include "util/byteorder.h"
 
 #define HELLO_MAGIC 0x65545350u /* "eTSP" */
-#define HELLO_VERSION 1u
+#define HELLO_VERSION 2u /* 2: one ring per sleep (shmq.c sleep_gen) */
 #define HELLO_LEN 24u           /* magic, version, cap, STag (4 each), address (8) */
 #define SQ_DEPTH 256u           /* Writes, Reads and rings in flight */
 #define RINGS 64u               /* receives kept posted for the peer's rings */

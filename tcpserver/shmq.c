@@ -33,7 +33,8 @@ struct shared {
 	_Atomic uint32_t seq;      /* futex word: bumped by a commit that found it asleep */
 	_Atomic uint64_t rung_ns;  /* when the producer last woke a sleeper (CLOCK_MONOTONIC) */
 	_Atomic uint32_t cons_cpu; /* the CPU the consumer last ran on, plus one (0: not told) */
-	uint8_t pad4[64 - 20];
+	_Atomic uint32_t sleep_gen; /* remote queues: bumped by each sleep_begin (one ring each) */
+	uint8_t pad4[64 - 24];
 };
 _Static_assert(sizeof(struct shared) == DATA_OFF, "the data area starts at DATA_OFF");
 
@@ -44,6 +45,7 @@ struct esock_shmq {
 	uint64_t head, tail; /* this side's own index (the other is read from |sh|) */
 	uint32_t rec;        /* producer: octets of the reserved record; consumer: of the peeked one */
 	uint64_t skip;       /* producer: octets of a skip mark before the reserved record */
+	uint32_t rung_gen;   /* producer, remote: the consumer's sleep_gen it last rang for */
 	int bell;            /* producer: the consumer's eventfd, or -1 (the futex) */
 	bool dead;           /* the other side's words made no sense: nothing more is read or written */
 	bool cut;            /* a push or pull failed (the link is gone): what was placed is still read */
@@ -211,6 +213,16 @@ void esock_shmq_commit(struct esock_shmq *q, uint32_t len)
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&q->sh->sleeping, memory_order_relaxed)) {
 		struct timespec ts;
+		uint32_t gen = atomic_load_explicit(&q->sh->sleep_gen, memory_order_relaxed);
+
+		/*
+		 * Across a network one ring per sleep: the consumer's count reaches
+		 * us late, and every commit until its wake-up is told would ring
+		 * again (a Send each, beyond the receives the consumer keeps posted).
+		 */
+		if (q->remote.ring && gen == q->rung_gen)
+			return;
+		q->rung_gen = gen;
 
 		/* (a clock read only here: the wake-up is a system call anyway) */
 		clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -237,8 +249,14 @@ int esock_shmq_sleep_begin(struct esock_shmq *q)
 	uint64_t far = q->tail; /* (the producer's end over there, if pulled) */
 
 	atomic_fetch_add(&q->sh->sleeping, 1);
+	atomic_fetch_add(&q->sh->sleep_gen, 1);
+	push(q, &q->sh->sleep_gen, sizeof(q->sh->sleep_gen));
 	push(q, &q->sh->sleeping, sizeof(q->sh->sleeping));
-	pull(q, &q->sh->head, sizeof(q->sh->head), &far); /* (after the count reached the producer) */
+	/*
+	 * (after both reached the producer: a commit that saw the count with the
+	 * last sleep's number, and did not ring, is seen here)
+	 */
+	pull(q, &q->sh->head, sizeof(q->sh->head), &far);
 	atomic_thread_fence(memory_order_seq_cst);
 	if (q->dead || q->cut)
 		return 1; /* (do not sleep on a dead link: the next look says so) */

@@ -502,6 +502,39 @@ START_TEST(remote_copies_sleep_and_ring)
 }
 END_TEST
 
+/*
+ * One ring per sleep across the link: commits while the consumer sleeps ring
+ * once (the rest would be Sends beyond its posted receives), and a consumer
+ * that woke and slept again before the producer saw it awake is rung again
+ * (a count the producer only ever sees at 1 must not silence it).
+ */
+START_TEST(remote_copies_one_ring_per_sleep)
+{
+	struct link pl, cl;
+	struct esock_shmq *p, *c;
+
+	remote_pair(&pl, &cl, &p, &c, true);
+	ck_assert_int_eq(esock_shmq_sleep_begin(c), 0);
+	for (int i = 0; i < 10; i++)
+		put(p, 16, (uint8_t)i);
+	ck_assert_int_eq(pl.rings, 1);
+	/* Awake and asleep again, its "awake" still in flight when the producer commits. */
+	cl.hold = true;
+	esock_shmq_sleep_end(c);
+	cl.hold = false;
+	cl.nheld = 0; /* (the count's 0 never arrives: the next sleep's 1 overtakes it) */
+	for (int i = 0; i < 10; i++)
+		take(c, 16, (uint8_t)i);
+	ck_assert_int_eq(esock_shmq_sleep_begin(c), 0);
+	put(p, 16, 10);
+	ck_assert_int_eq(pl.rings, 2);
+	put(p, 16, 11);
+	ck_assert_int_eq(pl.rings, 2);
+	esock_shmq_sleep_end(c);
+	remote_end(&pl, p, c);
+}
+END_TEST
+
 /* A producer's copy that lies (its end beyond the data): the consumer refuses it, reads nothing. */
 START_TEST(remote_copies_hostile_producer)
 {
@@ -534,6 +567,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, remote_copies_in_order);
 	tcase_add_test(tc, remote_copies_need_the_consumers_pushes);
 	tcase_add_test(tc, remote_copies_sleep_and_ring);
+	tcase_add_test(tc, remote_copies_one_ring_per_sleep);
 	tcase_add_test(tc, remote_copies_hostile_producer);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
