@@ -26,6 +26,7 @@
 #define HDR_LEN 256u            /* a queue's header lines (shmq.c's DATA_OFF): words, not records */
 #define SNAP 8u                 /* octets of a header word's snapshot slot */
 #define SNAPS (2u * SQ_DEPTH)   /* slots, used in turn (see snap_next) */
+#define PEND_MAX 8u             /* work requests waiting for a call's flush, at most */
 #define EXTRA_LEN (((SNAPS + 1u) * SNAP + 63u) & ~63u) /* the snapshots and a Read's slot */
 
 enum { WR_RING_RECV = 1, WR_WRITE, WR_READ, WR_RING };
@@ -65,6 +66,10 @@ struct tsp_rchan {
 	uint64_t peer_addr;
 	struct esock_shmq *req, *resp;
 	struct link lreq, lresp;
+	/* Work requests added by a call's pushes, posted as one list by its flush (or a pull, a ring). */
+	struct esock_send_wr pend[PEND_MAX];
+	struct esock_sge pend_sge[PEND_MAX];
+	unsigned npend;
 	unsigned reads;        /* Reads completed (a pull waits for the next) */
 	bool owned;            /* its socket marked as the library's (TSP_OWN) */
 	int err;               /* the link's error, once it broke */
@@ -132,16 +137,18 @@ static void pause_us(long us)
 	nanosleep(&ts, NULL);
 }
 
-/* Posts |wr|, waiting for room in the send queue.  0 or the link's error. */
+/* Posts the list |wr|, waiting for room in the send queue.  0 or the link's error. */
 static int post(struct tsp_rchan *c, struct esock_send_wr *wr)
 {
+	struct esock_send_wr *bad = NULL;
 	int rc = 0;
 
-	for (long waited = 0; !c->err && (rc = esock_post_send(c->qp, wr, NULL)) == -ENOMEM; waited += 20) {
+	for (long waited = 0; !c->err && (rc = esock_post_send(c->qp, wr, &bad)) == -ENOMEM; waited += 20) {
 		if (waited >= POST_MS * 1000L) {
 			c->err = -ETIMEDOUT;
 			break;
 		}
+		wr = bad ? bad : wr; /* (those before it were posted) */
 		reap(c);
 		pause_us(20);
 	}
@@ -150,8 +157,36 @@ static int post(struct tsp_rchan *c, struct esock_send_wr *wr)
 	return c->err;
 }
 
+/* Posts what waits (lock held): one list, so that it leaves in one write.  0 or the link's error. */
+static int flush_locked(struct tsp_rchan *c)
+{
+	int rc;
+
+	if (!c->npend)
+		return c->err;
+	for (unsigned i = 0; i + 1 < c->npend; i++)
+		c->pend[i].next = &c->pend[i + 1];
+	c->pend[c->npend - 1].next = NULL;
+	rc = post(c, &c->pend[0]);
+	c->npend = 0;
+	return rc;
+}
+
+/* Adds |wr| (its one |sge|) to what waits, posting first when that is full (lock held). */
+static int add(struct tsp_rchan *c, const struct esock_send_wr *wr, const struct esock_sge *sge)
+{
+	if (c->npend == PEND_MAX && flush_locked(c) < 0)
+		return c->err;
+	c->pend_sge[c->npend] = *sge;
+	c->pend[c->npend] = *wr;
+	c->pend[c->npend].sg_list = sge->length ? &c->pend_sge[c->npend] : NULL;
+	c->pend[c->npend].num_sge = sge->length ? 1 : 0;
+	c->npend++;
+	return c->err;
+}
+
 /*
- * Posts an RDMA Write or Read between our copy of |l|'s queue and the peer's,
+ * Adds an RDMA Write or Read between our copy of |l|'s queue and the peer's,
  * octets [off, off + len) on both sides; |from|: the local octets (a
  * snapshot, a Read's slot), or NULL for our copy itself.
  */
@@ -161,10 +196,10 @@ static int rdma(const struct link *l, enum esock_wr_opcode op, uint64_t id, uint
 	struct tsp_rchan *c = l->c;
 	struct esock_sge sge = { .addr = (uintptr_t)(from ? from : c->mem + l->base + off), .length = len,
 				 .lkey = esock_mr_stag(c->mr) };
-	struct esock_send_wr wr = { .wr_id = id, .opcode = op, .sg_list = &sge, .num_sge = 1,
+	struct esock_send_wr wr = { .wr_id = id, .opcode = op,
 				    .remote_addr = c->peer_addr + l->base + off, .rkey = c->peer_stag };
 
-	return post(c, &wr);
+	return add(c, &wr, &sge);
 }
 
 /* shmq's push: our copy's octets [off, off + len) of this queue to the peer's copy. */
@@ -207,7 +242,7 @@ static int pull(void *arg, uint32_t off, uint32_t len, void *into)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
 	want = c->reads + 1;
-	if ((rc = rdma(l, ESOCK_WR_RDMA_READ, WR_READ, off, len, scratch)) < 0) {
+	if ((rc = rdma(l, ESOCK_WR_RDMA_READ, WR_READ, off, len, scratch)) < 0 || (rc = flush_locked(c)) < 0) {
 		pthread_mutex_unlock(&c->lock);
 		return rc;
 	}
@@ -229,15 +264,29 @@ static int pull(void *arg, uint32_t off, uint32_t len, void *into)
 	return rc;
 }
 
-/* shmq's ring: an empty Send, whose arrival makes the peer's bell readable. */
+/* shmq's ring: an empty Send, whose arrival makes the peer's bell readable (behind what waits). */
 static void ring(void *arg)
 {
 	struct link *l = arg;
 	struct esock_send_wr wr = { .wr_id = WR_RING, .opcode = ESOCK_WR_SEND };
+	struct esock_sge none = { 0 };
 
 	pthread_mutex_lock(&l->c->lock);
-	(void)post(l->c, &wr);
+	if (add(l->c, &wr, &none) == 0)
+		(void)flush_locked(l->c);
 	pthread_mutex_unlock(&l->c->lock);
+}
+
+/* shmq's flush: what the call pushed, as one list. */
+static int flush(void *arg)
+{
+	struct tsp_rchan *c = ((struct link *)arg)->c;
+	int rc;
+
+	pthread_mutex_lock(&c->lock);
+	rc = flush_locked(c);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
 }
 
 /* The objects and both queues' copies for queues of |cap| octets; the rings' receives posted. */
@@ -245,7 +294,7 @@ static int setup(struct tsp_rchan **out, uint32_t cap)
 {
 	struct tsp_rchan *c = calloc(1, sizeof(*c));
 	struct esock_qp_attr qa = { 0 };
-	struct esock_shmq_remote rreq = { push, pull, ring, NULL }, rresp = rreq;
+	struct esock_shmq_remote rreq = { push, pull, ring, NULL, flush }, rresp = rreq;
 	int rc;
 
 	if (!c)
@@ -299,6 +348,7 @@ static void param(struct esock_conn_param *p, const uint8_t *pd)
 	p->private_data = pd;
 	p->private_data_len = HELLO_LEN;
 	p->p2p = 1;              /* (our first FPDU at once: tcpserverd may answer before we push) */
+	p->pack = true;          /* (a commit's Writes and ring in one segment: both ends are esock) */
 	p->wait_for_recv = true; /* (a ring beyond the receives posted waits, never Terminates) */
 }
 

@@ -60,6 +60,13 @@ static void push(struct esock_shmq *q, const void *at, uint32_t len)
 		q->cut = true;
 }
 
+/* What this call pushed goes now (remote queues). */
+static void flush(struct esock_shmq *q)
+{
+	if (q->remote.flush && q->remote.flush(q->remote.arg) < 0)
+		q->cut = true;
+}
+
 /* The other side's copy of these octets into |into|, waited for (remote queues). */
 static void pull(struct esock_shmq *q, const void *at, uint32_t len, void *into)
 {
@@ -220,8 +227,10 @@ void esock_shmq_commit(struct esock_shmq *q, uint32_t len)
 		 * us late, and every commit until its wake-up is told would ring
 		 * again (a Send each, beyond the receives the consumer keeps posted).
 		 */
-		if (q->remote.ring && gen == q->rung_gen)
+		if (q->remote.ring && gen == q->rung_gen) {
+			flush(q);
 			return;
+		}
 		q->rung_gen = gen;
 
 		/* (a clock read only here: the wake-up is a system call anyway) */
@@ -237,6 +246,7 @@ void esock_shmq_commit(struct esock_shmq *q, uint32_t len)
 		else
 			futex(&q->sh->seq, FUTEX_WAKE, 1, NULL);
 	}
+	flush(q);
 }
 
 void esock_shmq_set_bell(struct esock_shmq *q, int efd)
@@ -267,6 +277,7 @@ void esock_shmq_sleep_end(struct esock_shmq *q)
 {
 	atomic_fetch_sub(&q->sh->sleeping, 1);
 	push(q, &q->sh->sleeping, sizeof(q->sh->sleeping));
+	flush(q);
 }
 
 uint64_t esock_shmq_rung_ns(const struct esock_shmq *q)
@@ -281,6 +292,7 @@ void esock_shmq_set_cpu(struct esock_shmq *q, int cpu)
 	if (atomic_load_explicit(&q->sh->cons_cpu, memory_order_relaxed) != v) {
 		atomic_store_explicit(&q->sh->cons_cpu, v, memory_order_relaxed);
 		push(q, &q->sh->cons_cpu, sizeof(q->sh->cons_cpu));
+		flush(q);
 	}
 }
 
@@ -319,6 +331,7 @@ const void *esock_shmq_peek(struct esock_shmq *q, uint32_t *len, int *rc)
 			q->tail += room;
 			atomic_store_explicit(&q->sh->tail, q->tail, memory_order_release);
 			push(q, &q->sh->tail, sizeof(q->sh->tail));
+			flush(q);
 			continue;
 		}
 		if (n > esock_shmq_max_record(q) || rec_len(n) > room || rec_len(n) > avail)
@@ -337,6 +350,7 @@ void esock_shmq_release(struct esock_shmq *q)
 	q->rec = 0;
 	atomic_store_explicit(&q->sh->tail, q->tail, memory_order_release);
 	push(q, &q->sh->tail, sizeof(q->sh->tail));
+	flush(q);
 }
 
 int esock_shmq_wait(struct esock_shmq *q, int timeout_ms)

@@ -125,6 +125,13 @@ struct esock_shmq_remote {
 	int (*pull)(void *arg, uint32_t off, uint32_t len, void *into);
 	void (*ring)(void *arg);
 	void *arg;
+	/*
+	 * Optional: the pushes of one call may wait to be sent together (one
+	 * commit's record and end as one list: one write to the network);
+	 * called at the end of each call that pushed.  A pull or ring sends
+	 * what waits first.
+	 */
+	int (*flush)(void *arg);
 };
 void esock_shmq_set_remote(struct esock_shmq *q, const struct esock_shmq_remote *r);
 
