@@ -75,6 +75,18 @@ struct tsp_rchan {
 	int err;               /* the link's error, once it broke */
 };
 
+/*
+ * The user-level backend's QP (a TCP socket of this process, which the
+ * library's own internals know); a verbs QP (kernel siw, an RNIC: with
+ * ESOCK_BACKEND=verbs, or auto on a host with an iWARP device) has none.
+ */
+static bool user_qp(const struct esock_qp *qp)
+{
+	const char *b = esock_qp_backend(qp);
+
+	return b && !strcmp(b, "user");
+}
+
 static void hello(const struct tsp_rchan *c, uint8_t *p)
 {
 	esock_put_be32(p, HELLO_MAGIC);
@@ -372,8 +384,10 @@ int tsp_rchan_connect(struct tsp_rchan **out, const struct sockaddr *addr, sockl
 		goto failed;
 	}
 	/* (inside libesock: a daemon's close-everything must pass the channel's socket by) */
-	TSP_OWN(ep_qp_fd((*out)->qp));
-	(*out)->owned = true;
+	if (user_qp((*out)->qp)) {
+		TSP_OWN(ep_qp_fd((*out)->qp));
+		(*out)->owned = true;
+	}
 	return 0;
 failed:
 	tsp_rchan_close(*out);
@@ -481,9 +495,17 @@ void tsp_rchan_close(struct tsp_rchan *c)
 
 void tsp_rchan_forget(struct tsp_rchan *c)
 {
-	if (c)
-		pthread_mutex_init(&c->lock, NULL); /* (a parent's thread may have held it) */
-	if (c && c->qp)
+	if (!c)
+		return;
+	/*
+	 * A verbs QP's objects are the kernel's, shared with the parent through
+	 * the device's file: destroying them here would destroy the parent's.
+	 * Left as they are (the child's copy of this memory, nothing more).
+	 */
+	if (c->qp && !user_qp(c->qp))
+		return;
+	pthread_mutex_init(&c->lock, NULL); /* (a parent's thread may have held it) */
+	if (c->qp)
 		let_go(c->qp);
 	tsp_rchan_close(c);
 }

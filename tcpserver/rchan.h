@@ -14,10 +14,10 @@
  *
  * The MPA private data carries, both ways, a hello: "eTSP", version, the
  * queues' capacity, and the STag and address of the sender's copies.  A peer
- * whose hello is missing or differs is refused.  The two ends must be esock
- * endpoints (either backend) whose QP waits for a receive (the user-level
- * backend; a kernel QP's first ring beyond the receives posted would be a
- * Terminate).
+ * whose hello is missing or differs is refused.  Either end may be either
+ * backend (a ring is sent once per sleep of the peer's, far fewer than the
+ * receives kept posted, which a kernel QP needs); a fork's child leaves a
+ * verbs QP's objects alone (they are the parent's too).
  */
 #ifndef ESOCK_TCPSERVER_RCHAN_H
 #define ESOCK_TCPSERVER_RCHAN_H
