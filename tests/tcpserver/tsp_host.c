@@ -608,10 +608,10 @@ static int calls(const char *path, int n)
 	struct sockaddr_in sa;
 	socklen_t sl;
 	double *via = calloc((size_t)n, sizeof(double)), *direct = calloc((size_t)n, sizeof(double));
-	int rc, ts, fd = socket(AF_INET, SOCK_STREAM, 0);
+	int rc = -ENOMEM, ts, fd = socket(AF_INET, SOCK_STREAM, 0);
 
 	if (!via || !direct || fd < 0 || (rc = tsp_host_open(path, 0, 0, &h, NULL)) < 0)
-		die("open", -ENOMEM);
+		die("open", rc);
 	q = req(ESOCK_TSP_SOCKET, 0);
 	q.u.socket.family = 4;
 	if ((ts = tsp_host_call(h, &q, &r)) < 0)

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The TCP Server's cluster channel with a kernel iWARP end, in the siw guest
+# (jobs/tcpserver-cluster.sh): tcpserverd (-l on the guest's siw address) and a host,
+# each on the verbs backend (kernel siw through rdma-core) or the user-level one; per case
+# 200 synchronous calls and 1 MB echoed through a listener of tcpserverd's, every octet
+# compared.  Fails when a case fails or a side was not on the backend asked for (each
+# side's log says which backend its objects got).
+#   tcpserver-cluster.sh BUILD_DIR [OUTDIR]
+# Exits 77 (skip) without the verbs backend or the rig.
+# Not yet part of check-interop: every case fails today (2026-12-02), the first ring
+# between the two backends ends the connection (docs/tcpserver.md, "Proof"); each case
+# leaves a capture for ddpdump in OUTDIR.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "${1:?usage: tcpserver-cluster.sh BUILD_DIR [OUTDIR]}" && pwd)
+out=${2:-$build/interop-captures/tcpserver-cluster}
+export RIG_DIR=${RIG_DIR:-$build/interop-rig}
+
+say() { echo "interop: $*"; }
+grep -q '^#define ESOCK_HAVE_VERBS 1' "$build/config.h" ||
+	{ say "SKIP: TCP Server cluster channel: built without the verbs backend"; exit 77; }
+[ -f "$RIG_DIR/groot.stamp" ] || { say "SKIP: TCP Server cluster channel: the siw rig is not prepared"; exit 77; }
+[ -x "$build/tests/tcpserver/tsp-host" ] || make -C "$build" tests/tcpserver/tsp-host >/dev/null ||
+	{ say "FAIL: cannot build tsp-host"; exit 1; }
+rm -rf "$out"
+RIG_FILES="$build/tcpserver/tcpserverd=/tcpserverd $build/tests/tcpserver/tsp-host=/tsp-host" \
+	bash "$here/siw-rig.sh" run "$here/jobs/tcpserver-cluster.sh" "$out" default ||
+	{ say "FAIL TCP Server cluster channel: the guest job failed"; exit 1; }
+fail=0 n=0
+printf '%-24s %-10s %-7s %s\n' case tcpserverd host result
+while read -r _ name tsd host rc; do
+	rc=${rc%$'\r'} n=$((n + 1)) verdict=ok
+	[ "$rc" = 0 ] || verdict="FAILED (exit $rc)"
+	grep -q "backend: $tsd" "$out/$name-server.log" 2>/dev/null || verdict="FAILED (tcpserverd not on $tsd)"
+	grep -q "backend: $host" "$out/$name-client.log" 2>/dev/null || verdict="FAILED (the host not on $host)"
+	grep -q "^calls: 200 getsockname" "$out/$name-client.log" 2>/dev/null &&
+		grep -q "^plain: 1000000 octets echoed" "$out/$name-client.log" ||
+		verdict="FAILED (calls or echo incomplete)"
+	[ "$verdict" = ok ] || fail=1
+	printf '%-24s %-10s %-7s %s\n' "$name" "$tsd" "$host" "$verdict"
+	if [ -n "${ESOCK_MATRIX:-}" ]; then # (a row of check-interop's matrix: run-interop.sh)
+		crc=on # (a user-level side asks for CRC, siw echoes it; siw to siw: none asks)
+		[ "$tsd/$host" = verbs/verbs ] && crc=off
+		printf '%s\t%s\t%s\t%s\t%s\t%s\n' "tcpserverd -l ($tsd)" "tsp-host ($host)" \
+			"TCP Server channel: RDMA Write/Read, Send" "$crc" "200 calls, 1 MB" \
+			"$([ "$verdict" = ok ] && echo PASS || echo FAIL)" >>"$ESOCK_MATRIX"
+	fi
+done < <(grep -a '^RIG-CASE ' "$out/console.log")
+[ "$n" -eq 3 ] || { say "TCP Server cluster channel: $n of 3 cases ran"; fail=1; }
+exit $fail
