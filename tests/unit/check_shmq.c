@@ -359,8 +359,8 @@ static void remote_pair(struct link *pl, struct link *cl, struct esock_shmq **p,
 {
 	size_t sz = esock_shmq_size(CAP);
 	uint8_t *a = aligned_alloc(64, sz), *b = aligned_alloc(64, sz);
-	struct esock_shmq_remote pr = { link_push, link_pull, link_ring, pl };
-	struct esock_shmq_remote cr = { link_push, link_pull, link_ring, cl };
+	struct esock_shmq_remote pr = { link_push, link_pull, link_ring, pl, NULL };
+	struct esock_shmq_remote cr = { link_push, link_pull, link_ring, cl, NULL };
 
 	ck_assert_ptr_nonnull(a);
 	ck_assert_ptr_nonnull(b);
