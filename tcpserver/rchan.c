@@ -118,7 +118,12 @@ static void reap_cq(struct tsp_rchan *c, struct esock_cq *cq)
 	struct esock_wc wc[32];
 	int n;
 
-	while ((n = esock_cq_poll(cq, 32, wc)) > 0)
+	while ((n = esock_cq_poll(cq, 32, wc)) != 0) {
+		if (n < 0) { /* (-EOVERFLOW: completions were lost, a Read's perhaps: the link is broken) */
+			if (!c->err)
+				c->err = n;
+			return;
+		}
 		for (int i = 0; i < n; i++) {
 			if (wc[i].status != ESOCK_WC_SUCCESS) {
 				if (!c->err)
@@ -134,6 +139,7 @@ static void reap_cq(struct tsp_rchan *c, struct esock_cq *cq)
 				c->reads++;
 			}
 		}
+	}
 }
 
 static void reap(struct tsp_rchan *c)
@@ -176,6 +182,13 @@ static int flush_locked(struct tsp_rchan *c)
 
 	if (!c->npend)
 		return c->err;
+	/*
+	 * The send queue's slots come free as its work completes, whether or
+	 * not anybody polls: a side that never sleeps would fill its send CQ
+	 * (and lose completions, a Read's among them).  Polled before each
+	 * post, it holds at most SQ_DEPTH + PEND_MAX.
+	 */
+	reap_cq(c, c->scq);
 	for (unsigned i = 0; i + 1 < c->npend; i++)
 		c->pend[i].next = &c->pend[i + 1];
 	c->pend[c->npend - 1].next = NULL;
@@ -319,7 +332,7 @@ static int setup(struct tsp_rchan **out, uint32_t cap)
 	if (!(c->mem = aligned_alloc(64, 2 * c->qlen + EXTRA_LEN)))
 		return -ENOMEM;
 	memset(c->mem, 0, 2 * c->qlen + EXTRA_LEN);
-	if ((rc = esock_pd_alloc(&c->pd)) < 0 || (rc = esock_cq_create(SQ_DEPTH + 16, &c->scq)) < 0 ||
+	if ((rc = esock_pd_alloc(&c->pd)) < 0 || (rc = esock_cq_create(SQ_DEPTH + PEND_MAX + 16, &c->scq)) < 0 ||
 	    (rc = esock_cq_create(RINGS + 16, &c->cq)) < 0)
 		return rc;
 	qa.pd = c->pd;

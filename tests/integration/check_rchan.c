@@ -137,6 +137,43 @@ END_TEST
  * host's next request rings it awake; the record is there.  Then the host
  * goes away: the server's side learns it from its bell.
  */
+/*
+ * A producer that never sleeps posts thousands of Writes without looking at
+ * its send completions: they may not pile up beyond its completion queue
+ * (an overflow drops them, a Read's among them, and the next sleeper's look
+ * would wait for ever).  Then each side's look before sleeping still answers
+ * at once and the link is whole.
+ */
+START_TEST(busy_producer_keeps_its_completions)
+{
+	struct esock_listener *l;
+	struct tsp_rchan *host, *srv;
+	struct timespec t0, t1;
+
+	alarm(120);
+	pair(&l, &host, &srv);
+	for (int round = 0; round < 4000; round++) {
+		put(tsp_rchan_req(host), 64, (uint8_t)round);
+		take(tsp_rchan_req(srv), 64, (uint8_t)round);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_int_eq(esock_shmq_sleep_begin(tsp_rchan_resp(host)), 0); /* (a pull: a Read) */
+	esock_shmq_sleep_end(tsp_rchan_resp(host));
+	ck_assert_int_eq(esock_shmq_sleep_begin(tsp_rchan_req(srv)), 0);
+	esock_shmq_sleep_end(tsp_rchan_req(srv));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ck_assert_msg(t1.tv_sec - t0.tv_sec < 3, "the looks took %ld s", (long)(t1.tv_sec - t0.tv_sec));
+	ck_assert_int_eq(tsp_rchan_drain(host), 0);
+	ck_assert_int_eq(tsp_rchan_drain(srv), 0);
+	put(tsp_rchan_req(host), 8, 1);
+	take(tsp_rchan_req(srv), 8, 1);
+	tsp_rchan_close(host);
+	tsp_rchan_close(srv);
+	esock_listener_close(l);
+	alarm(0);
+}
+END_TEST
+
 START_TEST(sleeper_woken_by_ring)
 {
 	struct esock_listener *l;
@@ -225,6 +262,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 180);
 	tcase_add_test(tc, records_cross_both_ways);
 	tcase_add_test(tc, sleeper_woken_by_ring);
+	tcase_add_test(tc, busy_producer_keeps_its_completions);
 	tcase_add_test(tc, peer_without_hello_refused);
 	suite_add_tcase(s, tc);
 	return s;
