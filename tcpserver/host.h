@@ -16,7 +16,8 @@
 struct tsp_host;
 
 /*
- * Connects to tcpserverd at the Unix socket |path|, hands it a channel and
+ * Connects to tcpserverd at |path|: a Unix socket's path (shared memory),
+ * or ADDR:PORT / [ADDR]:PORT of its -l (an esock QP, rchan.h); hands it a channel and
  * says HELLO asking for |flags| (ESOCK_TSP_F_*).  0 or -errno
  * (-ECONNREFUSED: tcpserverd is not there or admits no more hosts; -EPERM:
  * no fork of that token).  *|granted|: the flags tcpserverd agreed to (may
@@ -59,8 +60,9 @@ int tsp_host_event_kept(struct tsp_host *h, struct esock_tsp_msg *ev);
 
 /*
  * Sleeping among other files (the offload mode's poll and epoll): the
- * host's bell is an eventfd tcpserverd rings for a host that said it
- * sleeps.  tsp_host_sleep_begin returns 1 when something is already there
+ * host's bell is a descriptor tcpserverd rings for a host that said it
+ * sleeps (an eventfd over shared memory; across the network an epoll set
+ * of the QP's receive channel and an eventfd for this process's threads).  tsp_host_sleep_begin returns 1 when something is already there
  * (do not sleep), 0 when the bell will ring; tsp_host_sleep_end after the
  * wait, whatever it returned (it quiets the bell).
  */
