@@ -158,6 +158,37 @@ uint32_t vb_qp_num(const struct esock_qp *q)
 	return qp->id && qp->id->qp ? qp->id->qp->qp_num : 0;
 }
 
+/*
+ * A provider's post_send/post_recv error as -errno.  The verbs convention is
+ * a positive errno, but some providers return it negated (rdma-core's siw:
+ * -EINVAL, -ENOMEM), which read the other way would pass for success.
+ */
+static int post_err(int rc)
+{
+	return rc > 0 ? -rc : rc;
+}
+
+/*
+ * Posts one receive.  A receive without SGEs (for zero-length Sends: a
+ * doorbell) is legal verbs, but rdma-core's siw provider refuses it with
+ * -EINVAL: then it goes again as one empty SGE, which siw skips without
+ * looking at its key (nothing is placed through it).
+ */
+static int post_recv_wr(struct ibv_qp *qp, struct ibv_recv_wr *wr)
+{
+	struct ibv_recv_wr *bad, w;
+	struct ibv_sge none = { 0 };
+	int rc = post_err(ibv_post_recv(qp, wr, &bad));
+
+	if (rc != -EINVAL || wr->num_sge != 0)
+		return rc;
+	w = *wr;
+	w.next = NULL;
+	w.sg_list = &none;
+	w.num_sge = 1;
+	return post_err(ibv_post_recv(qp, &w, &bad));
+}
+
 /* SGEs by STag, as esock has them, into the kernel's (lkeys).  0 or -EINVAL. */
 static int sges(struct vb_qp *qp, const struct esock_sge *in, int n, struct ibv_sge *out)
 {
@@ -187,9 +218,7 @@ static int post_one_recv(struct vb_qp *qp, const struct esock_recv_wr *wr)
 	p->wr.sg_list = p->sge;
 	p->wr.num_sge = wr->num_sge;
 	if (qp->id && qp->id->qp) {
-		struct ibv_recv_wr *bad;
-
-		rc = -ibv_post_recv(qp->id->qp, &p->wr, &bad);
+		rc = post_recv_wr(qp->id->qp, &p->wr);
 		free(p);
 		return rc;
 	}
@@ -271,10 +300,8 @@ int vb_post_send(struct esock_qp *q, struct esock_send_wr *wr, struct esock_send
 			w.wr.rdma.remote_addr = wr->remote_addr;
 			w.wr.rdma.rkey = wr->rkey;
 		}
-		if ((rc = ibv_post_send(qp->id->qp, &w, &b)) != 0) {
-			rc = -rc;
+		if ((rc = post_err(ibv_post_send(qp->id->qp, &w, &b))) != 0)
 			break;
-		}
 	}
 	if (rc < 0 && bad)
 		*bad = wr;
@@ -292,6 +319,7 @@ int vb_qp_make(struct vb_qp *qp, struct rdma_cm_id *id)
 		.sq_sig_all = qp->attr.sq_sig_all,
 	};
 	struct vb_pending_recv *p;
+	unsigned n = 0;
 
 	if (id->verbs != qp->pd->ctx)
 		return -EXDEV; /* the connection goes through another device than the PD's */
@@ -300,18 +328,21 @@ int vb_qp_make(struct vb_qp *qp, struct rdma_cm_id *id)
 	pthread_mutex_lock(&qp->lock);
 	qp->id = id;
 	while ((p = qp->pending)) {
-		struct ibv_recv_wr *bad;
-		int rc = ibv_post_recv(id->qp, &p->wr, &bad);
+		int rc = post_recv_wr(id->qp, &p->wr);
 
 		qp->pending = p->next;
 		free(p);
 		if (rc) {
 			pthread_mutex_unlock(&qp->lock);
-			return -rc;
+			log_warn("verbs qp %u: a receive posted before connecting failed: %s", id->qp->qp_num,
+				 strerror(-rc));
+			return rc;
 		}
+		n++;
 	}
 	qp->pending_tail = &qp->pending;
 	pthread_mutex_unlock(&qp->lock);
+	log_debug("verbs qp %u: made, %u receives posted before connecting", id->qp->qp_num, n);
 	return 0;
 }
 

@@ -8,7 +8,8 @@
 # the verbs backend (kernel siw through rdma-core) against rping and against the
 # user-level backend (verbs-matrix.sh); every operation across the two backends
 # (backend-ops.sh); DDPMODE sockets of an unmodified program on
-# the verbs backend against the user-level one (verbs-sockets.sh); and kpatch/linux's siw patches, each
+# the verbs backend against the user-level one (verbs-sockets.sh); the TCP Server's
+# cluster channel with a kernel end on either side (tcpserver-cluster.sh); and kpatch/linux's siw patches, each
 # shown on the wire against siw as shipped (siw-patches.sh).
 #   run-interop.sh BUILD_DIR
 # Exits 77 (skip) with a reason when the rig cannot be prepared here (no
@@ -60,7 +61,7 @@ failed_parts=()
 # printed at the end and kept in $out/matrix.txt.
 export ESOCK_MATRIX=$out/matrix.tsv
 : >"$ESOCK_MATRIX"
-for part in iwping-vs-rping sock-vs-rping iwping-vs-verbs verbs-matrix backend-ops verbs-sockets siw-patches perftest-anchor; do
+for part in iwping-vs-rping sock-vs-rping iwping-vs-verbs verbs-matrix backend-ops verbs-sockets tcpserver-cluster siw-patches perftest-anchor; do
 	t0=$SECONDS
 	if [ "$part" = sock-vs-rping ]; then
 		# A DDPMODE socket (libesock's socket layer and extended calls) as rping's client.

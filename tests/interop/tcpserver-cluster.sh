@@ -7,10 +7,8 @@
 # compared.  Fails when a case fails or a side was not on the backend asked for (each
 # side's log says which backend its objects got).
 #   tcpserver-cluster.sh BUILD_DIR [OUTDIR]
-# Exits 77 (skip) without the verbs backend or the rig.
-# Not yet part of check-interop: every case fails today (2026-12-02), the first ring
-# between the two backends ends the connection (docs/tcpserver.md, "Proof"); each case
-# leaves a capture for ddpdump in OUTDIR.
+# Exits 77 (skip) without the verbs backend or the rig.  Each case leaves a capture for
+# ddpdump in OUTDIR.  Part of check-interop (run-interop.sh).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:?usage: tcpserver-cluster.sh BUILD_DIR [OUTDIR]}" && pwd)
@@ -21,7 +19,8 @@ say() { echo "interop: $*"; }
 grep -q '^#define ESOCK_HAVE_VERBS 1' "$build/config.h" ||
 	{ say "SKIP: TCP Server cluster channel: built without the verbs backend"; exit 77; }
 [ -f "$RIG_DIR/groot.stamp" ] || { say "SKIP: TCP Server cluster channel: the siw rig is not prepared"; exit 77; }
-[ -x "$build/tests/tcpserver/tsp-host" ] || make -C "$build" tests/tcpserver/tsp-host >/dev/null ||
+# (made every time: a test program is not remade by `make`, and a stale one tests old code)
+make -C "$build" tests/tcpserver/tsp-host >/dev/null ||
 	{ say "FAIL: cannot build tsp-host"; exit 1; }
 rm -rf "$out"
 RIG_FILES="$build/tcpserver/tcpserverd=/tcpserverd $build/tests/tcpserver/tsp-host=/tsp-host" \

@@ -14,6 +14,17 @@ tests_unit_check_vb_keys_SOURCES = tests/unit/check_vb_keys.c kpatch/verbs/vb_ke
 tests_unit_check_vb_keys_CFLAGS = $(AM_CFLAGS)
 tests_unit_check_vb_keys_LDADD = tests/unit/libtestutil.la $(CHECK_LIBS) -lpthread
 
+# The verbs backend's posting against a fake provider (siw's negated errors, no SGE-less
+# receives): built only with the backend, whose rdma-core headers it needs.
+if HAVE_VERBS
+TEST_PROGS += tests/unit/check_vb_post
+tests_unit_check_vb_post_SOURCES = tests/unit/check_vb_post.c kpatch/verbs/vb_qp.c
+tests_unit_check_vb_post_CFLAGS = $(AM_CFLAGS)
+tests_unit_check_vb_post_LDADD = libesock_core.la tests/unit/libtestutil.la $(CHECK_LIBS) -lpthread
+else
+EXTRA_DIST += tests/unit/check_vb_post.c
+endif
+
 # The rule by which a CQ learns how long to spin: one header, no library.
 TEST_PROGS += tests/unit/check_ep_spin
 tests_unit_check_ep_spin_LDADD = tests/unit/libtestutil.la $(CHECK_LIBS)
