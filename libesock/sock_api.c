@@ -22,6 +22,7 @@
 #include "libc/ownfd.h"
 #include "libc/real.h"
 #include "libesock/sock.h"
+#include "libesock/sock_off.h"
 #include "libesock/sock_vb.h"
 #include "util/log.h"
 
@@ -204,7 +205,9 @@ static int api_bind_eq(int fd, unsigned ops, int h)
 	}
 	pthread_mutex_lock(&s->lock);
 	sock_api_async(s);
-	if (!cq_of(s))
+	if (s->off)
+		rc = -EOPNOTSUPP;
+	else if (!cq_of(s))
 		rc = -ENOTCONN;
 	else if ((rc = eq_attach(q, s)) == 0)
 		for (int op = ESOCK_OP_SEND; op <= ESOCK_OP_READ; op++)
@@ -321,6 +324,11 @@ static int post(int fd, int op, void *buf, size_t len, uint64_t raddr, uint32_t 
 		return -EMSGSIZE;
 	}
 	pthread_mutex_lock(&s->lock);
+	if (s->off) {
+		/* (offloaded: registered memory goes through send/recv themselves, sock_off_reg.c) */
+		rc = -EOPNOTSUPP;
+		goto out;
+	}
 	if (s->verbs) {
 		rc = post_verbs(s, op, buf, len, raddr, rkey, tag);
 		goto out;
@@ -481,6 +489,10 @@ static int api_reg(int fd, void *addr, size_t len, unsigned access, uint32_t *st
 
 	if (!s)
 		return -ENOTSOCK;
+	if (s->off) { /* (tcpserverd's registration: the process's, made without the socket's lock) */
+		sock_put(s);
+		return sock_off_reg(addr, len, access, stag);
+	}
 	pthread_mutex_lock(&s->lock);
 	if (s->verbs || (sock_vb_wanted() == 2 && s->st != SOCK_CONNECTED)) {
 		/* The verbs backend's PD is the connection's: from connect or accept on. */
@@ -525,6 +537,10 @@ static int api_dereg(int fd, uint32_t stag)
 
 	if (!s)
 		return -ENOTSOCK;
+	if (s->off) {
+		sock_put(s);
+		return sock_off_dereg(stag);
+	}
 	pthread_mutex_lock(&s->lock);
 	for (int i = 0; i < s->nmrs; i++)
 		if (esock_mr_stag(s->mrs[i].mr) == stag) {

@@ -610,20 +610,36 @@ static ssize_t rx_call(struct esock_sock *s, const struct iovec *iov, int n, siz
 		       bool peek)
 {
 	struct esock_tsp_msg req = { .h = { .op = ESOCK_TSP_RECV } }, resp;
+	uint32_t region = 0;
 	int rc;
 
 	req.u.recv.max = want < ESOCK_TSP_BODY_MAX ? (uint32_t)want : ESOCK_TSP_BODY_MAX;
 	req.u.recv.flags = ESOCK_TSP_MSG_DONTWAIT | (peek ? ESOCK_TSP_MSG_PEEK : 0);
 	LOCK();
+	/* Into registered memory: tcpserverd writes the octets there itself (RECV_REG). */
+	if (n == 1 && !s->off->eager_rx && granted(ESOCK_TSP_F_REG_BUFFERS) &&
+	    (region = off_reg_find((uint8_t *)iov[0].iov_base + at, req.u.recv.max, true))) {
+		uint32_t max = req.u.recv.max, fl = req.u.recv.flags;
+
+		req.h.op = ESOCK_TSP_RECV_REG;
+		req.u.xfer.flags = fl;
+		req.u.xfer.region = region;
+		req.u.xfer.len = max;
+		req.u.xfer.addr = (uintptr_t)iov[0].iov_base + at;
+	}
 	rc = call_locked(s, &req, &resp);
-	if (rc > 0) {
+	if (region) {
+		if (rc > (int)req.u.xfer.len)
+			rc = -EPROTO;
+	} else if (rc > 0) {
 		if ((uint32_t)rc != resp.data_len || resp.data_len > req.u.recv.max)
 			rc = -EPROTO;
 		else
 			iov_copy(iov, n, at, (uint8_t *)(uintptr_t)resp.data, resp.data_len, true); /* (before the pump reuses the buffer) */
 	}
 	/* Drained (tcpserverd says the same of a short read: its next octets come as READY). */
-	settle_locked(s, rc == -EAGAIN || (rc > 0 && (uint32_t)rc < req.u.recv.max && !peek) ? POLLIN : 0,
+	settle_locked(s, rc == -EAGAIN || (rc > 0 && (uint32_t)rc < (region ? req.u.xfer.len : req.u.recv.max) &&
+					    !peek) ? POLLIN : 0,
 		      false);
 	UNLOCK();
 	return rc;
@@ -697,6 +713,7 @@ ssize_t sock_off_send(struct esock_sock *s, const struct iovec *iov, int n, int 
 	while (done < total) {
 		struct esock_tsp_msg req = { .h = { .op = ESOCK_TSP_SEND } }, resp;
 		size_t piece = total - done < ESOCK_TSP_BODY_MAX ? total - done : ESOCK_TSP_BODY_MAX;
+		uint32_t region;
 		bool full = false;
 
 		if (async) {
@@ -718,12 +735,27 @@ ssize_t sock_off_send(struct esock_sock *s, const struct iovec *iov, int n, int 
 				iov_copy(iov, n, done, gather, piece, false);
 				req.data = gather;
 			}
+			/* From registered memory: tcpserverd reads the octets there itself (SEND_REG). */
+			region = n == 1 && granted(ESOCK_TSP_F_REG_BUFFERS) ? off_reg_find(req.data, piece, false) : 0;
+			if (region) {
+				uint32_t fl = req.u.send.flags;
+
+				req.h.op = ESOCK_TSP_SEND_REG;
+				req.u.xfer.flags = fl;
+				req.u.xfer.region = region;
+				req.u.xfer.len = (uint32_t)piece;
+				req.u.xfer.addr = (uintptr_t)req.data;
+				req.data = NULL;
+				req.data_len = 0;
+			}
 			/*
 			 * Asynchronous send: posted, taken once queued (the credit
 			 * says it fits); a failure comes back later, for the next call.
+			 * Not from registered memory: that is the program's again
+			 * only once tcpserverd has read it (the answer).
 			 */
 			req.h.sock = o->handle;
-			if (async && o->connected && !o->orphan && off_post(&req) == 0)
+			if (async && !region && o->connected && !o->orphan && off_post(&req) == 0)
 				rc = (int)piece; /* (until it is known connected, a call: ENOTCONN and the like at once) */
 			else
 				rc = call_locked(s, &req, &resp);

@@ -51,6 +51,15 @@ int sock_off_setopt(struct esock_sock *s, int level, int name, const void *val, 
 int sock_off_getopt(struct esock_sock *s, int level, int name, void *val, socklen_t *len);
 int sock_off_name(struct esock_sock *s, bool peer, struct sockaddr *a, socklen_t *len);
 int sock_off_fionread(struct esock_sock *s, int *n);
+/*
+ * Registered buffers (sock_off_reg.c): [addr, addr + len) registered with
+ * tcpserverd for the process (the extended API's reg on an offloaded
+ * socket; ESOCK_REG_LOCAL_WRITE: receives land there too), *stag its
+ * number for dereg.  0, or -EOPNOTSUPP (not granted), -ENOSPC, -EPERM,
+ * -EFAULT (tcpserverd cannot reach it), -errno.
+ */
+int sock_off_reg(void *addr, size_t len, unsigned access, uint32_t *stag);
+int sock_off_dereg(uint32_t stag);
 /* The last descriptor closed: tcpserverd closes its socket. */
 void sock_off_release(struct esock_sock *s);
 

@@ -37,6 +37,7 @@ static void env_parse(void)
 		OPT("eagerrx", ESOCK_TSP_F_EAGER_RECV);
 		OPT("eageraccept", ESOCK_TSP_F_EAGER_ACCEPT);
 		OPT("setup", ESOCK_TSP_F_SETUP_ACCEPT);
+		OPT("reg", ESOCK_TSP_F_REG_BUFFERS);
 		OPT("all", ESOCK_TSP_F_ASYNC_SEND | ESOCK_TSP_F_EAGER_RECV | ESOCK_TSP_F_EAGER_ACCEPT |
 			       ESOCK_TSP_F_SETUP_ACCEPT);
 #undef OPT
@@ -146,6 +147,7 @@ static void fork_child(void)
 	}
 	off_proc.broken = false;
 	off_proc.fork_token = 0;
+	off_reg_forget(); /* (registered with the parent's host, not the child's) */
 	if (token) {
 		if ((rc = tsp_host_open(off_proc.path, off_proc.want, token, &off_proc.h,
 					&off_proc.flags)) == 0) {

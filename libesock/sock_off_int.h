@@ -77,6 +77,13 @@ void off_unregister(uint32_t handle);
 int off_rx_append(struct sock_off *o, const uint8_t *p, uint32_t n);
 int off_acq_push(struct sock_off *o, const struct esock_tsp_msg *ev);
 /* A socket's state, new (NULL: no memory); freed with its queues. */
+/*
+ * sock_off_reg.c (channel lock held): the region registered with tcpserverd
+ * that holds [buf, buf + len) (with write access for a receive), 0 for none;
+ * a forked child's registrations dropped.
+ */
+uint32_t off_reg_find(const void *buf, size_t len, bool write);
+void off_reg_forget(void);
 struct sock_off *off_new(uint32_t handle, int family);
 void off_free(struct sock_off *o);
 

@@ -76,4 +76,13 @@ void tsp_host_sleep_end(struct tsp_host *h);
  */
 void tsp_host_forget(struct tsp_host *h);
 
+/*
+ * Registered buffers over shared memory: lets tcpserverd (the process at the
+ * other end of the host's Unix socket, as the kernel names it) read and
+ * write this process's memory where Yama restricts that to a named tracer
+ * (prctl PR_SET_PTRACER; nothing to do without Yama).  0 or -errno
+ * (-EOPNOTSUPP: a channel across the network).
+ */
+int tsp_host_let_server_in(struct tsp_host *h);
+
 #endif /* ESOCK_TCPSERVER_HOST_H */

@@ -20,19 +20,25 @@ tests_integration_check_rchan_LDADD = libesock_tsp.la tests/unit/libtestutil.la 
 
 # The daemon.
 bin_PROGRAMS += tcpserver/tcpserverd
-tcpserver_tcpserverd_SOURCES = tcpserver/tcpserverd.c
+tcpserver_tcpserverd_SOURCES = tcpserver/tcpserverd.c tcpserver/hostmem.h tcpserver/hostmem.c
 tcpserver_tcpserverd_LDADD = libesock_tsp.la
 
 # A host program for the tests: echoes through tcpserverd, or misbehaves on purpose.
 check_PROGRAMS += tests/tcpserver/tsp-host
 tests_tcpserver_tsp_host_SOURCES = tests/tcpserver/tsp_host.c
 tests_tcpserver_tsp_host_LDADD = libesock_tsp.la
+# A program that registers its buffer through the extended API, then echoes with recv/send.
+check_PROGRAMS += tests/tcpserver/reg-echo
+tests_tcpserver_reg_echo_SOURCES = tests/tcpserver/reg_echo.c
+tests_tcpserver_reg_echo_LDADD =
 TESTS += tests/tcpserver/tcpserverd-test.sh tests/tcpserver/offload-test.sh tests/tcpserver/offload-net-test.sh \
 	tests/tcpserver/shared-cpu-test.sh tests/tcpserver/netns-test.sh tests/tcpserver/netns-net-test.sh
 EXTRA_DIST += tests/tcpserver/tcpserverd-test.sh tests/tcpserver/offload-test.sh tests/tcpserver/offload-net-test.sh \
 	tests/tcpserver/shared-cpu-test.sh tests/tcpserver/netns-test.sh tests/tcpserver/netns-net-test.sh
 
-TEST_PROGS += tests/unit/check_tsp tests/unit/check_shmq
+TEST_PROGS += tests/unit/check_tsp tests/unit/check_shmq tests/unit/check_hostmem
+tests_unit_check_hostmem_SOURCES = tests/unit/check_hostmem.c tcpserver/hostmem.c
+tests_unit_check_hostmem_LDADD = tests/unit/libtestutil.la $(CHECK_LIBS)
 tests_unit_check_tsp_LDADD = libesock_tsp.la tests/unit/libtestutil.la $(CHECK_LIBS)
 tests_unit_check_shmq_LDADD = libesock_tsp.la tests/unit/libtestutil.la $(CHECK_LIBS)
 

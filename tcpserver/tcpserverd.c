@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "tcpserver/chan.h"
+#include "tcpserver/hostmem.h"
 #include "tcpserver/proto/tsp.h"
 #include "tcpserver/rchan.h"
 
@@ -107,6 +108,8 @@ struct host {
 	struct esock_shmq *req, *resp;
 	int bell;             /* what the host rings: ch.bell, or rc's bell */
 	uint32_t pid, flags;
+	pid_t cred_pid;       /* shared memory: the host's pid as the kernel says (SO_PEERCRED); else 0 */
+	struct tsp_regions regions; /* registered buffers (REG) */
 	bool hello;
 	bool asleep;          /* said it sleeps on its request queue (esock_shmq_sleep_begin) */
 	struct tsock *socks;  /* by handle - 1 */
@@ -117,6 +120,7 @@ struct host {
 	bool rx_blocked;      /* eager receive waits for room in its queue (looked at each round) */
 	/* counters */
 	uint64_t calls, failed, parked, bytes_in, bytes_out, accepted;
+	uint64_t reg_in, reg_out; /* octets placed into / taken from its registered buffers */
 };
 
 static struct {
@@ -672,7 +676,8 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 	struct tsock *s = NULL;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
-	static uint8_t buf[ESOCK_TSP_BODY_MAX];
+	static uint8_t buf[ESOCK_TSP_BODY_MAX], xbuf[ESOCK_TSP_BODY_MAX];
+	struct esock_tsp_msg xq;
 	int rc = 0, fd;
 
 	if (q->h.type != ESOCK_TSP_REQ || (!h->hello && q->h.op != ESOCK_TSP_HELLO))
@@ -682,6 +687,8 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 	case ESOCK_TSP_BYE:
 	case ESOCK_TSP_SOCKET:
 	case ESOCK_TSP_FORK:
+	case ESOCK_TSP_REG:
+	case ESOCK_TSP_DEREG:
 		break;
 	default:
 		if (!(s = sock_of(h, q->h.sock)))
@@ -692,6 +699,30 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 			s->calls++;
 	}
 	switch (q->h.op) {
+	case ESOCK_TSP_REG:
+	case ESOCK_TSP_DEREG:
+	case ESOCK_TSP_SEND_REG:
+	case ESOCK_TSP_RECV_REG:
+		if (!(h->flags & ESOCK_TSP_F_REG_BUFFERS))
+			return reply(h, &q->h, -EOPNOTSUPP) ? 1 : -1;
+		break;
+	}
+	if (q->h.op == ESOCK_TSP_SEND_REG) {
+		/* The octets from the host's region, then a SEND of them (answered as SEND is). */
+		if (q->u.xfer.len > sizeof(xbuf))
+			return reply(h, &q->h, -EMSGSIZE) ? 1 : -1;
+		if ((rc = tsp_region_check(&h->regions, q->u.xfer.region, q->u.xfer.addr, q->u.xfer.len,
+					   ESOCK_TSP_REG_READ)) < 0 ||
+		    (rc = tsp_mem_read(h->cred_pid, q->u.xfer.addr, xbuf, q->u.xfer.len)) < 0)
+			return reply(h, &q->h, rc) ? 1 : -1;
+		h->reg_out += q->u.xfer.len;
+		xq = *q;
+		xq.u.send.flags = q->u.xfer.flags;
+		xq.data = xbuf;
+		xq.data_len = q->u.xfer.len;
+		q = &xq;
+	}
+	switch (q->h.op) {
 	case ESOCK_TSP_HELLO:
 		if (q->u.hello.vmin > ESOCK_TSP_VERSION || q->u.hello.vmax < ESOCK_TSP_VERSION)
 			return reply(h, &q->h, -EPROTONOSUPPORT) ? 1 : -1;
@@ -699,10 +730,15 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 			return reply(h, &q->h, -EPERM) ? 1 : -1; /* (no such fork: it may try again) */
 		h->hello = true;
 		h->pid = q->u.hello.pid;
-		/* Granted: all but registered buffers (the iWARP transport's: docs/tcpserver.md). */
+		/*
+		 * Granted: all it asks for; registered buffers only over shared
+		 * memory, where the kernel told the host's pid (across the network
+		 * they would be RDMA Reads and Writes of the host's memory: not yet).
+		 */
 		h->flags = q->u.hello.flags & (ESOCK_TSP_F_SETUP_ACCEPT | ESOCK_TSP_F_ASYNC_SEND |
 					       ESOCK_TSP_F_EAGER_ACCEPT | ESOCK_TSP_F_EAGER_RECV |
-					       ESOCK_TSP_F_INHERIT);
+					       ESOCK_TSP_F_INHERIT |
+					       (h->cred_pid > 0 && !h->rc ? ESOCK_TSP_F_REG_BUFFERS : 0));
 		m.u.hello_ok.version = ESOCK_TSP_VERSION;
 		m.u.hello_ok.flags = h->flags;
 		m.u.hello_ok.max_socks = (uint32_t)d.max_socks;
@@ -773,7 +809,14 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 		if ((h->flags & ESOCK_TSP_F_SETUP_ACCEPT) && getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
 			from_sockaddr(&ss, &m.u.accepted.local);
 		break;
-	case ESOCK_TSP_SEND: {
+	case ESOCK_TSP_REG:
+		m.result = tsp_region_add(&h->regions, h->cred_pid, q->u.reg.addr, q->u.reg.len, q->u.reg.access);
+		return answer(h, &m) ? 1 : -1;
+	case ESOCK_TSP_DEREG:
+		rc = tsp_region_del(&h->regions, q->u.dereg.region);
+		break;
+	case ESOCK_TSP_SEND:
+	case ESOCK_TSP_SEND_REG: {
 		uint32_t off = rec == s->parked ? s->sent : 0;
 
 		if (h->flags & ESOCK_TSP_F_ASYNC_SEND) {
@@ -839,9 +882,17 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 		break;
 		}
 	}
-	case ESOCK_TSP_RECV: {
-		uint32_t max = q->u.recv.max < sizeof(buf) ? q->u.recv.max : (uint32_t)sizeof(buf);
+	case ESOCK_TSP_RECV:
+	case ESOCK_TSP_RECV_REG: {
+		bool reg = q->h.op == ESOCK_TSP_RECV_REG;
+		uint32_t want = reg ? q->u.xfer.len : q->u.recv.max, qfl = reg ? q->u.xfer.flags : q->u.recv.flags;
+		uint32_t max = want < sizeof(buf) ? want : (uint32_t)sizeof(buf);
 
+		if (reg && (s->eager_rx || (rc = tsp_region_check(&h->regions, q->u.xfer.region, q->u.xfer.addr, max,
+								    ESOCK_TSP_REG_WRITE)) < 0)) {
+			rc = rc < 0 ? rc : -EINVAL; /* (a socket that receives eagerly has its octets in DATA) */
+			break;
+		}
 		if (s->eager_rx) { /* its octets come as DATA: a RECV only gives credit back */
 			if (!(q->u.recv.flags & ESOCK_TSP_MSG_CREDIT)) {
 				/* (after the last DATA: how the stream ended, 0 for a FIN) */
@@ -854,7 +905,7 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 				return -1;
 			return push_data(h, q->h.sock, s) ? 1 : -1;
 		}
-		int fl = MSG_DONTWAIT | (q->u.recv.flags & ESOCK_TSP_MSG_PEEK ? MSG_PEEK : 0);
+		int fl = MSG_DONTWAIT | (qfl & ESOCK_TSP_MSG_PEEK ? MSG_PEEK : 0);
 		ssize_t n = recv(s->fd, buf, max, fl);
 
 		if (n < 0) {
@@ -862,7 +913,7 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 			if (rc == -EAGAIN || rc == -EWOULDBLOCK)
 				s->told &= ~(uint32_t)POLLIN; /* (drained: the next octets are news) */
 			if ((rc == -EAGAIN || rc == -EWOULDBLOCK) && !s->nonblock && max &&
-			    !(q->u.recv.flags & ESOCK_TSP_MSG_DONTWAIT))
+			    !(qfl & ESOCK_TSP_MSG_DONTWAIT))
 				return park(h, s, hi, q->h.sock, rec, len, EPOLLIN | EPOLLRDHUP) ? 0 : -1;
 			break;
 		}
@@ -876,6 +927,13 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 		if (n > 0 && (uint32_t)n < max && !(fl & MSG_PEEK))
 			s->told &= ~(uint32_t)POLLIN;
 		rc = (int)n;
+		if (reg) {
+			/* (a host that unmapped what it registered loses these octets: its error) */
+			if ((rc = tsp_mem_write(h->cred_pid, q->u.xfer.addr, buf, (uint32_t)n)) == 0)
+				rc = (int)n;
+			h->reg_in += rc > 0 ? (uint64_t)rc : 0;
+			break;
+		}
 		m.data = buf;
 		m.data_len = (uint32_t)n;
 		break;
@@ -1114,6 +1172,12 @@ static void host_new(void)
 	h->usock = fd;
 	h->used = true;
 	h->since_us = now_us();
+	{
+		struct ucred uc;
+		socklen_t ul = sizeof(uc);
+
+		h->cred_pid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &ul) == 0 ? uc.pid : 0;
+	}
 	/* Its channel comes behind the connect: watched, never waited for (nobody waits on a host). */
 	epoll_ctl(d.epfd, EPOLL_CTL_ADD, fd, &(struct epoll_event){ .events = EPOLLIN | EPOLLRDHUP,
 								     .data.u64 = key(EV_HOST_SOCK, hi, 0) });
@@ -1311,10 +1375,11 @@ static void print_counters(void)
 			continue;
 		fprintf(stderr,
 			"tcpserverd: host %d pid %u: sockets %d, calls %llu (failed %llu, waited %llu), "
-			"accepted %llu, octets in %llu out %llu\n",
+			"accepted %llu, octets in %llu out %llu, registered in %llu out %llu\n",
 			i, h->pid, open, (unsigned long long)h->calls, (unsigned long long)h->failed,
 			(unsigned long long)h->parked, (unsigned long long)h->accepted,
-			(unsigned long long)h->bytes_in, (unsigned long long)h->bytes_out);
+			(unsigned long long)h->bytes_in, (unsigned long long)h->bytes_out,
+			(unsigned long long)h->reg_in, (unsigned long long)h->reg_out);
 		for (int k = 0; d.verbose && h->socks && k < d.max_socks; k++) { /* (-v: each connection) */
 			struct tsock *s = &h->socks[k];
 			struct sockaddr_storage a, b;

@@ -12,7 +12,7 @@
 
 #include "tcpserver/proto/tsp.h"
 
-enum kind { END = 0, U16, U32, I32, ADDR };
+enum kind { END = 0, U16, U32, I32, U64, ADDR };
 
 #define ADDR_LEN 24
 #define MAX_FIELDS 4
@@ -46,6 +46,12 @@ static const struct shape shapes[] = {
 	{ ESOCK_TSP_REQ, ESOCK_TSP_GETPEERNAME, 0, 0, { { END, 0 } } },
 	{ ESOCK_TSP_REQ, ESOCK_TSP_WATCH, 0, 0, { F(U32, u.watch.events) } },
 	{ ESOCK_TSP_REQ, ESOCK_TSP_FORK, 0, 0, { { END, 0 } } },
+	{ ESOCK_TSP_REQ, ESOCK_TSP_REG, 0, 0, { F(U64, u.reg.addr), F(U64, u.reg.len), F(U32, u.reg.access) } },
+	{ ESOCK_TSP_REQ, ESOCK_TSP_DEREG, 0, 0, { F(U32, u.dereg.region) } },
+	{ ESOCK_TSP_REQ, ESOCK_TSP_SEND_REG, 0, 0,
+	  { F(U32, u.xfer.flags), F(U32, u.xfer.region), F(U32, u.xfer.len), F(U64, u.xfer.addr) } },
+	{ ESOCK_TSP_REQ, ESOCK_TSP_RECV_REG, 0, 0,
+	  { F(U32, u.xfer.flags), F(U32, u.xfer.region), F(U32, u.xfer.len), F(U64, u.xfer.addr) } },
 
 	{ ESOCK_TSP_RESP, ESOCK_TSP_HELLO, 1, 0,
 	  { F(U16, u.hello_ok.version), F(U32, u.hello_ok.flags), F(U32, u.hello_ok.max_socks),
@@ -66,6 +72,10 @@ static const struct shape shapes[] = {
 	{ ESOCK_TSP_RESP, ESOCK_TSP_GETPEERNAME, 1, 0, { F(ADDR, u.addr) } },
 	{ ESOCK_TSP_RESP, ESOCK_TSP_WATCH, 1, 0, { { END, 0 } } },
 	{ ESOCK_TSP_RESP, ESOCK_TSP_FORK, 1, 0, { { END, 0 } } },
+	{ ESOCK_TSP_RESP, ESOCK_TSP_REG, 1, 0, { { END, 0 } } },
+	{ ESOCK_TSP_RESP, ESOCK_TSP_DEREG, 1, 0, { { END, 0 } } },
+	{ ESOCK_TSP_RESP, ESOCK_TSP_SEND_REG, 1, 0, { { END, 0 } } },
+	{ ESOCK_TSP_RESP, ESOCK_TSP_RECV_REG, 1, 0, { { END, 0 } } },
 
 	{ ESOCK_TSP_EVENT, ESOCK_TSP_READY, 0, 0, { F(U32, u.watch.events) } },
 	{ ESOCK_TSP_EVENT, ESOCK_TSP_DATA, 0, ESOCK_TSP_BODY_MAX, { { END, 0 } } },
@@ -83,6 +93,8 @@ static const char *const names[ESOCK_TSP_OP_MAX + 1] = {
 	[ESOCK_TSP_GETSOCKNAME] = "GETSOCKNAME", [ESOCK_TSP_GETPEERNAME] = "GETPEERNAME",
 	[ESOCK_TSP_WATCH] = "WATCH", [ESOCK_TSP_READY] = "READY", [ESOCK_TSP_DATA] = "DATA",
 	[ESOCK_TSP_ACCEPTED] = "ACCEPTED", [ESOCK_TSP_CREDIT] = "CREDIT", [ESOCK_TSP_FORK] = "FORK",
+	[ESOCK_TSP_REG] = "REG", [ESOCK_TSP_DEREG] = "DEREG", [ESOCK_TSP_SEND_REG] = "SEND_REG",
+	[ESOCK_TSP_RECV_REG] = "RECV_REG",
 };
 
 const char *esock_tsp_op_name(unsigned op)
@@ -100,7 +112,7 @@ static const struct shape *shape_of(unsigned type, unsigned op)
 
 static size_t kind_len(uint8_t k)
 {
-	return k == U16 ? 2 : k == ADDR ? ADDR_LEN : k == END ? 0 : 4;
+	return k == U16 ? 2 : k == U64 ? 8 : k == ADDR ? ADDR_LEN : k == END ? 0 : 4;
 }
 
 /* Octets of the fixed fields (the result included). */
@@ -210,6 +222,10 @@ int esock_tsp_decode(const uint8_t *in, size_t n, struct esock_tsp_msg *m)
 			uint16_t v = get16(p);
 
 			memcpy(dst, &v, sizeof(v));
+		} else if (s->f[i].kind == U64) {
+			uint64_t v = (uint64_t)get32(p) << 32 | get32(p + 4);
+
+			memcpy(dst, &v, sizeof(v));
 		} else if (s->f[i].kind == ADDR) {
 			if (get_addr(p, (struct esock_tsp_addr *)dst) < 0)
 				return -EBADMSG;
@@ -293,6 +309,12 @@ int esock_tsp_encode(const struct esock_tsp_msg *m, uint8_t *out, size_t cap)
 
 			memcpy(&v, src, sizeof(v));
 			put16(p, v);
+		} else if (s->f[i].kind == U64) {
+			uint64_t v;
+
+			memcpy(&v, src, sizeof(v));
+			put32(p, (uint32_t)(v >> 32));
+			put32(p + 4, (uint32_t)v);
 		} else if (s->f[i].kind == ADDR) {
 			put_addr(p, (const struct esock_tsp_addr *)src);
 		} else {

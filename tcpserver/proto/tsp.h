@@ -66,8 +66,24 @@ enum esock_tsp_op {
 	ESOCK_TSP_CREDIT,      /* asynchronous send: octets tcpserverd has handed to TCP */
 	/* Requests again (numbered after the events: the ones before keep their numbers). */
 	ESOCK_TSP_FORK,        /* the host forks: its sockets copied for the child (result: a token) */
-	ESOCK_TSP_OP_MAX = ESOCK_TSP_FORK
+	/*
+	 * Registered buffers (ESOCK_TSP_F_REG_BUFFERS): host memory tcpserverd
+	 * reads and writes itself, so that data crosses without a host copy.
+	 */
+	ESOCK_TSP_REG,         /* a range of host memory (result: its region, >= 1) */
+	ESOCK_TSP_DEREG,       /* a region no more */
+	ESOCK_TSP_SEND_REG,    /* SEND of octets in a region (answered once tcpserverd has read them) */
+	ESOCK_TSP_RECV_REG,    /* RECV into a region (result: the octets placed there) */
+	ESOCK_TSP_OP_MAX = ESOCK_TSP_RECV_REG
 };
+
+/* REG's access: what tcpserverd may do with the region. */
+enum {
+	ESOCK_TSP_REG_READ = 1u << 0,  /* read it: SEND_REG */
+	ESOCK_TSP_REG_WRITE = 1u << 1, /* write it: RECV_REG */
+};
+/* Regions a host may have at once. */
+#define ESOCK_TSP_REGIONS_MAX 64
 
 /* HELLO's flags: the optimisations a host asks for and tcpserverd grants. */
 enum {
@@ -147,6 +163,10 @@ struct esock_tsp_msg {
 		struct { int32_t level, name; uint32_t len; } getopt; /* REQ; RESP: value */
 		struct { uint32_t events; } watch;             /* WATCH REQ, READY */
 		struct { uint32_t octets; } credit;            /* CREDIT */
+		struct { uint64_t addr, len; uint32_t access; } reg; /* REG REQ */
+		struct { uint32_t region; } dereg;             /* DEREG REQ */
+		/* SEND_REG, RECV_REG REQ: |len| octets (at most, for RECV_REG) at |addr| of |region| */
+		struct { uint32_t flags, region, len; uint64_t addr; } xfer;
 	} u;
 	const uint8_t *data; /* the octet string (borrowed: into the decoded buffer) */
 	uint32_t data_len;

@@ -15,6 +15,9 @@
 #    serves the next one;
 #  - nginx killed mid-transfer: tcpserverd closes its sockets (the client
 #    sees the end), keeps no descriptor of it, and serves the next nginx;
+#  - a program that registers its buffer (the extended API) and echoes with
+#    recv/send: tcpserverd places and takes the octets in that buffer itself
+#    (registered buffers; over the network not granted, and copied as before);
 #  - tcpserverd gone: the host's next call fails (no hang).
 # TCPSERVER_TRANSPORT=net (offload-net-test.sh): all of it again with the
 # hosts reaching tcpserverd over an esock QP (its -l on 127.0.0.1), the
@@ -118,10 +121,43 @@ for opt in none all; do
 	wait "$epid" || fail "$opt: echo server: $(cat "$tmp/echo-$opt.err")"
 	grep -q "^echoed 4000000$" "$tmp/echo.out" || fail "$opt: echoed $(cat "$tmp/echo.out")"
 done
+
+# ---- registered buffers ----
+# A program that registers its buffer (the extended API's reg) and echoes with recv and send:
+# over shared memory with "reg" tcpserverd reads and writes that buffer itself (its counters
+# show every octet, none crossed in a queue), with asynchronous send too; across the network
+# registration is not granted (reg says so) and the echo copies as before.
+for opt in reg reg,async; do
+	rm -f "$tmp/reg.out" "$tmp/rin"
+	mkfifo "$tmp/rin" || exit 99
+	"$run" --tcpserver="$where:$opt" "$b/tests/tcpserver/reg-echo" <"$tmp/rin" >"$tmp/reg.out" \
+		2>"$tmp/reg-$opt.err" & rpid=$!
+	pids="$pids $rpid"
+	exec 7>"$tmp/rin" # (its stdin: the line that lets it end)
+	wait_file "$tmp/reg.out" || fail "$opt: reg-echo printed no port"
+	timeout 30 python3 "$tmp/cli.py" "$(head -n 1 "$tmp/reg.out")" 1048576 || fail "$opt: registered echo differs"
+	for i in $(seq 1 100); do grep -q "^echoed" "$tmp/reg.out" && break; sleep 0.05; done
+	grep -q "^echoed 1048576$" "$tmp/reg.out" || fail "$opt: reg-echo: $(cat "$tmp/reg.out" "$tmp/reg-$opt.err")"
+	if [ "$transport" = shm ]; then
+		grep -q "^reg: ok$" "$tmp/reg.out" || fail "$opt: registration: $(cat "$tmp/reg.out")"
+		kill -USR1 "$dpid"
+		for i in $(seq 1 40); do grep -q "registered in 1048576 out 1048576$" "$tmp/d.log" && break; sleep 0.05; done
+		grep -q "registered in 1048576 out 1048576$" "$tmp/d.log" ||
+			fail "$opt: tcpserverd's counters do not show the echo in registered memory"
+		: >"$tmp/d.log" # (the next round's counters alone: tcpserverd appends)
+	else
+		grep -q "^reg: Operation not supported$" "$tmp/reg.out" || fail "$opt: registration over the network: $(cat "$tmp/reg.out")"
+	fi
+	echo >&7
+	exec 7>&-
+	wait "$rpid" || fail "$opt: reg-echo: $(cat "$tmp/reg-$opt.err")"
+done
+rm -f "$tmp/rin"
+
 if [ "$transport" = net ]; then
 	# The endpoint's own descriptors (its engine's epoll set and doorbell) come with the
 	# first QP and stay: the count to come back to is the one after these hosts ended.
-	for i in $(seq 1 100); do [ "$(grep -c "its link ended" "$tmp/d.log")" -ge 2 ] && break; sleep 0.05; done
+	for i in $(seq 1 100); do [ "$(grep -c "its link ended" "$tmp/d.log")" -ge 4 ] && break; sleep 0.05; done
 	base_fds=$(nfds "$dpid")
 fi
 
@@ -300,4 +336,4 @@ grep -q "^moved x$" "$tmp/gone.out" || fail "after tcpserverd came back: $(cat "
 [ "$(grep -c "said hello" "$tmp/d.log")" -gt "$hellos" ] ||
 	fail "the restarted tcpserverd heard no host"
 
-echo "offload ($transport): blocking echo 4 MB, nginx alone and master+2 workers (plain and offloaded curl, ab -k, idle, reset and slow clients), forking server, killed host, tcpserverd gone and back; switches off and all on: ok"
+echo "offload ($transport): blocking echo 4 MB, registered buffers (echo from and into a registered buffer), nginx alone and master+2 workers (plain and offloaded curl, ab -k, idle, reset and slow clients), forking server, killed host, tcpserverd gone and back; switches off and all on: ok"

@@ -37,6 +37,15 @@ wait_file "$tmp/watch.out" || fail "the watch host printed no port"
 wait "$wpid" || fail "watch host"
 grep -q "^watch-echoed 300000 in " "$tmp/watch.out" || fail "watch host moved $(cat "$tmp/watch.out")"
 
+# Registered buffers: bad REG, SEND_REG, RECV_REG and DEREG requests refused with their codes,
+# then an echo whose octets tcpserverd reads and writes in the host's memory itself (the host
+# only names them: none travels in a queue).
+"$h" regecho "$tmp/s" >"$tmp/reg.out" 2>"$tmp/reg.log" & rpid=$!; pids="$pids $rpid"
+wait_file "$tmp/reg.out" || fail "the regecho host printed no port"
+"$h" plain "$(head -n 1 "$tmp/reg.out")" 1000000 >"$tmp/plain-reg.log" 2>&1 || fail "plain client (registered buffers)"
+wait "$rpid" || fail "regecho host"
+grep -q "^echoed 1000000$" "$tmp/reg.out" || fail "regecho host moved $(cat "$tmp/reg.out")"
+
 # Asynchronous send: 8 MB in SENDs answered at once, within the credit CREDIT events give back,
 # to a reader that pauses; closed at once, the queued rest still arrives whole.
 "$h" async "$tmp/s" 8000000 >"$tmp/async.out" 2>"$tmp/async.log" & apid=$!; pids="$pids $apid"
@@ -113,4 +122,4 @@ for i in $(seq 1 100); do [ -S "$tmp/s" ] && break; sleep 0.05; done
 "$h" calls "$tmp/s" 100 >"$tmp/calls2.log" 2>&1 || fail "a host of the new tcpserverd"
 kill -TERM "$dpid"; wait "$dpid" || fail "the new tcpserverd did not end cleanly"
 pids=
-echo "tcpserverd: echo, READY, async send, eager accept and receive, garbage, admission, killed host, restart, counters, clean end: ok"
+echo "tcpserverd: echo, READY, registered buffers, async send, eager accept and receive, garbage, admission, killed host, restart, counters, clean end: ok"

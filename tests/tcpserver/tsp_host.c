@@ -26,6 +26,10 @@
  *                               answered, or the channel ended; never a hang
  *   tsp-host calls PATH N       N getsockname calls through tcpserverd and N made
  *                               directly, in turns: their median times (the channel's cost)
+ *   tsp-host regecho PATH       registered buffers: bad REG/SEND_REG/RECV_REG/DEREG requests
+ *                               refused with their codes (and REG refused to a host that did
+ *                               not ask for it), then the echo server with octets that never
+ *                               travel in the queues (RECV_REG into, SEND_REG from, one region)
  */
 #include "config.h"
 
@@ -33,6 +37,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,6 +170,118 @@ static int echo(const char *path)
 	q = req(ESOCK_TSP_SEND, (uint32_t)cs); /* a closed handle */
 	if ((rc = tsp_host_call(h, &q, &r)) != -EBADF)
 		die("send on a closed handle", rc);
+	tsp_host_close(h);
+	printf("echoed %llu\n", (unsigned long long)total);
+	return 0;
+}
+
+/* One registered-buffer request's result (REG, DEREG, SEND_REG, RECV_REG). */
+static int reg_call(struct tsp_host *h, unsigned op, uint32_t sock, uint32_t region, uint64_t addr, uint64_t len,
+		    uint32_t access)
+{
+	struct esock_tsp_msg q = req(op, sock), r;
+
+	if (op == ESOCK_TSP_REG) {
+		q.u.reg.addr = addr;
+		q.u.reg.len = len;
+		q.u.reg.access = access;
+	} else if (op == ESOCK_TSP_DEREG) {
+		q.u.dereg.region = region;
+	} else {
+		q.u.xfer.region = region;
+		q.u.xfer.addr = addr;
+		q.u.xfer.len = (uint32_t)len;
+		q.u.xfer.flags = ESOCK_TSP_MSG_DONTWAIT;
+	}
+	return tsp_host_call(h, &q, &r);
+}
+
+static void expect(const char *what, int got, int want)
+{
+	if (got != want) {
+		fprintf(stderr, "tsp-host: %s: %d, expected %d\n", what, got, want);
+		exit(1);
+	}
+}
+
+static int regecho(const char *path)
+{
+	static uint8_t buf[ESOCK_TSP_BODY_MAX], ro[4096];
+	const uint64_t a = (uintptr_t)buf;
+	struct tsp_host *h;
+	struct esock_tsp_msg q, r;
+	uint32_t granted = 0;
+	uint64_t total = 0;
+	int rc, ls, cs, rw, rd;
+
+	/* A host that did not ask: no registration. */
+	if ((rc = tsp_host_open(path, 0, 0, &h, &granted)) < 0)
+		die("open", rc);
+	expect("REG, not granted", reg_call(h, ESOCK_TSP_REG, 0, 0, a, sizeof(buf), ESOCK_TSP_REG_READ), -EOPNOTSUPP);
+	tsp_host_close(h);
+	if ((rc = tsp_host_open(path, ESOCK_TSP_F_REG_BUFFERS, 0, &h, &granted)) < 0)
+		die("open", rc);
+	if (granted != ESOCK_TSP_F_REG_BUFFERS)
+		die("HELLO's flags: registered buffers not granted", EPROTO);
+	if ((rc = tsp_host_let_server_in(h)) < 0)
+		die("letting tcpserverd in", rc);
+	ls = listen_here(h, 0);
+	/* Bad registrations. */
+	expect("REG of 0 octets", reg_call(h, ESOCK_TSP_REG, 0, 0, a, 0, ESOCK_TSP_REG_READ), -EINVAL);
+	expect("REG without access", reg_call(h, ESOCK_TSP_REG, 0, 0, a, 16, 0), -EINVAL);
+	expect("REG that wraps", reg_call(h, ESOCK_TSP_REG, 0, 0, UINT64_MAX - 3, 16, ESOCK_TSP_REG_READ), -EINVAL);
+	expect("REG of page 0", reg_call(h, ESOCK_TSP_REG, 0, 0, 0, 4096, ESOCK_TSP_REG_READ), -EFAULT);
+	rw = reg_call(h, ESOCK_TSP_REG, 0, 0, a, sizeof(buf), ESOCK_TSP_REG_READ | ESOCK_TSP_REG_WRITE);
+	rd = reg_call(h, ESOCK_TSP_REG, 0, 0, (uintptr_t)ro, sizeof(ro), ESOCK_TSP_REG_READ);
+	if (rw < 1 || rd < 1 || rw == rd)
+		die("REG", rw < 0 ? rw : rd < 0 ? rd : EPROTO);
+	/* Transfers outside what was registered: refused before any socket work. */
+	expect("SEND_REG, no such region", reg_call(h, ESOCK_TSP_SEND_REG, (uint32_t)ls, 63, a, 16, 0), -ENOENT);
+	expect("SEND_REG past the region", reg_call(h, ESOCK_TSP_SEND_REG, (uint32_t)ls, (uint32_t)rw, a + 8,
+						   sizeof(buf), 0), -EFAULT);
+	expect("SEND_REG before it", reg_call(h, ESOCK_TSP_SEND_REG, (uint32_t)ls, (uint32_t)rw, a - 1, 2, 0), -EFAULT);
+	expect("SEND_REG larger than a message", reg_call(h, ESOCK_TSP_SEND_REG, (uint32_t)ls, (uint32_t)rw, a,
+							  (uint64_t)ESOCK_TSP_BODY_MAX + 1, 0), -EMSGSIZE);
+	expect("RECV_REG into a read-only region", reg_call(h, ESOCK_TSP_RECV_REG, (uint32_t)ls, (uint32_t)rd,
+							     (uintptr_t)ro, 16, 0), -EACCES);
+	expect("DEREG, no such region", reg_call(h, ESOCK_TSP_DEREG, 0, 62, 0, 0, 0), -ENOENT);
+	expect("DEREG", reg_call(h, ESOCK_TSP_DEREG, 0, (uint32_t)rd, 0, 0, 0), 0);
+	expect("SEND_REG from a region gone", reg_call(h, ESOCK_TSP_SEND_REG, (uint32_t)ls, (uint32_t)rd,
+						       (uintptr_t)ro, 16, 0), -ENOENT);
+	q = req(ESOCK_TSP_ACCEPT, (uint32_t)ls);
+	if ((cs = tsp_host_call(h, &q, &r)) < 0)
+		die("accept", cs);
+	/* The echo: octets into and out of |buf| by tcpserverd, none in a record. */
+	for (;;) {
+		int n = reg_call(h, ESOCK_TSP_RECV_REG, (uint32_t)cs, (uint32_t)rw, a, sizeof(buf), 0);
+
+		if (n == -EAGAIN) { /* (DONTWAIT: waited for here) */
+			struct timespec ts = { 0, 200000 };
+
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		if (n < 0)
+			die("RECV_REG", n);
+		if (n == 0)
+			break;
+		total += (uint64_t)n;
+		for (int at = 0; at < n;) {
+			rc = reg_call(h, ESOCK_TSP_SEND_REG, (uint32_t)cs, (uint32_t)rw, a + (uint64_t)at,
+				      (uint64_t)(n - at), 0);
+			if (rc == -EAGAIN) {
+				struct timespec ts = { 0, 200000 };
+
+				nanosleep(&ts, NULL);
+				continue;
+			}
+			if (rc <= 0)
+				die("SEND_REG", rc < 0 ? rc : EIO);
+			at += rc;
+		}
+	}
+	q = req(ESOCK_TSP_CLOSE, (uint32_t)cs);
+	tsp_host_call(h, &q, &r);
 	tsp_host_close(h);
 	printf("echoed %llu\n", (unsigned long long)total);
 	return 0;
@@ -692,6 +809,8 @@ int main(int argc, char **argv)
 		return watch(argv[2]);
 	if (argc == 4 && !strcmp(argv[1], "calls"))
 		return calls(argv[2], atoi(argv[3]) > 0 ? atoi(argv[3]) : 1);
+	if (argc == 3 && !strcmp(argv[1], "regecho"))
+		return regecho(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "echo"))
 		return echo(argv[2]);
 	if (argc == 4 && !strcmp(argv[1], "plain"))

@@ -36,6 +36,10 @@ static const struct {
 	{ ESOCK_TSP_EVENT, ESOCK_TSP_READY }, { ESOCK_TSP_EVENT, ESOCK_TSP_DATA },
 	{ ESOCK_TSP_EVENT, ESOCK_TSP_ACCEPTED }, { ESOCK_TSP_EVENT, ESOCK_TSP_CREDIT },
 	{ ESOCK_TSP_REQ, ESOCK_TSP_FORK }, { ESOCK_TSP_RESP, ESOCK_TSP_FORK },
+	{ ESOCK_TSP_REQ, ESOCK_TSP_REG }, { ESOCK_TSP_RESP, ESOCK_TSP_REG },
+	{ ESOCK_TSP_REQ, ESOCK_TSP_DEREG }, { ESOCK_TSP_RESP, ESOCK_TSP_DEREG },
+	{ ESOCK_TSP_REQ, ESOCK_TSP_SEND_REG }, { ESOCK_TSP_RESP, ESOCK_TSP_SEND_REG },
+	{ ESOCK_TSP_REQ, ESOCK_TSP_RECV_REG }, { ESOCK_TSP_RESP, ESOCK_TSP_RECV_REG },
 };
 #define NALL (int)(sizeof(all) / sizeof(all[0]))
 
@@ -129,6 +133,41 @@ START_TEST(send_request_octets)
 	ck_assert_int_eq(esock_tsp_encode(&m, out, sizeof(out)), (int)sizeof(want));
 	ck_assert_mem_eq(out, want, sizeof(want));
 	ck_assert_int_eq(esock_tsp_encode(&m, out, sizeof(want) - 1), -ENOBUFS);
+}
+END_TEST
+
+/* SEND_REG: flags, region, length, then the 64-bit address, most significant octet first. */
+START_TEST(send_reg_request_octets)
+{
+	static const uint8_t want[] = {
+		1, 1, 0, 24,         /* version 1, request, op SEND_REG */
+		0, 0, 0, 20,         /* body: flags, region, length (4 each), address (8) */
+		0, 0, 0, 2,          /* id 2 */
+		0, 0, 0, 9,          /* socket 9 */
+		0, 0, 0, 8,          /* flags: MSG_MORE */
+		0, 0, 0, 3,          /* region 3 */
+		0, 0, 0x10, 0,       /* 4096 octets */
+		0, 0, 0x7f, 0x12, 0x34, 0x56, 0x78, 0x9a,
+	};
+	struct esock_tsp_msg m = { .h = { .type = ESOCK_TSP_REQ, .op = ESOCK_TSP_SEND_REG, .id = 2, .sock = 9 },
+				   .u.xfer = { .flags = ESOCK_TSP_MSG_MORE, .region = 3, .len = 4096,
+					       .addr = 0x7f123456789aull } };
+	struct esock_tsp_msg d;
+	uint8_t out[64];
+
+	ck_assert_int_eq(esock_tsp_encode(&m, out, sizeof(out)), (int)sizeof(want));
+	ck_assert_mem_eq(out, want, sizeof(want));
+	ck_assert_int_eq(esock_tsp_decode(want, sizeof(want), &d), (int)sizeof(want));
+	ck_assert_uint_eq(d.u.xfer.addr, 0x7f123456789aull);
+	ck_assert_uint_eq(d.u.xfer.len, 4096);
+	ck_assert_uint_eq(d.u.xfer.region, 3);
+	/* A body one octet short of its address, or with octets after it: not a message. */
+	memcpy(out, want, sizeof(want));
+	out[7] = 19;
+	ck_assert_int_eq(esock_tsp_decode(out, sizeof(want) - 1, &d), -EBADMSG);
+	out[7] = 21;
+	out[sizeof(want)] = 0;
+	ck_assert_int_eq(esock_tsp_decode(out, sizeof(want) + 1, &d), -EMSGSIZE);
 }
 END_TEST
 
@@ -258,6 +297,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, every_message_round_trips, 0, NALL);
 	tcase_add_test(tc, send_request_octets);
 	tcase_add_test(tc, connect_request_octets);
+	tcase_add_test(tc, send_reg_request_octets);
 	tcase_add_test(tc, bad_input);
 	tcase_add_test(tc, bad_encode);
 	suite_add_tcase(s, tc);
