@@ -55,7 +55,7 @@ int sock_off_fionread(struct esock_sock *s, int *n);
  * Registered buffers (sock_off_reg.c): [addr, addr + len) registered with
  * tcpserverd for the process (the extended API's reg on an offloaded
  * socket; ESOCK_REG_LOCAL_WRITE: receives land there too), *stag its
- * number for dereg.  0, or -EOPNOTSUPP (not granted), -ENOSPC, -EPERM,
+ * number for dereg.  0, or -EOPNOTSUPP (not asked for), -ENOSPC, -EPERM,
  * -EFAULT (tcpserverd cannot reach it), -errno.
  */
 int sock_off_reg(void *addr, size_t len, unsigned access, uint32_t *stag);

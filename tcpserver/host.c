@@ -531,16 +531,26 @@ int tsp_host_event(struct tsp_host *h, struct esock_tsp_msg *ev, int timeout_ms)
 	return rc;
 }
 
-int tsp_host_let_server_in(struct tsp_host *h)
+int tsp_host_mem_reg(struct tsp_host *h, void *addr, size_t len, uint32_t *key, struct esock_mr **mr)
 {
 	struct ucred uc;
 	socklen_t ul = sizeof(uc);
 
-	if (h->rc || h->usock < 0)
+	*key = 0;
+	*mr = NULL;
+	if (h->rc)
+		return tsp_rchan_mem_reg(h->rc, addr, len, key, mr);
+	if (h->usock < 0)
 		return -EOPNOTSUPP;
 	if (TSP_SYS(getsockopt)(h->usock, SOL_SOCKET, SO_PEERCRED, &uc, &ul) < 0)
 		return -errno;
 	if (prctl(PR_SET_PTRACER, (unsigned long)uc.pid, 0, 0, 0) < 0 && errno != EINVAL)
 		return -errno; /* (EINVAL: no Yama, tcpserverd needs no leave) */
 	return 0;
+}
+
+void tsp_host_mem_dereg(struct tsp_host *h, struct esock_mr *mr)
+{
+	if (h->rc && mr)
+		tsp_rchan_mem_dereg(h->rc, mr);
 }

@@ -9,9 +9,12 @@
 #ifndef ESOCK_TCPSERVER_HOST_H
 #define ESOCK_TCPSERVER_HOST_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tcpserver/proto/tsp.h"
+
+struct esock_mr;
 
 struct tsp_host;
 
@@ -77,12 +80,15 @@ void tsp_host_sleep_end(struct tsp_host *h);
 void tsp_host_forget(struct tsp_host *h);
 
 /*
- * Registered buffers over shared memory: lets tcpserverd (the process at the
+ * Registered buffers: makes [addr, addr + len) reachable by tcpserverd, for
+ * REG with *key.  Over shared memory it lets tcpserverd (the process at the
  * other end of the host's Unix socket, as the kernel names it) read and
  * write this process's memory where Yama restricts that to a named tracer
- * (prctl PR_SET_PTRACER; nothing to do without Yama).  0 or -errno
- * (-EOPNOTSUPP: a channel across the network).
+ * (prctl PR_SET_PTRACER; nothing to do without Yama): *key 0, *mr NULL.
+ * Across the network it registers the memory on the channel's protection
+ * domain: *key its STag, *mr for tsp_host_mem_dereg.  0 or -errno.
  */
-int tsp_host_let_server_in(struct tsp_host *h);
+int tsp_host_mem_reg(struct tsp_host *h, void *addr, size_t len, uint32_t *key, struct esock_mr **mr);
+void tsp_host_mem_dereg(struct tsp_host *h, struct esock_mr *mr);
 
 #endif /* ESOCK_TCPSERVER_HOST_H */

@@ -31,7 +31,7 @@ int tsp_mem_write(pid_t pid, uint64_t addr, const void *from, uint32_t len)
 	return (size_t)n == len ? 0 : -EFAULT;
 }
 
-int tsp_region_add(struct tsp_regions *t, pid_t pid, uint64_t addr, uint64_t len, uint32_t access)
+int tsp_region_add(struct tsp_regions *t, pid_t pid, uint64_t addr, uint64_t len, uint32_t access, uint32_t key)
 {
 	uint8_t probe;
 	int rc;
@@ -40,16 +40,23 @@ int tsp_region_add(struct tsp_regions *t, pid_t pid, uint64_t addr, uint64_t len
 	    addr + len < addr || addr > UINTPTR_MAX - len)
 		return -EINVAL;
 	/* (a write access is not probed: writing would race with the process's own writes) */
-	if ((rc = tsp_mem_read(pid, addr, &probe, 1)) < 0 || (rc = tsp_mem_read(pid, addr + len - 1, &probe, 1)) < 0)
+	if (pid && ((rc = tsp_mem_read(pid, addr, &probe, 1)) < 0 ||
+		    (rc = tsp_mem_read(pid, addr + len - 1, &probe, 1)) < 0))
 		return rc;
 	for (unsigned i = 0; i < ESOCK_TSP_REGIONS_MAX; i++)
 		if (!t->r[i].len) {
 			t->r[i].addr = addr;
 			t->r[i].len = len;
 			t->r[i].access = access;
+			t->r[i].key = key;
 			return (int)i + 1;
 		}
 	return -ENOSPC;
+}
+
+uint32_t tsp_region_key(const struct tsp_regions *t, uint32_t region)
+{
+	return region >= 1 && region <= ESOCK_TSP_REGIONS_MAX && t->r[region - 1].len ? t->r[region - 1].key : 0;
 }
 
 int tsp_region_del(struct tsp_regions *t, uint32_t region)

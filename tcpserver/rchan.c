@@ -29,7 +29,7 @@
 #define PEND_MAX 8u             /* work requests waiting for a call's flush, at most */
 #define EXTRA_LEN (((SNAPS + 1u) * SNAP + 63u) & ~63u) /* the snapshots and a Read's slot */
 
-enum { WR_RING_RECV = 1, WR_WRITE, WR_READ, WR_RING };
+enum { WR_RING_RECV = 1, WR_WRITE, WR_READ, WR_RING, WR_XFER };
 
 /* One queue's copies: its offset in both sides' regions. */
 struct link {
@@ -71,6 +71,10 @@ struct tsp_rchan {
 	struct esock_sge pend_sge[PEND_MAX];
 	unsigned npend;
 	unsigned reads;        /* Reads completed (a pull waits for the next) */
+	unsigned xfers;        /* registered-buffer Reads and Writes completed (tsp_rchan_fetch, _place) */
+	/* Registered buffers, tcpserverd's side: where the host's octets are read to and written from. */
+	uint8_t *stage;
+	struct esock_mr *stage_mr;
 	bool owned;            /* its socket marked as the library's (TSP_OWN) */
 	int err;               /* the link's error, once it broke */
 };
@@ -137,6 +141,8 @@ static void reap_cq(struct tsp_rchan *c, struct esock_cq *cq)
 					c->err = -ECONNRESET;
 			} else if (wc[i].wr_id == WR_READ) {
 				c->reads++;
+			} else if (wc[i].wr_id == WR_XFER) {
+				c->xfers++;
 			}
 		}
 	}
@@ -439,6 +445,89 @@ failed:
 	return rc;
 }
 
+/* ---- Registered buffers (tcpserverd's SEND_REG and RECV_REG across the network) ---- */
+
+int tsp_rchan_mem_reg(struct tsp_rchan *c, void *addr, size_t len, uint32_t *stag, struct esock_mr **mr)
+{
+	int rc;
+
+	pthread_mutex_lock(&c->lock);
+	rc = esock_mr_reg(c->pd, addr, len,
+			  ESOCK_ACCESS_LOCAL_WRITE | ESOCK_ACCESS_REMOTE_READ | ESOCK_ACCESS_REMOTE_WRITE, 0, mr);
+	if (rc == 0)
+		*stag = esock_mr_stag(*mr);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+void tsp_rchan_mem_dereg(struct tsp_rchan *c, struct esock_mr *mr)
+{
+	pthread_mutex_lock(&c->lock);
+	esock_mr_dereg(mr);
+	pthread_mutex_unlock(&c->lock);
+}
+
+uint8_t *tsp_rchan_stage(struct tsp_rchan *c)
+{
+	pthread_mutex_lock(&c->lock);
+	if (!c->stage && (c->stage = aligned_alloc(64, TSP_RCHAN_STAGE)) &&
+	    esock_mr_reg(c->pd, c->stage, TSP_RCHAN_STAGE, ESOCK_ACCESS_LOCAL_WRITE, 0, &c->stage_mr) < 0) {
+		free(c->stage);
+		c->stage = NULL;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return c->stage;
+}
+
+/* One RDMA Read or Write between the stage and the peer's registered memory, waited for (lock held). */
+static int xfer_locked(struct tsp_rchan *c, enum esock_wr_opcode op, uint32_t stag, uint64_t addr, uint32_t len)
+{
+	struct esock_sge sge = { .addr = (uintptr_t)c->stage, .length = len, .lkey = esock_mr_stag(c->stage_mr) };
+	struct esock_send_wr wr = { .wr_id = WR_XFER, .opcode = op, .remote_addr = addr, .rkey = stag };
+	unsigned want = c->xfers + 1;
+	int rc;
+
+	if ((rc = add(c, &wr, &sge)) < 0 || (rc = flush_locked(c)) < 0)
+		return rc;
+	for (int waited = 0; !c->err && (int)(c->xfers - want) < 0; waited += 20) {
+		if (waited >= PULL_MS * 1000) {
+			c->err = -ETIMEDOUT;
+			break;
+		}
+		reap(c);
+		if ((int)(c->xfers - want) < 0) {
+			pthread_mutex_unlock(&c->lock);
+			pause_us(20);
+			pthread_mutex_lock(&c->lock);
+		}
+	}
+	return c->err;
+}
+
+static int xfer(struct tsp_rchan *c, enum esock_wr_opcode op, uint32_t stag, uint64_t addr, uint32_t len)
+{
+	int rc;
+
+	if (!len)
+		return 0;
+	if (len > TSP_RCHAN_STAGE || !tsp_rchan_stage(c))
+		return len > TSP_RCHAN_STAGE ? -EMSGSIZE : -ENOMEM;
+	pthread_mutex_lock(&c->lock);
+	rc = xfer_locked(c, op, stag, addr, len);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int tsp_rchan_fetch(struct tsp_rchan *c, uint32_t stag, uint64_t addr, uint32_t len)
+{
+	return xfer(c, ESOCK_WR_RDMA_READ, stag, addr, len);
+}
+
+int tsp_rchan_place(struct tsp_rchan *c, uint32_t len, uint32_t stag, uint64_t addr)
+{
+	return xfer(c, ESOCK_WR_RDMA_WRITE, stag, addr, len);
+}
+
 struct esock_shmq *tsp_rchan_req(const struct tsp_rchan *c)
 {
 	return c->req;
@@ -493,6 +582,9 @@ void tsp_rchan_close(struct tsp_rchan *c)
 		esock_qp_destroy(c->qp);
 	if (c->mr)
 		esock_mr_dereg(c->mr);
+	if (c->stage_mr)
+		esock_mr_dereg(c->stage_mr);
+	free(c->stage);
 	if (c->cq)
 		esock_cq_destroy(c->cq);
 	if (c->scq)

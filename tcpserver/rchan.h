@@ -29,6 +29,7 @@
 
 #include <esock/iwarp.h>
 
+#include "tcpserver/proto/tsp.h"
 #include "tcpserver/shmq.h"
 
 struct tsp_rchan;
@@ -70,5 +71,22 @@ void tsp_rchan_close(struct tsp_rchan *c);
  * connection (the parent still uses it), as a socket's copy closed in a child.
  */
 void tsp_rchan_forget(struct tsp_rchan *c);
+
+/*
+ * Registered buffers across the network.  The host registers memory on the
+ * channel's protection domain (tcpserverd may read and write it: *stag is
+ * its key for REG).  tcpserverd moves a SEND_REG's octets from there into
+ * the channel's stage (TSP_RCHAN_STAGE octets, registered at first use) with
+ * an RDMA Read, and a RECV_REG's from the stage there with an RDMA Write,
+ * each waited for (the Write complete before the answer goes: placed before
+ * it).  0 or -errno; a failed transfer breaks the link, as any failed work
+ * request does.
+ */
+#define TSP_RCHAN_STAGE ESOCK_TSP_BODY_MAX
+int tsp_rchan_mem_reg(struct tsp_rchan *c, void *addr, size_t len, uint32_t *stag, struct esock_mr **mr);
+void tsp_rchan_mem_dereg(struct tsp_rchan *c, struct esock_mr *mr);
+uint8_t *tsp_rchan_stage(struct tsp_rchan *c);  /* NULL: no memory */
+int tsp_rchan_fetch(struct tsp_rchan *c, uint32_t stag, uint64_t addr, uint32_t len);
+int tsp_rchan_place(struct tsp_rchan *c, uint32_t len, uint32_t stag, uint64_t addr);
 
 #endif /* ESOCK_TCPSERVER_RCHAN_H */

@@ -713,12 +713,14 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 			return reply(h, &q->h, -EMSGSIZE) ? 1 : -1;
 		if ((rc = tsp_region_check(&h->regions, q->u.xfer.region, q->u.xfer.addr, q->u.xfer.len,
 					   ESOCK_TSP_REG_READ)) < 0 ||
-		    (rc = tsp_mem_read(h->cred_pid, q->u.xfer.addr, xbuf, q->u.xfer.len)) < 0)
+		    (rc = h->rc ? tsp_rchan_fetch(h->rc, tsp_region_key(&h->regions, q->u.xfer.region), q->u.xfer.addr,
+						  q->u.xfer.len)
+				: tsp_mem_read(h->cred_pid, q->u.xfer.addr, xbuf, q->u.xfer.len)) < 0)
 			return reply(h, &q->h, rc) ? 1 : -1;
 		h->reg_out += q->u.xfer.len;
 		xq = *q;
 		xq.u.send.flags = q->u.xfer.flags;
-		xq.data = xbuf;
+		xq.data = h->rc && q->u.xfer.len ? tsp_rchan_stage(h->rc) : xbuf; /* (the stage: fetch made it) */
 		xq.data_len = q->u.xfer.len;
 		q = &xq;
 	}
@@ -731,14 +733,14 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 		h->hello = true;
 		h->pid = q->u.hello.pid;
 		/*
-		 * Granted: all it asks for; registered buffers only over shared
-		 * memory, where the kernel told the host's pid (across the network
-		 * they would be RDMA Reads and Writes of the host's memory: not yet).
+		 * Granted: all it asks for; registered buffers over shared memory
+		 * only where the kernel told the host's pid (across the network
+		 * they are RDMA Reads and Writes of the host's registered memory).
 		 */
 		h->flags = q->u.hello.flags & (ESOCK_TSP_F_SETUP_ACCEPT | ESOCK_TSP_F_ASYNC_SEND |
 					       ESOCK_TSP_F_EAGER_ACCEPT | ESOCK_TSP_F_EAGER_RECV |
 					       ESOCK_TSP_F_INHERIT |
-					       (h->cred_pid > 0 && !h->rc ? ESOCK_TSP_F_REG_BUFFERS : 0));
+					       (h->cred_pid > 0 || h->rc ? ESOCK_TSP_F_REG_BUFFERS : 0));
 		m.u.hello_ok.version = ESOCK_TSP_VERSION;
 		m.u.hello_ok.flags = h->flags;
 		m.u.hello_ok.max_socks = (uint32_t)d.max_socks;
@@ -810,7 +812,8 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 			from_sockaddr(&ss, &m.u.accepted.local);
 		break;
 	case ESOCK_TSP_REG:
-		m.result = tsp_region_add(&h->regions, h->cred_pid, q->u.reg.addr, q->u.reg.len, q->u.reg.access);
+		m.result = tsp_region_add(&h->regions, h->rc ? 0 : h->cred_pid, q->u.reg.addr, q->u.reg.len,
+					  q->u.reg.access, q->u.reg.key);
 		return answer(h, &m) ? 1 : -1;
 	case ESOCK_TSP_DEREG:
 		rc = tsp_region_del(&h->regions, q->u.dereg.region);
@@ -906,7 +909,9 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 			return push_data(h, q->h.sock, s) ? 1 : -1;
 		}
 		int fl = MSG_DONTWAIT | (qfl & ESOCK_TSP_MSG_PEEK ? MSG_PEEK : 0);
-		ssize_t n = recv(s->fd, buf, max, fl);
+		/* (across the network a RECV_REG's octets go from the stage, where an RDMA Write takes them) */
+		uint8_t *into = reg && h->rc ? tsp_rchan_stage(h->rc) : buf;
+		ssize_t n = into ? recv(s->fd, into, max, fl) : (errno = ENOMEM, -1);
 
 		if (n < 0) {
 			rc = -errno;
@@ -929,7 +934,10 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 		rc = (int)n;
 		if (reg) {
 			/* (a host that unmapped what it registered loses these octets: its error) */
-			if ((rc = tsp_mem_write(h->cred_pid, q->u.xfer.addr, buf, (uint32_t)n)) == 0)
+			rc = h->rc ? tsp_rchan_place(h->rc, (uint32_t)n, tsp_region_key(&h->regions, q->u.xfer.region),
+						     q->u.xfer.addr)
+				   : tsp_mem_write(h->cred_pid, q->u.xfer.addr, buf, (uint32_t)n);
+			if (rc == 0)
 				rc = (int)n;
 			h->reg_in += rc > 0 ? (uint64_t)rc : 0;
 			break;

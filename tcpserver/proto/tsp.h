@@ -163,7 +163,7 @@ struct esock_tsp_msg {
 		struct { int32_t level, name; uint32_t len; } getopt; /* REQ; RESP: value */
 		struct { uint32_t events; } watch;             /* WATCH REQ, READY */
 		struct { uint32_t octets; } credit;            /* CREDIT */
-		struct { uint64_t addr, len; uint32_t access; } reg; /* REG REQ */
+		struct { uint64_t addr, len; uint32_t access, key; } reg; /* REG REQ (key: the STag, across the network) */
 		struct { uint32_t region; } dereg;             /* DEREG REQ */
 		/* SEND_REG, RECV_REG REQ: |len| octets (at most, for RECV_REG) at |addr| of |region| */
 		struct { uint32_t flags, region, len; uint64_t addr; } xfer;

@@ -30,6 +30,9 @@
  *                               refused with their codes (and REG refused to a host that did
  *                               not ask for it), then the echo server with octets that never
  *                               travel in the queues (RECV_REG into, SEND_REG from, one region)
+ *   tsp-host reglie ADDR:PORT   across the network: REG of memory outside the MR whose key it
+ *                               names; the SEND_REG from it must cut the channel (the
+ *                               endpoint refuses the Read), never read that memory: exit 0
  */
 #include "config.h"
 
@@ -175,6 +178,8 @@ static int echo(const char *path)
 	return 0;
 }
 
+static uint32_t reg_key; /* REG's key: the STag of the memory, across the network */
+
 /* One registered-buffer request's result (REG, DEREG, SEND_REG, RECV_REG). */
 static int reg_call(struct tsp_host *h, unsigned op, uint32_t sock, uint32_t region, uint64_t addr, uint64_t len,
 		    uint32_t access)
@@ -185,6 +190,7 @@ static int reg_call(struct tsp_host *h, unsigned op, uint32_t sock, uint32_t reg
 		q.u.reg.addr = addr;
 		q.u.reg.len = len;
 		q.u.reg.access = access;
+		q.u.reg.key = reg_key;
 	} else if (op == ESOCK_TSP_DEREG) {
 		q.u.dereg.region = region;
 	} else {
@@ -223,8 +229,12 @@ static int regecho(const char *path)
 		die("open", rc);
 	if (granted != ESOCK_TSP_F_REG_BUFFERS)
 		die("HELLO's flags: registered buffers not granted", EPROTO);
-	if ((rc = tsp_host_let_server_in(h)) < 0)
-		die("letting tcpserverd in", rc);
+	{
+		struct esock_mr *mr; /* (the process's end: never deregistered) */
+
+		if ((rc = tsp_host_mem_reg(h, buf, sizeof(buf), &reg_key, &mr)) < 0)
+			die("letting tcpserverd in", rc);
+	}
 	ls = listen_here(h, 0);
 	/* Bad registrations. */
 	expect("REG of 0 octets", reg_call(h, ESOCK_TSP_REG, 0, 0, a, 0, ESOCK_TSP_REG_READ), -EINVAL);
@@ -284,6 +294,34 @@ static int regecho(const char *path)
 	tsp_host_call(h, &q, &r);
 	tsp_host_close(h);
 	printf("echoed %llu\n", (unsigned long long)total);
+	return 0;
+}
+
+static int reglie(const char *where)
+{
+	static uint8_t mine[4096], other[4096];
+	struct tsp_host *h;
+	struct esock_mr *mr;
+	uint32_t granted = 0;
+	int rc, ls, region;
+
+	if ((rc = tsp_host_open(where, ESOCK_TSP_F_REG_BUFFERS, 0, &h, &granted)) < 0)
+		die("open", rc);
+	if (granted != ESOCK_TSP_F_REG_BUFFERS)
+		die("HELLO's flags: registered buffers not granted", EPROTO);
+	if ((rc = tsp_host_mem_reg(h, mine, sizeof(mine), &reg_key, &mr)) < 0)
+		die("registering", rc);
+	if (!mr)
+		die("reglie is for a channel across the network", EINVAL);
+	ls = listen_here(h, 0);
+	if ((region = reg_call(h, ESOCK_TSP_REG, 0, 0, (uintptr_t)other, sizeof(other), ESOCK_TSP_REG_READ)) < 1)
+		die("REG (the lie)", region < 0 ? region : EPROTO);
+	rc = reg_call(h, ESOCK_TSP_SEND_REG, (uint32_t)ls, (uint32_t)region, (uintptr_t)other, 16, 0);
+	if (rc != -EPIPE && rc != -ECONNRESET) {
+		fprintf(stderr, "tsp-host: SEND_REG from memory outside the MR: %d, expected the channel cut\n", rc);
+		return 1;
+	}
+	printf("refused: %s\n", strerror(-rc));
 	return 0;
 }
 
@@ -809,6 +847,8 @@ int main(int argc, char **argv)
 		return watch(argv[2]);
 	if (argc == 4 && !strcmp(argv[1], "calls"))
 		return calls(argv[2], atoi(argv[3]) > 0 ? atoi(argv[3]) : 1);
+	if (argc == 3 && !strcmp(argv[1], "reglie"))
+		return reglie(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "regecho"))
 		return regecho(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "echo"))

@@ -27,8 +27,8 @@ START_TEST(bounds_and_access)
 	int r, w;
 
 	memset(&t, 0, sizeof(t));
-	ck_assert_int_gt(r = tsp_region_add(&t, getpid(), a, 4096, ESOCK_TSP_REG_READ), 0);
-	ck_assert_int_gt(w = tsp_region_add(&t, getpid(), a + 4096, 4096, ESOCK_TSP_REG_WRITE), 0);
+	ck_assert_int_gt(r = tsp_region_add(&t, getpid(), a, 4096, ESOCK_TSP_REG_READ, 0), 0);
+	ck_assert_int_gt(w = tsp_region_add(&t, getpid(), a + 4096, 4096, ESOCK_TSP_REG_WRITE, 0), 0);
 	ck_assert_int_ne(r, w);
 	/* Inside, to the last octet; empty at either end. */
 	ck_assert_int_eq(tsp_region_check(&t, r, a, 4096, ESOCK_TSP_REG_READ), 0);
@@ -52,6 +52,11 @@ START_TEST(bounds_and_access)
 	ck_assert_int_eq(tsp_region_del(&t, r), -ENOENT);
 	ck_assert_int_eq(tsp_region_del(&t, 0), -ENOENT);
 	ck_assert_int_eq(tsp_region_check(&t, r, a, 1, ESOCK_TSP_REG_READ), -ENOENT);
+	/* A host across the network (pid 0): not probed (its MR is the check), its key kept. */
+	ck_assert_int_gt(r = tsp_region_add(&t, 0, 4096, 16, ESOCK_TSP_REG_READ, 0x1234), 0);
+	ck_assert_uint_eq(tsp_region_key(&t, r), 0x1234);
+	ck_assert_uint_eq(tsp_region_key(&t, w), 0);
+	ck_assert_uint_eq(tsp_region_key(&t, ESOCK_TSP_REGIONS_MAX + 1), 0);
 }
 END_TEST
 
@@ -63,21 +68,21 @@ START_TEST(registration_refused)
 	uint8_t *hole = mmap(NULL, (size_t)pg * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	memset(&t, 0, sizeof(t));
-	ck_assert_int_eq(tsp_region_add(&t, getpid(), a, 0, ESOCK_TSP_REG_READ), -EINVAL);
-	ck_assert_int_eq(tsp_region_add(&t, getpid(), a, 16, 0), -EINVAL);
-	ck_assert_int_eq(tsp_region_add(&t, getpid(), a, 16, 4), -EINVAL);
-	ck_assert_int_eq(tsp_region_add(&t, getpid(), UINT64_MAX - 7, 16, ESOCK_TSP_REG_READ), -EINVAL);
+	ck_assert_int_eq(tsp_region_add(&t, getpid(), a, 0, ESOCK_TSP_REG_READ, 0), -EINVAL);
+	ck_assert_int_eq(tsp_region_add(&t, getpid(), a, 16, 0, 0), -EINVAL);
+	ck_assert_int_eq(tsp_region_add(&t, getpid(), a, 16, 4, 0), -EINVAL);
+	ck_assert_int_eq(tsp_region_add(&t, getpid(), UINT64_MAX - 7, 16, ESOCK_TSP_REG_READ, 0), -EINVAL);
 	/* Its last page unmapped: the probe of the last octet fails. */
 	ck_assert_ptr_ne(hole, MAP_FAILED);
 	ck_assert_int_eq(munmap(hole + pg, (size_t)pg), 0);
-	ck_assert_int_eq(tsp_region_add(&t, getpid(), (uintptr_t)hole, (uint64_t)pg + 1, ESOCK_TSP_REG_READ), -EFAULT);
-	ck_assert_int_gt(tsp_region_add(&t, getpid(), (uintptr_t)hole, (uint64_t)pg, ESOCK_TSP_REG_READ), 0);
+	ck_assert_int_eq(tsp_region_add(&t, getpid(), (uintptr_t)hole, (uint64_t)pg + 1, ESOCK_TSP_REG_READ, 0), -EFAULT);
+	ck_assert_int_gt(tsp_region_add(&t, getpid(), (uintptr_t)hole, (uint64_t)pg, ESOCK_TSP_REG_READ, 0), 0);
 	munmap(hole, (size_t)pg);
 	/* All in use. */
 	memset(&t, 0, sizeof(t));
 	for (int i = 0; i < ESOCK_TSP_REGIONS_MAX; i++)
-		ck_assert_int_eq(tsp_region_add(&t, getpid(), a, 1, ESOCK_TSP_REG_READ), i + 1);
-	ck_assert_int_eq(tsp_region_add(&t, getpid(), a, 1, ESOCK_TSP_REG_READ), -ENOSPC);
+		ck_assert_int_eq(tsp_region_add(&t, getpid(), a, 1, ESOCK_TSP_REG_READ, 0), i + 1);
+	ck_assert_int_eq(tsp_region_add(&t, getpid(), a, 1, ESOCK_TSP_REG_READ, 0), -ENOSPC);
 }
 END_TEST
 
