@@ -48,6 +48,11 @@ struct tsp_host {
 	struct esock_shmq *req, *resp;
 	pthread_mutex_t lock;
 	uint32_t next_id;
+	/*
+	 * |broken| and |ev_n| are written under |lock| and read without it by
+	 * a thread about to sleep (tsp_host_sleep_begin): atomic stores and
+	 * loads (set_broken, ev_count), plain reads under the lock.
+	 */
 	bool broken;
 	bool bell_cut;         /* rchan, broken: its QP's bell left the sleep set */
 	uint8_t *in; /* the last response, copied out of the queue */
@@ -198,6 +203,16 @@ fail:
 	return rc;
 }
 
+static void set_broken(struct tsp_host *h)
+{
+	__atomic_store_n(&h->broken, true, __ATOMIC_RELEASE);
+}
+
+static void ev_count(struct tsp_host *h, unsigned n)
+{
+	__atomic_store_n(&h->ev_n, n, __ATOMIC_RELAXED);
+}
+
 static void host_free(struct tsp_host *h, bool forget)
 {
 	chan_free(h, forget);
@@ -205,7 +220,7 @@ static void host_free(struct tsp_host *h, bool forget)
 	while (h->ev_n) {
 		free((void *)h->evq[h->ev_head].data);
 		h->ev_head = (h->ev_head + 1) % h->ev_cap;
-		h->ev_n--;
+		ev_count(h, h->ev_n - 1);
 	}
 	free(h->evq);
 	free(h->ev_data);
@@ -340,7 +355,7 @@ static bool keep_event(struct tsp_host *h, const struct esock_tsp_msg *ev)
 		memcpy(copy, ev->data, ev->data_len);
 		e->data = copy;
 	}
-	h->ev_n++;
+	ev_count(h, h->ev_n + 1);
 	return true;
 }
 
@@ -420,7 +435,7 @@ static int put_request(struct tsp_host *h, struct esock_tsp_msg *req)
 		return n;
 	while (!(rec = esock_shmq_reserve(h->req, (uint32_t)n, &rc))) {
 		if (rc != -EAGAIN || server_gone(h)) {
-			h->broken = true;
+			set_broken(h);
 			return -EPIPE;
 		}
 		sched_yield(); /* full: tcpserverd is behind */
@@ -437,7 +452,7 @@ int tsp_host_call(struct tsp_host *h, struct esock_tsp_msg *req, struct esock_ts
 	pthread_mutex_lock(&h->lock);
 	if ((rc = put_request(h, req)) == 0) {
 		if ((rc = wait_response(h, req->h.id, resp)) < 0)
-			h->broken = true; /* (the channel: tcpserverd gone, or a message that makes no sense) */
+			set_broken(h); /* (the channel: tcpserverd gone, or a message that makes no sense) */
 		else
 			rc = resp->result;
 	}
@@ -467,7 +482,7 @@ static int take_kept(struct tsp_host *h, struct esock_tsp_msg *ev)
 	*ev = h->evq[h->ev_head];
 	h->ev_data = (uint8_t *)ev->data; /* (a copy of ours: freed at the next call) */
 	h->ev_head = (h->ev_head + 1) % h->ev_cap;
-	h->ev_n--;
+	ev_count(h, h->ev_n - 1);
 	return 1;
 }
 
@@ -504,14 +519,14 @@ int tsp_host_event(struct tsp_host *h, struct esock_tsp_msg *ev, int timeout_ms)
 			if (esock_tsp_decode(h->in, len, ev) != (int)len ||
 			    (ev->h.type != ESOCK_TSP_EVENT &&
 			     !(ev->h.type == ESOCK_TSP_RESP && take_posted(h, ev->h.id)))) {
-				h->broken = true;
+				set_broken(h);
 				break;
 			}
 			rc = 1; /* its octets stay in h->in until the next call */
 			break;
 		}
 		if (rc != -EAGAIN) {
-			h->broken = true;
+			set_broken(h);
 			break;
 		}
 		rc = 0;
@@ -522,7 +537,7 @@ int tsp_host_event(struct tsp_host *h, struct esock_tsp_msg *ev, int timeout_ms)
 		    -ETIMEDOUT) {
 			waited += 200;
 			if (server_gone(h))
-				h->broken = true;
+				set_broken(h);
 		}
 	}
 	if (h->broken && rc != 1)

@@ -20,5 +20,5 @@ EXTRA_DIST += tests/interop/guest-init.sh tests/interop/guest-lib.sh \
 	tests/interop/iwping-vs-rping.sh tests/interop/perftest-anchor.sh \
 	tests/interop/refresh-data.sh tests/interop/run-interop.sh tests/interop/siw-rig.sh \
 	tests/interop/verbs-matrix.sh tests/interop/backend-bench.sh tests/interop/siw-patches.sh \
-	tests/interop/backend-ops.sh tests/interop/verbs-sockets.sh tests/interop/tcpserver-cluster.sh \
+	tests/interop/backend-ops.sh tests/interop/verbs-sockets.sh tests/interop/tcpserver-cluster.sh tests/interop/verbs-part.sh \
 	tests/interop/local.mk tests/interop/jobs

@@ -13,18 +13,9 @@
 # Exits 77 (skip) without the verbs backend or the rig.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-build=$(cd "${1:?usage: backend-ops.sh BUILD_DIR [OUTDIR]}" && pwd)
-out=${2:-$build/interop-captures/backend-ops}
-export RIG_DIR=${RIG_DIR:-$build/interop-rig}
-
-say() { echo "interop: $*"; }
-grep -q '^#define ESOCK_HAVE_VERBS 1' "$build/config.h" ||
-	{ say "SKIP: backend ops: built without the verbs backend"; exit 77; }
-[ -f "$RIG_DIR/groot.stamp" ] || { say "SKIP: backend ops: the siw rig is not prepared"; exit 77; }
-rm -rf "$out"
-RIG_FILES="$build/tests/interop/op-matrix=/op-matrix $build/tools/esock-bench=/esock-bench" \
-	bash "$here/siw-rig.sh" run \
-	"$here/jobs/backend-ops.sh" "$out" default || { say "FAIL backend ops: the guest job failed"; exit 1; }
+# shellcheck source=tests/interop/verbs-part.sh
+. "$here/verbs-part.sh" backend-ops "backend ops" "$@"
+part_run backend-ops.sh "$build/tests/interop/op-matrix=/op-matrix $build/tools/esock-bench=/esock-bench"
 fail=0 n=0
 printf '%-22s %-8s %-7s %-7s %s\n' case siw server client result
 while read -r _ name siw srv cli rc; do

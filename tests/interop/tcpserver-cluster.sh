@@ -11,21 +11,12 @@
 # ddpdump in OUTDIR.  Part of check-interop (run-interop.sh).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-build=$(cd "${1:?usage: tcpserver-cluster.sh BUILD_DIR [OUTDIR]}" && pwd)
-out=${2:-$build/interop-captures/tcpserver-cluster}
-export RIG_DIR=${RIG_DIR:-$build/interop-rig}
-
-say() { echo "interop: $*"; }
-grep -q '^#define ESOCK_HAVE_VERBS 1' "$build/config.h" ||
-	{ say "SKIP: TCP Server cluster channel: built without the verbs backend"; exit 77; }
-[ -f "$RIG_DIR/groot.stamp" ] || { say "SKIP: TCP Server cluster channel: the siw rig is not prepared"; exit 77; }
+# shellcheck source=tests/interop/verbs-part.sh
+. "$here/verbs-part.sh" tcpserver-cluster "TCP Server cluster channel" "$@"
 # (made every time: a test program is not remade by `make`, and a stale one tests old code)
 make -C "$build" tests/tcpserver/tsp-host >/dev/null ||
 	{ say "FAIL: cannot build tsp-host"; exit 1; }
-rm -rf "$out"
-RIG_FILES="$build/tcpserver/tcpserverd=/tcpserverd $build/tests/tcpserver/tsp-host=/tsp-host" \
-	bash "$here/siw-rig.sh" run "$here/jobs/tcpserver-cluster.sh" "$out" default ||
-	{ say "FAIL TCP Server cluster channel: the guest job failed"; exit 1; }
+part_run tcpserver-cluster.sh "$build/tcpserver/tcpserverd=/tcpserverd $build/tests/tcpserver/tsp-host=/tsp-host"
 fail=0 n=0
 printf '%-24s %-10s %-7s %s\n' case tcpserverd host result
 while read -r _ name tsd host rc; do

@@ -14,20 +14,11 @@
 # Exits 77 (skip) without the verbs backend or the rig.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-build=$(cd "${1:?usage: verbs-sockets.sh BUILD_DIR [OUTDIR]}" && pwd)
-out=${2:-$build/interop-captures/verbs-sockets}
-export RIG_DIR=${RIG_DIR:-$build/interop-rig}
-
-say() { echo "interop: $*"; }
-grep -q '^#define ESOCK_HAVE_VERBS 1' "$build/config.h" ||
-	{ say "SKIP: verbs sockets: built without the verbs backend"; exit 77; }
-[ -f "$RIG_DIR/groot.stamp" ] || { say "SKIP: verbs sockets: the siw rig is not prepared"; exit 77; }
-rm -rf "$out"
-RIG_FILES="$build/tests/interop/plain-echo=/plain-echo $build/.libs/libesock.so=/libesock.so
+# shellcheck source=tests/interop/verbs-part.sh
+. "$here/verbs-part.sh" verbs-sockets "verbs sockets" "$@"
+part_run verbs-sockets.sh "$build/tests/interop/plain-echo=/plain-echo $build/.libs/libesock.so=/libesock.so
 	$build/tests/interop/.libs/sock-api-ops=/sock-api-ops
-	$build/tools/esock-run/esock-run=/esock-run" \
-	bash "$here/siw-rig.sh" run "$here/jobs/verbs-sockets.sh" "$out" default ||
-	{ say "FAIL verbs sockets: the guest job failed"; exit 1; }
+	$build/tools/esock-run/esock-run=/esock-run"
 fail=0 n=0
 printf '%-24s %-7s %-7s %s\n' case server client result
 while read -r _ name srv cli rc; do
