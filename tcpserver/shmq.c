@@ -33,7 +33,7 @@ struct shared {
 	_Atomic uint32_t seq;      /* futex word: bumped by a commit that found it asleep */
 	_Atomic uint64_t rung_ns;  /* when the producer last woke a sleeper (CLOCK_MONOTONIC) */
 	_Atomic uint32_t cons_cpu; /* the CPU the consumer last ran on, plus one (0: not told) */
-	_Atomic uint32_t sleep_gen; /* remote queues: bumped by each sleep_begin (one ring each) */
+	_Atomic uint32_t sleep_gen; /* bumped by each sleep_begin (and, here, each wake): one ring each */
 	uint8_t pad4[64 - 24];
 };
 _Static_assert(sizeof(struct shared) == DATA_OFF, "the data area starts at DATA_OFF");
@@ -45,7 +45,7 @@ struct esock_shmq {
 	uint64_t head, tail; /* this side's own index (the other is read from |sh|) */
 	uint32_t rec;        /* producer: octets of the reserved record; consumer: of the peeked one */
 	uint64_t skip;       /* producer: octets of a skip mark before the reserved record */
-	uint32_t rung_gen;   /* producer, remote: the consumer's sleep_gen it last rang for */
+	uint32_t rung_gen;   /* producer: the consumer's sleep_gen it last rang for */
 	int bell;            /* producer: the consumer's eventfd, or -1 (the futex) */
 	bool dead;           /* the other side's words made no sense: nothing more is read or written */
 	bool cut;            /* a push or pull failed (the link is gone): what was placed is still read */
@@ -223,11 +223,13 @@ void esock_shmq_commit(struct esock_shmq *q, uint32_t len)
 		uint32_t gen = atomic_load_explicit(&q->sh->sleep_gen, memory_order_relaxed);
 
 		/*
-		 * Across a network one ring per sleep: the consumer's count reaches
-		 * us late, and every commit until its wake-up is told would ring
-		 * again (a Send each, beyond the receives the consumer keeps posted).
+		 * One ring per sleep: every commit until the consumer's wake-up is
+		 * seen would ring again (here a system call each, across a network
+		 * a Send beyond the receives the consumer keeps posted).  Here the
+		 * number moves at each wake too, so that a sleeper left behind by
+		 * one that woke (two threads on one bell) is rung by the next commit.
 		 */
-		if (q->remote.ring && gen == q->rung_gen) {
+		if (gen == q->rung_gen) {
 			flush(q);
 			return;
 		}
@@ -275,6 +277,8 @@ int esock_shmq_sleep_begin(struct esock_shmq *q)
 
 void esock_shmq_sleep_end(struct esock_shmq *q)
 {
+	if (!q->remote.push)
+		atomic_fetch_add(&q->sh->sleep_gen, 1);
 	atomic_fetch_sub(&q->sh->sleeping, 1);
 	push(q, &q->sh->sleeping, sizeof(q->sh->sleeping));
 	flush(q);
@@ -362,6 +366,7 @@ int esock_shmq_wait(struct esock_shmq *q, int timeout_ms)
 	if (q->remote.push)
 		return -EOPNOTSUPP; /* (no futex across the network: the consumer sleeps on |ring|) */
 	atomic_fetch_add(&q->sh->sleeping, 1);
+	atomic_fetch_add(&q->sh->sleep_gen, 1);
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&q->sh->head, memory_order_acquire) == q->tail &&
 	    futex(&q->sh->seq, FUTEX_WAIT, seen, timeout_ms < 0 ? NULL : &ts) < 0) {
@@ -371,6 +376,7 @@ int esock_shmq_wait(struct esock_shmq *q, int timeout_ms)
 			rc = -EINTR;
 		/* (EAGAIN: a commit bumped |seq| meanwhile: look again) */
 	}
+	atomic_fetch_add(&q->sh->sleep_gen, 1);
 	atomic_fetch_sub(&q->sh->sleeping, 1);
 	return rc;
 }

@@ -66,6 +66,9 @@ struct tsock {
 	int oerr;        /* what TCP said of queued octets: the next SEND's answer */
 	int shut_how;    /* a SHUTDOWN waiting for the queue to drain (-1: none) */
 	bool listener;   /* LISTEN succeeded on it */
+	/* A listener bound to one address: its connections' local address, without a getsockname each. */
+	bool local_fixed;
+	struct esock_tsp_addr local;
 	bool eager;      /* a listener that accepts ahead (eager accept): ACCEPTED events */
 	/* Eager receive: octets pushed in DATA events, not yet given back by the host. */
 	uint64_t calls, in, out; /* per connection: the host's calls on it, octets each way */
@@ -118,6 +121,12 @@ struct host {
 	bool held_back;       /* eager accept stopped at the socket limit: a CLOSE lets it on */
 	int neager;           /* its listeners that accept ahead */
 	bool rx_blocked;      /* eager receive waits for room in its queue (looked at each round) */
+	/*
+	 * Its sockets' files may be open elsewhere too (FORK copied them, or it
+	 * took a parent's copies): a close must take them out of the epoll set
+	 * itself, else a close does (no EPOLL_CTL_DEL per connection).
+	 */
+	bool fds_shared;
 	/* counters */
 	uint64_t calls, failed, parked, bytes_in, bytes_out, accepted;
 	uint64_t reg_in, reg_out; /* octets placed into / taken from its registered buffers */
@@ -394,13 +403,21 @@ static bool push_data(struct host *h, uint32_t handle, struct tsock *s)
 	return true;
 }
 
-/* A connected socket of a host that asked for eager receive: from now on. */
+/*
+ * A connected socket of a host that asked for eager receive: from now on.
+ * Octets already there are found by the epoll set (adding or changing a
+ * registration reports what is ready), not by a recv now, which right
+ * after an accept mostly says EAGAIN; only a socket already registered for
+ * input (WATCH) is looked at now, its edge perhaps gone by.
+ */
 static bool rx_start(struct host *h, int hi, uint32_t handle, struct tsock *s)
 {
+	bool had_in = s->reg & EPOLLIN;
+
 	if (!(h->flags & ESOCK_TSP_F_EAGER_RECV))
 		return true;
 	s->eager_rx = true;
-	return interest(hi, handle, s) && push_data(h, handle, s);
+	return interest(hi, handle, s) && (!had_in || push_data(h, handle, s));
 }
 
 /*
@@ -431,7 +448,9 @@ static bool accept_ahead(struct host *h, uint32_t handle, struct tsock *s)
 		m.u.accepted.sock = (uint32_t)nh;
 		from_sockaddr(&ss, &m.u.accepted.peer);
 		sl = sizeof(ss);
-		if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+		if (s->local_fixed)
+			m.u.accepted.local = s->local;
+		else if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
 			from_sockaddr(&ss, &m.u.accepted.local);
 		if (!answer(h, &m) || !rx_start(h, (int)(h - d.hosts), (uint32_t)nh, &h->socks[nh - 1]))
 			return false;
@@ -453,7 +472,10 @@ static void sock_close(struct host *h, uint32_t handle, bool keep_queued)
 	if (keep_queued && s->olen)
 		drain_add(s); /* (takes the descriptor and the queue, when it can) */
 	if (s->fd >= 0) {
-		unwatch(s);
+		if (h->fds_shared)
+			unwatch(s);
+		else
+			s->reg = s->park_ev = s->want = 0; /* (the close takes it out of the set) */
 		close(s->fd);
 	}
 	free(s->obuf);
@@ -555,6 +577,7 @@ static int fork_copy(struct host *h)
 	struct forked *f = NULL;
 	uint32_t tok = 0;
 
+	h->fds_shared = true; /* (the parent's and the child's descriptors: one file each) */
 	for (int i = 0; i < MAX_FORKS && !f; i++)
 		if (!d.forks[i].token)
 			f = &d.forks[i];
@@ -607,6 +630,7 @@ static int fork_take(struct host *h, uint32_t token)
 			s->shut_how = -1;
 			h->nsocks++;
 		}
+		h->fds_shared = true;
 		fork_free(f, false);
 		return 0;
 	}
@@ -781,6 +805,12 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 	case ESOCK_TSP_LISTEN:
 		rc = listen(s->fd, q->u.listen.backlog) < 0 ? -errno : 0;
 		s->listener |= rc == 0;
+		if (rc == 0 && getsockname(s->fd, (struct sockaddr *)&ss, &sl) == 0) {
+			static const uint8_t any[16];
+
+			from_sockaddr(&ss, &s->local);
+			s->local_fixed = memcmp(s->local.addr, any, s->local.family == 4 ? 4 : 16) != 0;
+		}
 		break;
 	case ESOCK_TSP_ACCEPT:
 		if (s->eager || (s->listener && (h->flags & ESOCK_TSP_F_EAGER_ACCEPT))) {
@@ -808,7 +838,9 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 		from_sockaddr(&ss, &m.u.accepted.peer); /* (as accept4 gives it) */
 		sl = sizeof(ss);
 		/* Setup with accept: the local address too, no GETSOCKNAME round trip after. */
-		if ((h->flags & ESOCK_TSP_F_SETUP_ACCEPT) && getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+		if ((h->flags & ESOCK_TSP_F_SETUP_ACCEPT) && s->local_fixed)
+			m.u.accepted.local = s->local;
+		else if ((h->flags & ESOCK_TSP_F_SETUP_ACCEPT) && getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
 			from_sockaddr(&ss, &m.u.accepted.local);
 		break;
 	case ESOCK_TSP_REG:
@@ -1039,6 +1071,15 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 		m.result = rc;
 		if (!answer(h, &m) || ((s->want & POLLIN) && !eager_arm(h, hi, q->h.sock, s)))
 			return -1;
+		if (s->eager) {
+			/*
+			 * Its connections come as ACCEPTED, which is what the host's
+			 * readiness of it says: no READY (and no poll here) for each.
+			 */
+			s->want &= ~(uint32_t)(POLLIN | POLLRDHUP);
+			if (!interest(hi, q->h.sock, s))
+				return -1;
+		}
 		return tell_ready(h, q->h.sock, s) ? 1 : -1;
 	default:
 		rc = -EOPNOTSUPP;

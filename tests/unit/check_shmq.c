@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -223,6 +224,64 @@ START_TEST(wake_hints)
 	ck_assert_int_eq(esock_shmq_consumer_cpu(p), -1);
 	memcpy(m + 208, &wild, 4); /* the word the consumer writes, gone wild */
 	ck_assert_int_eq(esock_shmq_consumer_cpu(p), -1);
+	esock_shmq_detach(c);
+	esock_shmq_detach(p);
+	munmap(m, sz);
+}
+END_TEST
+
+/* The bell's count since the last look (an eventfd read; 0 when it was not rung). */
+static uint64_t rings(int efd)
+{
+	uint64_t v = 0;
+
+	return read(efd, &v, sizeof(v)) == (ssize_t)sizeof(v) ? v : 0;
+}
+
+/*
+ * A bell rung once per sleep: commits while the consumer sleeps ring it
+ * once (each more would be a system call for nothing), a new sleep is rung
+ * again, and of two threads asleep on one bell the one left sleeping when
+ * the other woke is rung by the next commit (a lost wake-up otherwise).
+ */
+START_TEST(bell_once_per_sleep)
+{
+	size_t sz = esock_shmq_size(CAP);
+	uint8_t *m = shared_mem(sz);
+	struct esock_shmq *p = esock_shmq_init(m, CAP), *c = esock_shmq_attach(m, sz);
+	int efd = eventfd(0, EFD_NONBLOCK);
+
+	ck_assert_int_ge(efd, 0);
+	esock_shmq_set_bell(p, efd);
+	put(p, 8, 0); /* awake: no ring */
+	ck_assert_uint_eq(rings(efd), 0);
+	take(c, 8, 0);
+	ck_assert_int_eq(esock_shmq_sleep_begin(c), 0);
+	for (int i = 1; i <= 10; i++)
+		put(p, 8, (uint8_t)i);
+	ck_assert_uint_eq(rings(efd), 1);
+	esock_shmq_sleep_end(c);
+	for (int i = 1; i <= 10; i++)
+		take(c, 8, (uint8_t)i);
+	ck_assert_int_eq(esock_shmq_sleep_begin(c), 0); /* a new sleep: rung again */
+	put(p, 8, 11);
+	put(p, 8, 12);
+	ck_assert_uint_eq(rings(efd), 1);
+	esock_shmq_sleep_end(c);
+	take(c, 8, 11);
+	take(c, 8, 12);
+	/* Two sleepers, one ring; one wakes, the other still sleeps: the next commit rings. */
+	ck_assert_int_eq(esock_shmq_sleep_begin(c), 0);
+	ck_assert_int_eq(esock_shmq_sleep_begin(c), 0);
+	put(p, 8, 13);
+	ck_assert_uint_eq(rings(efd), 1);
+	esock_shmq_sleep_end(c);
+	take(c, 8, 13);
+	put(p, 8, 14);
+	ck_assert_uint_eq(rings(efd), 1);
+	esock_shmq_sleep_end(c);
+	take(c, 8, 14);
+	close(efd);
 	esock_shmq_detach(c);
 	esock_shmq_detach(p);
 	munmap(m, sz);
@@ -563,6 +622,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, sizes_and_attach);
 	tcase_add_test(tc, broken_by_the_other_side);
 	tcase_add_test(tc, wake_hints);
+	tcase_add_test(tc, bell_once_per_sleep);
 	tcase_add_test(tc, two_processes);
 	tcase_add_test(tc, remote_copies_in_order);
 	tcase_add_test(tc, remote_copies_need_the_consumers_pushes);
