@@ -79,7 +79,8 @@ TESTS += tools/appinstr-test.sh
 # tools/tcpserver-eval.sh: the TCP Server's evaluation (nginx, regular TCP against
 # tcpserverd with its optimisations one by one; docs/tcpserver.md); its test
 # runs it for a few cells and checks what it wrote.
-EXTRA_DIST += tools/tcpserver-eval.sh tools/tcpserver-eval-plot.py tools/tcpserver-eval-test.sh
+EXTRA_DIST += tools/tcpserver-eval.sh tools/tcpserver-eval-plot.py tools/tcpserver-eval-test.sh \
+	tools/tcpserver-regbench.sh
 TESTS += tools/tcpserver-eval-test.sh
 
 # esock-stat: the DDPMODE sockets of running processes (shared-memory counters).
