@@ -741,7 +741,8 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 						  q->u.xfer.len)
 				: tsp_mem_read(h->cred_pid, q->u.xfer.addr, xbuf, q->u.xfer.len)) < 0)
 			return reply(h, &q->h, rc) ? 1 : -1;
-		h->reg_out += q->u.xfer.len;
+		if (rec != s->parked)
+			h->reg_out += q->u.xfer.len; /* (a parked call read again is counted once) */
 		xq = *q;
 		xq.u.send.flags = q->u.xfer.flags;
 		xq.data = h->rc && q->u.xfer.len ? tsp_rchan_stage(h->rc) : xbuf; /* (the stage: fetch made it) */
