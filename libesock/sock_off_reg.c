@@ -32,6 +32,7 @@ static struct {
 	bool write;       /* tcpserverd may write it (receives) */
 	struct esock_mr *mr; /* across the network: its registration on the channel's PD */
 } regs[ESOCK_TSP_REGIONS_MAX];
+static int nregs;         /* in use (a send or recv of a process with none looks no further) */
 
 int sock_off_reg(void *addr, size_t len, unsigned access, uint32_t *stag)
 {
@@ -67,6 +68,7 @@ int sock_off_reg(void *addr, size_t len, unsigned access, uint32_t *stag)
 		regs[slot].region = (uint32_t)rc;
 		regs[slot].write = write;
 		regs[slot].mr = mr;
+		nregs++;
 		if (stag)
 			*stag = (uint32_t)rc;
 		rc = 0;
@@ -91,6 +93,7 @@ int sock_off_dereg(uint32_t stag)
 	for (int i = 0; i < ESOCK_TSP_REGIONS_MAX; i++)
 		if (regs[i].len && regs[i].region == stag) {
 			regs[i].len = 0; /* (ours no more, whatever tcpserverd says) */
+			nregs--;
 			req.u.dereg.region = stag;
 			rc = off_call(&req, &resp);
 			if (off_proc.h) /* (after tcpserverd's answer: it reads and writes no more) */
@@ -106,7 +109,7 @@ uint32_t off_reg_find(const void *buf, size_t len, bool write)
 {
 	uintptr_t a = (uintptr_t)buf;
 
-	for (int i = 0; i < ESOCK_TSP_REGIONS_MAX; i++)
+	for (int i = 0; nregs && i < ESOCK_TSP_REGIONS_MAX; i++)
 		if (regs[i].len && a >= regs[i].addr && a - regs[i].addr <= regs[i].len &&
 		    len <= regs[i].len - (a - regs[i].addr) && (!write || regs[i].write))
 			return regs[i].region;
@@ -119,4 +122,5 @@ void off_reg_forget(void)
 		regs[i].len = 0;
 		regs[i].mr = NULL;
 	}
+	nregs = 0;
 }

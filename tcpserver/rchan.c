@@ -257,6 +257,28 @@ static int push(void *arg, uint32_t off, uint32_t len)
 }
 
 /*
+ * Waits (lock held, let go between looks) until |*done| reaches |want|:
+ * the completion of a Read or transfer just posted.  0 or the link's error
+ * (-ETIMEDOUT after PULL_MS: the link is gone).
+ */
+static int wait_done(struct tsp_rchan *c, const unsigned *done, unsigned want)
+{
+	for (int waited = 0; !c->err && (int)(*done - want) < 0; waited += 20) {
+		if (waited >= PULL_MS * 1000) {
+			c->err = -ETIMEDOUT;
+			break;
+		}
+		reap(c);
+		if ((int)(*done - want) < 0) {
+			pthread_mutex_unlock(&c->lock);
+			pause_us(20);
+			pthread_mutex_lock(&c->lock);
+		}
+	}
+	return c->err;
+}
+
+/*
  * shmq's pull: the peer's copy of those octets into |into|, waited for (an
  * RDMA Read into the scratch slot after the snapshots; one at a time, under
  * the lock).
@@ -277,19 +299,7 @@ static int pull(void *arg, uint32_t off, uint32_t len, void *into)
 		pthread_mutex_unlock(&c->lock);
 		return rc;
 	}
-	for (int waited = 0; !c->err && (int)(c->reads - want) < 0; waited += 20) {
-		if (waited >= PULL_MS * 1000) {
-			c->err = -ETIMEDOUT;
-			break;
-		}
-		reap(c);
-		if ((int)(c->reads - want) < 0) {
-			pthread_mutex_unlock(&c->lock);
-			pause_us(20);
-			pthread_mutex_lock(&c->lock);
-		}
-	}
-	if (!(rc = c->err))
+	if (!(rc = wait_done(c, &c->reads, want)))
 		memcpy(into, scratch, len);
 	pthread_mutex_unlock(&c->lock);
 	return rc;
@@ -489,19 +499,7 @@ static int xfer_locked(struct tsp_rchan *c, enum esock_wr_opcode op, uint32_t st
 
 	if ((rc = add(c, &wr, &sge)) < 0 || (rc = flush_locked(c)) < 0)
 		return rc;
-	for (int waited = 0; !c->err && (int)(c->xfers - want) < 0; waited += 20) {
-		if (waited >= PULL_MS * 1000) {
-			c->err = -ETIMEDOUT;
-			break;
-		}
-		reap(c);
-		if ((int)(c->xfers - want) < 0) {
-			pthread_mutex_unlock(&c->lock);
-			pause_us(20);
-			pthread_mutex_lock(&c->lock);
-		}
-	}
-	return c->err;
+	return wait_done(c, &c->xfers, want);
 }
 
 static int xfer(struct tsp_rchan *c, enum esock_wr_opcode op, uint32_t stag, uint64_t addr, uint32_t len)
