@@ -25,6 +25,7 @@
 #include "libesock/sock_off.h"
 #include "libesock/sock_vb.h"
 #include "util/log.h"
+#include "util/range.h"
 
 #define MAX_EQ 256
 #define USER_OPS 1024 /* user operations in flight per socket */
@@ -268,7 +269,7 @@ static const struct sock_mr *mr_holding(const struct esock_sock *s, const void *
 	for (int i = 0; i < s->nmrs; i++) {
 		const struct sock_mr *m = &s->mrs[i];
 
-		if (a >= m->addr && a - m->addr <= m->len && len <= m->len - (a - m->addr) &&
+		if (esock_range_within(m->addr, m->len, a, len) &&
 		    (m->access & access) == access)
 			return m;
 	}

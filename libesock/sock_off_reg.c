@@ -24,6 +24,7 @@
 #include "libesock/sock_off.h"
 #include "libesock/sock_off_int.h"
 #include "util/log.h"
+#include "util/range.h"
 
 static struct {
 	uintptr_t addr;
@@ -110,8 +111,7 @@ uint32_t off_reg_find(const void *buf, size_t len, bool write)
 	uintptr_t a = (uintptr_t)buf;
 
 	for (int i = 0; nregs && i < ESOCK_TSP_REGIONS_MAX; i++)
-		if (regs[i].len && a >= regs[i].addr && a - regs[i].addr <= regs[i].len &&
-		    len <= regs[i].len - (a - regs[i].addr) && (!write || regs[i].write))
+		if (regs[i].len && esock_range_within(regs[i].addr, regs[i].len, a, len) && (!write || regs[i].write))
 			return regs[i].region;
 	return 0;
 }

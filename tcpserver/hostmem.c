@@ -6,6 +6,7 @@
 #include <sys/uio.h>
 
 #include "tcpserver/hostmem.h"
+#include "util/range.h"
 
 int tsp_mem_read(pid_t pid, uint64_t addr, void *into, uint32_t len)
 {
@@ -75,8 +76,7 @@ int tsp_region_check(const struct tsp_regions *t, uint32_t region, uint64_t addr
 	if (region < 1 || region > ESOCK_TSP_REGIONS_MAX || !(rlen = t->r[region - 1].len))
 		return -ENOENT;
 	base = t->r[region - 1].addr;
-	/* (no sum that could wrap: the offset, then the room after it) */
-	if (addr < base || addr - base > rlen || len > rlen - (addr - base))
+	if (!esock_range_within(base, rlen, addr, len))
 		return -EFAULT;
 	return (t->r[region - 1].access & access) == access ? 0 : -EACCES;
 }

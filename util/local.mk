@@ -3,7 +3,7 @@
 libesock_core_la_SOURCES += \
 	util/atfork.c \
 	util/atfork.h \
-	util/byteorder.h \
+	util/byteorder.h util/range.h \
 	util/crc32c.c \
 	util/crc32c_portable.c \
 	util/crc32c_impl.h \
