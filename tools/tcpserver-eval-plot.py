@@ -6,7 +6,7 @@
 
 Writes OUTDIR/summary.txt (a Markdown table per file and protocol: medians
 of requests/s, host and tcpserverd CPU time per request, CPU busy, and the
-ratios to regular TCP) and OUTDIR/tcpserver-eval.svg (requests/s and host
+ratios to regular TCP: medians of each run's ratios) and OUTDIR/tcpserver-eval.svg (requests/s and host
 CPU per request against concurrent clients, a line per mode)."""
 import csv
 import statistics
@@ -23,14 +23,30 @@ FIELDS = ["rps", "host_us_per_req", "tsd_us_per_req", "host_cpu_busy", "server_c
 
 
 def load(path):
+    """Medians per cell and mode, and the medians of each run's ratios to
+    regular TCP (a mode's figure over regular TCP's of the same run and cell,
+    measured seconds apart: the machine's drift between runs cancels)."""
     cells = defaultdict(lambda: defaultdict(list))
+    runs = {}
     with open(path) as f:
         for row in csv.DictReader(f):
             key = (row["file"], row["proto"], int(row["conc"]), row["mode"])
             for k in FIELDS:
                 cells[key][k].append(float(row[k]))
-    return {k: {f: statistics.median(v[f]) for f in FIELDS} | {"n": len(v["rps"])}
-            for k, v in cells.items()}
+            runs[key + (row["run"],)] = row
+    med = {k: {f: statistics.median(v[f]) for f in FIELDS} | {"n": len(v["rps"])}
+           for k, v in cells.items()}
+    for (file, proto, conc, mode, run), row in runs.items():
+        base = runs.get((file, proto, conc, "tcp", run))
+        for f in ("rps", "host_us_per_req"):
+            if base and float(base[f]) > 0:
+                med[(file, proto, conc, mode)].setdefault(f"{f}_ratios", []).append(
+                    float(row[f]) / float(base[f]))
+    for c in med.values():
+        for f in ("rps", "host_us_per_req"):
+            r = c.pop(f"{f}_ratios", None)
+            c[f"{f}_vs"] = statistics.median(r) if r else None
+    return med
 
 
 def summary(med, machine):
@@ -45,14 +61,12 @@ def summary(med, machine):
                          "| host CPU busy | other CPU busy | runs |")
             lines.append("|---|---|---|---|---|---|---|---|---|---|")
             for conc in (1, 8, 32):
-                base = med.get((file, proto, conc, "tcp"))
                 for m in MODES:
                     c = med.get((file, proto, conc, m))
                     if not c:
                         continue
-                    rr = f"{c['rps'] / base['rps']:.2f}" if base and base["rps"] else "-"
-                    hr = (f"{c['host_us_per_req'] / base['host_us_per_req']:.2f}"
-                          if base and base["host_us_per_req"] else "-")
+                    rr = f"{c['rps_vs']:.2f}" if c["rps_vs"] is not None else "-"
+                    hr = f"{c['host_us_per_req_vs']:.2f}" if c["host_us_per_req_vs"] is not None else "-"
                     lines.append(f"| {conc} | {NAMES[m]} | {c['rps']:.0f} | {rr} | "
                                  f"{c['host_us_per_req']:.1f} | {hr} | {c['tsd_us_per_req']:.1f} | "
                                  f"{c['host_cpu_busy']:.2f} | {c['server_cpu_busy']:.2f} | {c['n']} |")

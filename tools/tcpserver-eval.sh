@@ -15,8 +15,9 @@
 #            it shows the transport's cost, not a second node's relief
 # for 4 KiB and 16 KiB files, HTTP/1.0 (a connection per request) and
 # keep-alive, at 1, 8 and 32 concurrent clients (ab).  Per cell: requests/s,
-# the host's CPU time per request (nginx's user + system time), tcpserverd's,
-# and how busy each CPU was.
+# the host's CPU time per request (nginx's threads, as the scheduler counts
+# it), tcpserverd's, and how busy each CPU was.  An nginx per mode runs for
+# the whole evaluation, so that each cell's modes are measured seconds apart.
 #
 #   top_builddir=build sh tools/tcpserver-eval.sh [RUNS [OUTDIR [SECONDS]]]
 #   (defaults: 3 tcpserver-eval-out 2; SECONDS: whole seconds, as ab takes them)
@@ -45,7 +46,8 @@ hcpu=$(echo "$cpus" | cut -d, -f1) scpu=$(echo "$cpus" | cut -d, -f2) ccpu=$(ech
 ccpu=${ccpu:-$scpu}
 quota=${EVAL_QUOTA:-50}
 # EVAL_QUICK=1: 4 KiB at 8 clients only (the test that keeps this script working).
-files="4k 16k" concs="1 8 32"
+# EVAL_FILES, EVAL_PROTOS, EVAL_CONCS, EVAL_MODES: a part of the grid (to look at one cell).
+files=${EVAL_FILES:-"4k 16k"} protos=${EVAL_PROTOS:-"http10 keepalive"} concs=${EVAL_CONCS:-"1 8 32"}
 [ "${EVAL_QUICK:-0}" = 1 ] && files=4k concs=8
 for c in nginx ab python3 taskset; do
 	command -v $c >/dev/null || { echo "tcpserver-eval: $c is not installed (scripts/deps.sh)"; exit 77; }
@@ -58,51 +60,55 @@ fi
 mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
 tmp=$(mktemp -d) || exit 1
-pids=
-cleanup() { for p in $pids; do kill "$p" 2>/dev/null; done; rm -rf "$tmp"; }
+pids= cgs=
+cleanup() {
+	for p in $pids; do kill "$p" 2>/dev/null; done
+	sleep 0.3
+	for c in $cgs; do rmdir "$c" 2>/dev/null; done
+	rm -rf "$tmp"
+}
 trap cleanup EXIT INT TERM
 
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1 | tr -s ' ')
 machine="$cpu, $(nproc) CPUs, kernel $(uname -r), $(date -u +%Y-%m-%d); nginx on CPU $hcpu, tcpserverd on CPU $scpu, ab on CPU $ccpu"
 echo "tcpserver-eval: $machine; $runs runs of ${secs}s cells" | tee "$out/machine.txt"
 
-mkdir -p "$tmp/www" "$tmp/cache"
+mkdir -p "$tmp/www"
 head -c 4096 /dev/urandom >"$tmp/www/4k"
 head -c 16384 /dev/urandom >"$tmp/www/16k"
 chmod 755 "$tmp" "$tmp/www"
 chmod 644 "$tmp/www"/*
 . "$here/../tests/apps/ports.sh"
-port=$(free_port)
 . "$here/../tests/apps/nginx-conf.sh"
-nginx_conf "$port" 1 1024 "master_process off;" "keepalive_requests 1000000;" "backlog=4096"
 
 lport=$(free_port)
-while [ "$lport" = "$port" ]; do lport=$(free_port); done
 taskset -c "$scpu" "$b/tcpserver/tcpserverd" -s "$tmp/s" -l "127.0.0.1:$lport" -c "$scpu" 2>"$tmp/d.log" & dpid=$!
 pids="$dpid"
 for i in $(seq 1 100); do [ -S "$tmp/s" ] && break; sleep 0.05; done
 [ -S "$tmp/s" ] || { echo "tcpserver-eval: tcpserverd did not start"; exit 1; }
 
-# A cgroup with the CPU quota for nginx (its path in $cg), or none (cg empty).
-cg=
-if [ "$quota" -gt 0 ]; then
-	if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+# mk_cg NAME: a cgroup with the CPU quota (its path), or nothing (no quota asked, or none possible).
+v2=false
+[ -f /sys/fs/cgroup/cgroup.controllers ] && v2=true
+mk_cg() {
+	[ "$quota" -gt 0 ] || return 0
+	if $v2; then
 		grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null ||
 			echo +cpu >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
-		cg=/sys/fs/cgroup/esock-eval.$$
-		mkdir "$cg" 2>/dev/null && echo "$((quota * 1000)) 100000" >"$cg/cpu.max" 2>/dev/null || cg=
+		c=/sys/fs/cgroup/esock-eval.$$.$1
+		mkdir "$c" 2>/dev/null && echo "$((quota * 1000)) 100000" >"$c/cpu.max" 2>/dev/null && echo "$c"
 	elif [ -d /sys/fs/cgroup/cpu ]; then
-		cg=/sys/fs/cgroup/cpu/esock-eval.$$
-		mkdir "$cg" 2>/dev/null && echo "$((quota * 1000))" >"$cg/cpu.cfs_quota_us" 2>/dev/null || cg=
+		c=/sys/fs/cgroup/cpu/esock-eval.$$.$1
+		mkdir "$c" 2>/dev/null && echo "$((quota * 1000))" >"$c/cpu.cfs_quota_us" 2>/dev/null && echo "$c"
 	fi
-	[ -n "$cg" ] || { echo "tcpserver-eval: no CPU quota possible here (EVAL_QUOTA=0 to run without)"; exit 77; }
-	machine="$machine; nginx limited to $quota % of its CPU"
-	echo "tcpserver-eval: nginx limited to $quota % of CPU $hcpu ($cg)"
-fi
+}
+[ "$quota" -gt 0 ] && machine="$machine; nginx limited to $quota % of its CPU"
 echo "$machine" >"$out/machine.txt"
-cleanup() { for p in $pids; do kill "$p" 2>/dev/null; done; sleep 0.2; [ -z "$cg" ] || rmdir "$cg" 2>/dev/null; rm -rf "$tmp"; }
 
-ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# CPU time of process $1's threads, in ns (the scheduler's own count: exact,
+# where the ticks of /proc/PID/stat sample a process that runs in bursts of a
+# few microseconds).
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
 # "busy total" jiffies of CPU $1
 cpustat() { awk -v c="cpu$1" '$1 == c { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat; }
 
@@ -116,41 +122,71 @@ opts_of() {
 	esac
 }
 
+# One nginx per mode, each on its own port and in its own cgroup, all up for
+# the whole evaluation: a cell's modes are measured one after the other,
+# seconds apart, in an order that turns from cell to cell.  The machine's
+# speed drifts from minute to minute (regular TCP's requests/s here moved by a
+# quarter between runs a minute apart), so figures compared to each other
+# must be taken close together; the summary's ratios are those of each run.
+modes=${EVAL_MODES:-"tcp sync async eagerrx eageracc setup cluster"}
+nmodes=$(echo $modes | wc -w)
+ports=
+for mode in $modes; do
+	d=$tmp/$mode
+	mkdir -p "$d/cache" && ln -s "$tmp/www" "$d/www"
+	port=$(free_port)
+	while echo " $ports $lport " | grep -q " $port "; do port=$(free_port); done
+	ports="$ports $port"
+	base=$tmp tmp=$d
+	nginx_conf "$port" 1 1024 "master_process off;" "keepalive_requests 1000000;" "backlog=4096"
+	tmp=$base
+	if [ "$mode" = tcp ]; then
+		taskset -c "$hcpu" nginx -e "$d/nginx.err" -p "$d" -c "$d/nginx.conf" & npid=$!
+	else
+		where=$tmp/s
+		[ "$mode" = cluster ] && where=127.0.0.1:$lport
+		ESOCK_TCPSERVER=$where ESOCK_TCPSERVER_OPT=$(opts_of "$mode") LD_PRELOAD=$b/.libs/libesock.so \
+			taskset -c "$hcpu" nginx -e "$d/nginx.err" -p "$d" -c "$d/nginx.conf" & npid=$!
+	fi
+	pids="$pids $npid"
+	c=$(mk_cg "$mode")
+	if [ "$quota" -gt 0 ]; then
+		[ -n "$c" ] || { echo "tcpserver-eval: no CPU quota possible here (EVAL_QUOTA=0 to run without)"; exit 77; }
+		cgs="$cgs $c"
+		echo "$npid" >"$c/cgroup.procs"
+	fi
+	eval "npid_$mode=$npid port_$mode=$port"
+done
+for mode in $modes; do
+	eval "port=\$port_$mode"
+	for i in $(seq 1 100); do
+		curl -s -o /dev/null "http://127.0.0.1:$port/4k" 2>/dev/null && break
+		sleep 0.05
+	done
+done
+[ "$quota" -gt 0 ] && echo "tcpserver-eval: each nginx limited to $quota % of CPU $hcpu ($cgs)"
+
 csv=$out/eval.csv
 echo "run,mode,file,proto,conc,rps,host_us_per_req,tsd_us_per_req,host_cpu_busy,server_cpu_busy" >"$csv"
-modes="tcp sync async eagerrx eageracc setup cluster"
-hz=$(getconf CLK_TCK)
+cell=0
 for r in $(seq 1 "$runs"); do
-	# The order turns from run to run (no mode always first).
-	set -- $modes
-	k=$(( (r - 1) % 7 ))
-	while [ "$k" -gt 0 ]; do first=$1; shift; set -- "$@" "$first"; k=$((k - 1)); done
-	for mode in "$@"; do
-		if [ "$mode" = tcp ]; then
-			taskset -c "$hcpu" nginx -e "$tmp/nginx.err" -p "$tmp" -c "$tmp/nginx.conf" & npid=$!
-		else
-			where=$tmp/s
-			[ "$mode" = cluster ] && where=127.0.0.1:$lport
-			ESOCK_TCPSERVER=$where ESOCK_TCPSERVER_OPT=$(opts_of "$mode") LD_PRELOAD=$b/.libs/libesock.so \
-				taskset -c "$hcpu" nginx -e "$tmp/nginx.err" -p "$tmp" -c "$tmp/nginx.conf" & npid=$!
-		fi
-		pids="$pids $npid"
-		[ -z "$cg" ] || echo "$npid" >"$cg/cgroup.procs"
-		for i in $(seq 1 100); do
-			curl -s -o /dev/null "http://127.0.0.1:$port/4k" 2>/dev/null && break
-			sleep 0.05
-		done
-		for file in $files; do
-			for proto in http10 keepalive; do
-				for conc in $concs; do
-					ka=; [ "$proto" = keepalive ] && ka=-k
-					h0=$(ticks "$npid") s0=$(ticks "$dpid")
-					set -- $(cpustat "$hcpu") $(cpustat "$scpu")
-					hb0=$1 ht0=$2 sb0=$3 st0=$4
+	for file in $files; do
+		for proto in $protos; do
+			for conc in $concs; do
+				ka=; [ "$proto" = keepalive ] && ka=-k
+				# The order turns from cell to cell and run to run (no mode always first).
+				set -- $modes
+				k=$(( (cell + r - 1) % nmodes ))
+				cell=$((cell + 1))
+				while [ "$k" -gt 0 ]; do first=$1; shift; set -- "$@" "$first"; k=$((k - 1)); done
+				for mode in "$@"; do
+					eval "npid=\$npid_$mode port=\$port_$mode"
+					h0=$(cpu_ns "$npid") s0=$(cpu_ns "$dpid") hc0=$(cpustat "$hcpu") sc0=$(cpustat "$scpu")
 					taskset -c "$ccpu" ab -q $ka -c "$conc" -t "$secs" -n 1000000 \
 						"http://127.0.0.1:$port/$file" >"$tmp/ab.out" 2>&1
-					h1=$(ticks "$npid") s1=$(ticks "$dpid")
-					set -- $(cpustat "$hcpu") $(cpustat "$scpu")
+					h1=$(cpu_ns "$npid") s1=$(cpu_ns "$dpid") hc1=$(cpustat "$hcpu") sc1=$(cpustat "$scpu")
+					hb=$((${hc1% *} - ${hc0% *})) ht=$((${hc1#* } - ${hc0#* }))
+					sb=$((${sc1% *} - ${sc0% *})) st=$((${sc1#* } - ${sc0#* }))
 					done_=$(sed -n 's/^Complete requests: *//p' "$tmp/ab.out")
 					failed=$(sed -n 's/^Failed requests: *//p' "$tmp/ab.out")
 					rps=$(sed -n 's/^Requests per second: *\([0-9.]*\).*/\1/p' "$tmp/ab.out")
@@ -160,16 +196,14 @@ for r in $(seq 1 "$runs"); do
 					fi
 					[ "$mode" = tcp ] && s1=$s0
 					awk -v r="$r" -v m="$mode" -v f="$file" -v p="$proto" -v c="$conc" -v rps="$rps" \
-						-v n="$done_" -v hz="$hz" -v h="$((h1 - h0))" -v s="$((s1 - s0))" \
-						-v hb="$(($1 - hb0))" -v ht="$(($2 - ht0))" -v sb="$(($3 - sb0))" -v st="$(($4 - st0))" \
+						-v n="$done_" -v h="$((h1 - h0))" -v s="$((s1 - s0))" \
+						-v hb="$hb" -v ht="$ht" -v sb="$sb" -v st="$st" \
 						'BEGIN { printf "%s,%s,%s,%s,%s,%.0f,%.2f,%.2f,%.2f,%.2f\n", r, m, f, p, c, rps,
-						  h * 1e6 / hz / n, s * 1e6 / hz / n, ht ? hb / ht : 0, st ? sb / st : 0 }' >>"$csv"
+						  h / 1e3 / n, s / 1e3 / n, ht ? hb / ht : 0, st ? sb / st : 0 }' >>"$csv"
 					tail -n 1 "$csv"
 				done
 			done
 		done
-		kill "$npid"
-		wait "$npid" 2>/dev/null
 	done
 done
 
