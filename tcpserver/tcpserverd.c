@@ -74,6 +74,13 @@ struct tsock {
 	uint64_t calls, in, out; /* per connection: the host's calls on it, octets each way */
 	bool eager_rx, rx_end;
 	bool rx_blocked; /* its queue to the host had no room: pushed again each round */
+	/*
+	 * The edge being served said input and no end (no EPOLLRDHUP): a short
+	 * read drained the socket, and whatever comes after it makes a new
+	 * edge, so no recv to hear EAGAIN.  (With the end already there no edge
+	 * would come for it: then reading goes on until recv says so.)
+	 */
+	bool rx_edge_open;
 	uint32_t rx_out;
 	int rx_err;      /* what ended the stream, for the socket's next call */
 };
@@ -374,19 +381,21 @@ static bool push_data(struct host *h, uint32_t handle, struct tsock *s)
 	while (s->eager_rx && !s->rx_end && s->rx_out < ESOCK_TSP_CREDIT_WINDOW) {
 		struct esock_tsp_msg m = { .h = { .type = ESOCK_TSP_EVENT, .op = ESOCK_TSP_DATA, .sock = handle } };
 		uint32_t room = ESOCK_TSP_CREDIT_WINDOW - s->rx_out, qfree = esock_shmq_free(h->resp);
+		size_t ask;
 		ssize_t n;
 
 		if (qfree < RX_RESERVE + ESOCK_TSP_HDR_LEN + 64 + 4096) { /* the host is behind: later */
 			s->rx_blocked = h->rx_blocked = true;
+			s->rx_edge_open = false; /* (the next look reads until EAGAIN) */
 			return true;
 		}
 		qfree -= RX_RESERVE + ESOCK_TSP_HDR_LEN + 64;
 		if (room > qfree)
 			room = qfree;
-		n = recv(s->fd, buf, room < sizeof(buf) ? room : sizeof(buf), MSG_DONTWAIT);
-
+		ask = room < sizeof(buf) ? room : sizeof(buf);
+		n = recv(s->fd, buf, ask, MSG_DONTWAIT);
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return true;
+			break;
 		if (n <= 0) {
 			s->rx_end = true;
 			s->rx_err = n < 0 ? errno : 0;
@@ -397,9 +406,14 @@ static bool push_data(struct host *h, uint32_t handle, struct tsock *s)
 			h->bytes_in += (uint64_t)n;
 			s->in += (uint64_t)n;
 		}
-		if (!answer(h, &m))
+		if (!answer(h, &m)) {
+			s->rx_edge_open = false;
 			return false;
+		}
+		if (n > 0 && (size_t)n < ask && s->rx_edge_open)
+			break;
 	}
+	s->rx_edge_open = false;
 	return true;
 }
 
@@ -1369,8 +1383,8 @@ static int host_serve(int hi)
 	return n;
 }
 
-/* A parked call's socket is ready: the call again, from its kept request. */
-static void resume(int hi, uint32_t handle)
+/* A parked call's socket is ready (|events|): the call again, from its kept request. */
+static void resume(int hi, uint32_t handle, uint32_t events)
 {
 	struct host *h = &d.hosts[hi];
 	struct tsock *s;
@@ -1378,6 +1392,7 @@ static void resume(int hi, uint32_t handle)
 
 	if (!h->used || !(s = sock_of(h, handle)))
 		return;
+	s->rx_edge_open = (events & EPOLLIN) && !(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR));
 	if ((s->eager && !accept_ahead(h, handle, s)) || !push_data(h, handle, s) ||
 	    !interest(hi, handle, s)) {
 		host_drop(hi, "it does not read its events");
@@ -1668,7 +1683,7 @@ static void loop(void)
 			} else if (kind == EV_RLISTEN) {
 				host_new_net();
 			} else {
-				resume(hi, handle);
+				resume(hi, handle, ev[i].events);
 			}
 		}
 	}

@@ -69,6 +69,14 @@ wait_file "$tmp/eagerrx.out" || fail "the eagerrx host printed no port"
 "$h" source "$(head -n 1 "$tmp/eagerrx.out")" 4000000 >"$tmp/source.log" 2>&1 || fail "source"
 wait "$xpid" || fail "eagerrx host: $(cat "$tmp/eagerrx.out" "$tmp/eagerrx.log")"
 grep -q "^eagerrx-got 4000000 in " "$tmp/eagerrx.out" || fail "eagerrx host: $(cat "$tmp/eagerrx.out")"
+# A few octets and the end right behind them (a short read must not leave the end unheard).
+for i in 1 2 3 4 5; do
+	"$h" eagerrx "$tmp/s" 100 >"$tmp/eagerrx-s.out" 2>"$tmp/eagerrx-s.log" & xpid=$!; pids="$pids $xpid"
+	wait_file "$tmp/eagerrx-s.out" || fail "the eagerrx host printed no port ($i)"
+	"$h" source "$(head -n 1 "$tmp/eagerrx-s.out")" 100 >"$tmp/source-s.log" 2>&1 || fail "source ($i)"
+	wait "$xpid" || fail "eagerrx host, 100 octets ($i): $(cat "$tmp/eagerrx-s.out" "$tmp/eagerrx-s.log")"
+	grep -q "^eagerrx-got 100 in 2 events" "$tmp/eagerrx-s.out" || fail "eagerrx host ($i): $(cat "$tmp/eagerrx-s.out")"
+done
 
 # Requests that decode but make little sense: each answered (or the channel ended), no hang.
 timeout 60 "$h" chaos "$tmp/s" 3000 >"$tmp/chaos.log" 2>&1 || fail "chaos host: $(cat "$tmp/chaos.log")"

@@ -605,9 +605,10 @@ static int eager_rx(const char *path, long octets)
 	q = req(ESOCK_TSP_ACCEPT, (uint32_t)ls);
 	if ((cs = tsp_host_call(h, &q, &r)) < 0)
 		die("accept", cs);
-	q = req(ESOCK_TSP_RECV, (uint32_t)cs); /* its octets come as DATA: a plain RECV is refused */
+	/* Its octets come as DATA: a plain RECV is refused (or says 0: a quick peer's end already came). */
+	q = req(ESOCK_TSP_RECV, (uint32_t)cs);
 	q.u.recv.max = 100;
-	if ((rc = tsp_host_call(h, &q, &r)) != -EINVAL)
+	if ((rc = tsp_host_call(h, &q, &r)) != -EINVAL && rc != 0)
 		die("RECV on an eager socket", rc);
 	for (;;) {
 		if ((rc = tsp_host_event(h, &ev, 10000)) != 1)
