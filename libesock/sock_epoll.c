@@ -80,6 +80,7 @@ struct epset {
 	bool bell_in_kernel;
 	int noff;                /* entries of offloaded sockets */
 	bool off_in_kernel;      /* the offload channel's bell is in the kernel's set */
+	bool off_edge;           /* ... edge-triggered (sock_off_bell_edge) */
 	pthread_mutex_t kick_lock; /* (a leaf lock: taken under CQ locks) the list below */
 	int *kicked, nkicked, capkicked;
 	bool kick_lost;          /* the list could not grow: look at every entry */
@@ -294,9 +295,13 @@ static int off_watch(struct epset *st, int epfd)
 	if (rc < 0)
 		return rc;
 	if (!st->off_in_kernel && bell >= 0) {
+		/* (edge-triggered where it can be: no read of the bell after each wake-up) */
+		if (sock_off_bell_edge())
+			mark.events |= EPOLLET;
 		if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, bell, &mark) < 0 && errno != EEXIST)
 			return -errno;
 		st->off_in_kernel = true;
+		st->off_edge = mark.events & EPOLLET;
 	}
 	return 0;
 }
@@ -1002,7 +1007,9 @@ static int emulate(struct epset *st, int epfd, struct epoll_event *out, int max,
 			kn = -1; /* a handler ran: the application must see its flag (got is 0) */
 			errno = EINTR;
 		}
-		if (off_sleep)
+		if (off_sleep && st->off_edge)
+			sock_off_sleep_end_edge();
+		else if (off_sleep)
 			sock_off_sleep_end();
 		if (kn < 0)
 			return got ? got : -1;

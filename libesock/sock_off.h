@@ -73,11 +73,15 @@ int sock_off_watch(struct esock_sock *s, unsigned events);
 /*
  * Sleeping with other files: the channel's bell (an eventfd, -1 when the
  * process has no channel); sleep_begin returns 1 when events wait already
- * (do not sleep); sleep_end after the wait in any case.
+ * (do not sleep); sleep_end after the wait in any case.  bell_edge: the
+ * bell may be watched with EPOLLET, and such a watcher ends its sleeps with
+ * sleep_end_edge (no read of the bell: tsp_host_bell_edge).
  */
 int sock_off_bell(void);
 int sock_off_sleep_begin(void);
 void sock_off_sleep_end(void);
+bool sock_off_bell_edge(void);
+void sock_off_sleep_end_edge(void);
 /* Takes every event that came and applies it to its sock; kicks their epoll sets. */
 void sock_off_pump(void);
 

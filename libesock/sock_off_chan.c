@@ -351,6 +351,17 @@ int sock_off_sleep_begin(void)
 	return off_proc.h ? tsp_host_sleep_begin(off_proc.h) : 0;
 }
 
+bool sock_off_bell_edge(void)
+{
+	return off_proc.h && tsp_host_bell_edge(off_proc.h);
+}
+
+void sock_off_sleep_end_edge(void)
+{
+	if (off_proc.h)
+		tsp_host_sleep_end_edge(off_proc.h);
+}
+
 void sock_off_sleep_end(void)
 {
 	if (off_proc.h)

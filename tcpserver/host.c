@@ -289,6 +289,20 @@ void tsp_host_sleep_end(struct tsp_host *h)
 	errno = e;
 }
 
+bool tsp_host_bell_edge(const struct tsp_host *h)
+{
+	return !h->rc; /* (across the network the completion channel must be read to be armed again) */
+}
+
+void tsp_host_sleep_end_edge(struct tsp_host *h)
+{
+	if (h->rc) {
+		tsp_host_sleep_end(h);
+		return;
+	}
+	esock_shmq_sleep_end(h->resp);
+}
+
 /* Sleeps on the bell until tcpserverd rings or |ms| passed.  -ETIMEDOUT or 0. */
 static int bell_wait(struct tsp_host *h, int ms)
 {

@@ -65,13 +65,23 @@ int tsp_host_event_kept(struct tsp_host *h, struct esock_tsp_msg *ev);
  * Sleeping among other files (the offload mode's poll and epoll): the
  * host's bell is a descriptor tcpserverd rings for a host that said it
  * sleeps (an eventfd over shared memory; across the network an epoll set
- * of the QP's receive channel and an eventfd for this process's threads).  tsp_host_sleep_begin returns 1 when something is already there
- * (do not sleep), 0 when the bell will ring; tsp_host_sleep_end after the
- * wait, whatever it returned (it quiets the bell).
+ * of the QP's receive channel and an eventfd for this process's threads).
+ * tsp_host_sleep_begin returns 1 when something is already there (do not
+ * sleep), 0 when the bell will ring; tsp_host_sleep_end after the wait,
+ * whatever it returned (it quiets the bell).
+ *
+ * tsp_host_bell_edge: the bell may be watched edge-triggered (EPOLLET), each
+ * ring an edge (an eventfd's write wakes its watchers even when its count
+ * is not zero); a waiter that watches it so ends its sleeps with
+ * tsp_host_sleep_end_edge, which leaves the count as it is: no read, a
+ * system call per wake-up saved.  (Level-triggered waiters then may wake
+ * once for nothing, and quiet it.)
  */
 int tsp_host_bell(const struct tsp_host *h);
 int tsp_host_sleep_begin(struct tsp_host *h);
 void tsp_host_sleep_end(struct tsp_host *h);
+bool tsp_host_bell_edge(const struct tsp_host *h);
+void tsp_host_sleep_end_edge(struct tsp_host *h);
 
 /*
  * A forked child's copy of its parent's host: forgotten here without a word
