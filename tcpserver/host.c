@@ -480,10 +480,16 @@ int tsp_host_post(struct tsp_host *h, struct esock_tsp_msg *req)
 	int rc;
 
 	pthread_mutex_lock(&h->lock);
-	if (h->post_n == POSTED_MAX)
-		rc = -EAGAIN;
-	else if ((rc = put_request(h, req)) == 0)
-		h->posted[(h->post_head + h->post_n++) % POSTED_MAX] = req->h.id;
+	if (h->post_n == POSTED_MAX) {
+		rc = -EAGAIN; /* (the caller calls instead: no POSTED flag then, it waits for the answer) */
+	} else {
+		if (req->h.op == ESOCK_TSP_SEND)
+			req->u.send.flags |= ESOCK_TSP_MSG_POSTED; /* (its answer need not wake this process) */
+		if ((rc = put_request(h, req)) == 0)
+			h->posted[(h->post_head + h->post_n++) % POSTED_MAX] = req->h.id;
+		else if (req->h.op == ESOCK_TSP_SEND)
+			req->u.send.flags &= ~(uint32_t)ESOCK_TSP_MSG_POSTED;
+	}
 	pthread_mutex_unlock(&h->lock);
 	return rc;
 }

@@ -192,6 +192,11 @@ void *esock_shmq_reserve(struct esock_shmq *q, uint32_t len, int *rc)
 	return q->data + pos + 4;
 }
 
+uint32_t esock_shmq_cap(const struct esock_shmq *q)
+{
+	return q->cap;
+}
+
 uint32_t esock_shmq_free(struct esock_shmq *q)
 {
 	uint64_t tail = atomic_load_explicit(&q->sh->tail, memory_order_acquire), used = q->head - tail;
@@ -204,7 +209,8 @@ static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct tim
 	return syscall(SYS_futex, addr, op, val, ts, NULL, 0);
 }
 
-void esock_shmq_commit(struct esock_shmq *q, uint32_t len)
+/* The reserved record, |len| octets, made the consumer's (no ring). */
+static void publish(struct esock_shmq *q, uint32_t len)
 {
 	uint32_t pos = (uint32_t)((q->head + q->skip) & (q->cap - 1));
 
@@ -216,6 +222,17 @@ void esock_shmq_commit(struct esock_shmq *q, uint32_t len)
 	q->skip = 0;
 	atomic_store_explicit(&q->sh->head, q->head, memory_order_release);
 	push(q, &q->sh->head, sizeof(q->sh->head)); /* (after the record: placed in order, one QP) */
+}
+
+void esock_shmq_commit_quiet(struct esock_shmq *q, uint32_t len)
+{
+	publish(q, len);
+	flush(q);
+}
+
+void esock_shmq_commit(struct esock_shmq *q, uint32_t len)
+{
+	publish(q, len);
 	/* (seq_cst: ordered against the consumer's "sleeping, then look again") */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&q->sh->sleeping, memory_order_relaxed)) {

@@ -55,8 +55,18 @@ uint32_t esock_shmq_max_record(const struct esock_shmq *q);
  */
 void *esock_shmq_reserve(struct esock_shmq *q, uint32_t len, int *rc);
 void esock_shmq_commit(struct esock_shmq *q, uint32_t len);
+/*
+ * A record the consumer does not wait for (the answer to a call it posted
+ * and does not wait on): committed without ringing a sleeping consumer,
+ * which finds it when something else wakes it, or at once if it was about
+ * to sleep (sleep_begin says records are there).  Nothing may depend on
+ * it to wake the consumer.
+ */
+void esock_shmq_commit_quiet(struct esock_shmq *q, uint32_t len);
 /* Producer: octets free in the queue now (the consumer may free more meanwhile). */
 uint32_t esock_shmq_free(struct esock_shmq *q);
+/* Octets the queue holds in all (its |cap|). */
+uint32_t esock_shmq_cap(const struct esock_shmq *q);
 
 /*
  * Consumer: the oldest record (its octets and length), or NULL with *rc

@@ -177,21 +177,34 @@ static uint64_t key(int kind, int host, int sock)
 
 /* ---- answers ---- */
 
-/* Puts |m| (a response or event) into the host's queue.  False: the host does not read it. */
-static bool answer(struct host *h, struct esock_tsp_msg *m)
+/*
+ * Puts |m| (a response or event) into the host's queue; |quiet|: without
+ * waking the host (esock_shmq_commit_quiet), while the queue is three
+ * quarters free.  False: the host does not read it.
+ */
+static bool answer_ex(struct host *h, struct esock_tsp_msg *m, bool quiet)
 {
 	int n = esock_tsp_encode(m, d.out, sizeof(d.out)), rc;
 	uint8_t *rec;
 
 	if (n < 0)
 		return false;
+	quiet = quiet && esock_shmq_free(h->resp) > esock_shmq_cap(h->resp) / 4 * 3;
 	if (!(rec = esock_shmq_reserve(h->resp, (uint32_t)n, &rc)))
 		return false; /* (a full queue: a synchronous host never lets that happen) */
 	memcpy(rec, d.out, (size_t)n);
-	esock_shmq_commit(h->resp, (uint32_t)n);
+	if (quiet)
+		esock_shmq_commit_quiet(h->resp, (uint32_t)n);
+	else
+		esock_shmq_commit(h->resp, (uint32_t)n);
 	if (m->result < 0)
 		h->failed++;
 	return true;
+}
+
+static bool answer(struct host *h, struct esock_tsp_msg *m)
+{
+	return answer_ex(h, m, false);
 }
 
 static bool reply(struct host *h, const struct esock_tsp_hdr *q, int result)
@@ -911,8 +924,14 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 				s->olen += run;
 				i += run;
 			}
+			/*
+			 * (a send the host posted and does not wait for: its answer
+			 * need not wake it, a wake-up that would cost it more than the
+			 * send itself)
+			 */
 			m.result = (int)q->data_len;
-			if (!answer(h, &m) || !interest(hi, q->h.sock, s))
+			if (!answer_ex(h, &m, q->h.op == ESOCK_TSP_SEND && (q->u.send.flags & ESOCK_TSP_MSG_POSTED)) ||
+			    !interest(hi, q->h.sock, s))
 				return -1;
 			return credit(h, q->h.sock, s) ? 1 : -1;
 		}

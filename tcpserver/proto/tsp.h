@@ -114,6 +114,12 @@ enum {
 	 * (MSG_DONTWAIT).  ACCEPT's NONBLOCK is the new socket's mode.
 	 */
 	ESOCK_TSP_MSG_DONTWAIT = 1u << 5,
+	/*
+	 * SEND: posted, the host does not wait for its answer (it is told of a
+	 * failure by that answer when it comes, or by its next call): a
+	 * success may be queued without waking the host.
+	 */
+	ESOCK_TSP_MSG_POSTED = 1u << 6,
 };
 
 /*
