@@ -9,6 +9,7 @@
 #ifndef ESOCK_TCPSERVER_HOST_H
 #define ESOCK_TCPSERVER_HOST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 

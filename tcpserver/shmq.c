@@ -329,11 +329,6 @@ unsigned esock_shmq_sleepers(const struct esock_shmq *q)
 	return atomic_load_explicit(&q->sh->sleeping, memory_order_relaxed);
 }
 
-bool esock_shmq_pending(const struct esock_shmq *q)
-{
-	return q->dead || q->cut || atomic_load_explicit(&q->sh->head, memory_order_relaxed) != q->tail;
-}
-
 const void *esock_shmq_peek(struct esock_shmq *q, uint32_t *len, int *rc)
 {
 	for (;;) {

@@ -18,7 +18,6 @@
 #ifndef ESOCK_TCPSERVER_SHMQ_H
 #define ESOCK_TCPSERVER_SHMQ_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -75,8 +74,6 @@ uint32_t esock_shmq_cap(const struct esock_shmq *q);
  */
 const void *esock_shmq_peek(struct esock_shmq *q, uint32_t *len, int *rc);
 void esock_shmq_release(struct esock_shmq *q);
-/* Consumer: a record may be there (or the queue broke): a look without a fence, for a poll. */
-bool esock_shmq_pending(const struct esock_shmq *q);
 
 /*
  * Consumer: sleeps until a record is there or |timeout_ms| passed (-1:

@@ -121,12 +121,7 @@ struct host {
 	pid_t cred_pid;       /* shared memory: the host's pid as the kernel says (SO_PEERCRED); else 0 */
 	struct tsp_regions regions; /* registered buffers (REG) */
 	bool hello;
-	/*
-	 * Said it sleeps on its request queue (esock_shmq_sleep_begin); across
-	 * the network, when nothing was there then (sleep_firm: its next
-	 * commit rings), until it queues something (loop).
-	 */
-	bool asleep, sleep_firm;
+	bool asleep;          /* said it sleeps on its request queue (esock_shmq_sleep_begin) */
 	struct tsock *socks;  /* by handle - 1 */
 	int nsocks;           /* handles in use */
 	int low_free;         /* no free handle below this index (new_handle looks from it) */
@@ -142,7 +137,6 @@ struct host {
 	/* counters */
 	uint64_t calls, failed, parked, bytes_in, bytes_out, accepted;
 	uint64_t reg_in, reg_out; /* octets placed into / taken from its registered buffers */
-	uint64_t sleeps;          /* times tcpserverd began a sleep on its queue (across the network: a look there) */
 };
 
 static struct {
@@ -1465,10 +1459,10 @@ static void print_counters(void)
 			continue;
 		fprintf(stderr,
 			"tcpserverd: host %d pid %u: sockets %d, calls %llu (failed %llu, waited %llu), "
-			"accepted %llu, octets in %llu out %llu, sleeps %llu, registered in %llu out %llu\n",
+			"accepted %llu, octets in %llu out %llu, registered in %llu out %llu\n",
 			i, h->pid, open, (unsigned long long)h->calls, (unsigned long long)h->failed,
 			(unsigned long long)h->parked, (unsigned long long)h->accepted,
-			(unsigned long long)h->bytes_in, (unsigned long long)h->bytes_out, (unsigned long long)h->sleeps,
+			(unsigned long long)h->bytes_in, (unsigned long long)h->bytes_out,
 			(unsigned long long)h->reg_in, (unsigned long long)h->reg_out);
 		for (int k = 0; d.verbose && h->socks && k < d.max_socks; k++) { /* (-v: each connection) */
 			struct tsock *s = &h->socks[k];
@@ -1636,15 +1630,8 @@ static void loop(void)
 
 		for (int i = 0; i < d.max_hosts; i++)
 			if (d.hosts[i].used && d.hosts[i].ready) {
-				int k;
-
 				esock_shmq_set_cpu(d.hosts[i].req, cpu); /* (a host on this CPU does not spin) */
-				work += k = host_serve(i);
-				if (k && d.hosts[i].used && d.hosts[i].asleep) {
-					/* (a host kept asleep queued again: its next sleep is a new one, rung anew) */
-					esock_shmq_sleep_end(d.hosts[i].req);
-					d.hosts[i].asleep = false;
-				}
+				work += host_serve(i);
 				if (d.hosts[i].used && d.hosts[i].rx_blocked)
 					retry_rx(i);
 				blocked |= d.hosts[i].used && d.hosts[i].rx_blocked;
@@ -1660,11 +1647,8 @@ static void loop(void)
 			for (int i = 0; i < d.max_hosts; i++)
 				if (d.hosts[i].used && d.hosts[i].ready && !d.hosts[i].asleep) {
 					d.hosts[i].asleep = true; /* (the queue counts sleepers: one each) */
-					d.hosts[i].sleeps++;
-					d.hosts[i].sleep_firm = !esock_shmq_sleep_begin(d.hosts[i].req);
-					ready |= !d.hosts[i].sleep_firm;
-				} else if (d.hosts[i].used && d.hosts[i].ready && esock_shmq_pending(d.hosts[i].req)) {
-					ready = true; /* (kept asleep, and something came since) */
+					if (esock_shmq_sleep_begin(d.hosts[i].req))
+						ready = true;
 				}
 			tmo = ready ? 0 : host_deadlines();
 			if (d.nforks) {
@@ -1694,18 +1678,8 @@ static void loop(void)
 			cpuq.yield_shared = now_us() - t0 > 5;
 		}
 		n = epoll_wait(d.epfd, ev, 64, tmo);
-		/*
-		 * Awake again for the hosts over shared memory.  A host across the
-		 * network whose queue was empty when the sleep began stays asleep
-		 * until it queues something (its first commit rings; host_serve
-		 * above ends the sleep then): its sleep_begin is an RDMA Read, a
-		 * round trip to the host's node, and an idle host beside busy ones
-		 * would cost every sleep of tcpserverd one.  (One whose records
-		 * were on the way then rang for none of them: awake, as before, so
-		 * that the next sleep_begin looks again.)
-		 */
 		for (int i = 0; i < d.max_hosts; i++)
-			if (d.hosts[i].used && d.hosts[i].asleep && (!d.hosts[i].rc || !d.hosts[i].sleep_firm)) {
+			if (d.hosts[i].used && d.hosts[i].asleep) {
 				esock_shmq_sleep_end(d.hosts[i].req);
 				d.hosts[i].asleep = false;
 			}
