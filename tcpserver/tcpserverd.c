@@ -74,13 +74,6 @@ struct tsock {
 	uint64_t calls, in, out; /* per connection: the host's calls on it, octets each way */
 	bool eager_rx, rx_end;
 	bool rx_blocked; /* its queue to the host had no room: pushed again each round */
-	/*
-	 * The edge being served said input and no end (no EPOLLRDHUP): a short
-	 * read drained the socket, and whatever comes after it makes a new
-	 * edge, so no recv to hear EAGAIN.  (With the end already there no edge
-	 * would come for it: then reading goes on until recv says so.)
-	 */
-	bool rx_edge_open;
 	uint32_t rx_out;
 	int rx_err;      /* what ended the stream, for the socket's next call */
 };
@@ -386,7 +379,14 @@ static void from_sockaddr(const struct sockaddr_storage *ss, struct esock_tsp_ad
  */
 #define RX_RESERVE (2 * (ESOCK_TSP_BODY_MAX + 64))
 
-static bool push_data(struct host *h, uint32_t handle, struct tsock *s)
+/*
+ * |edge_open|: the edge being served said input and no end (no EPOLLRDHUP):
+ * a short read drained the socket, and whatever comes after it makes a new
+ * edge, so no recv to hear EAGAIN.  (With the end already there no edge
+ * would come for it: then, as for any other caller, reading goes on until
+ * recv says so.)
+ */
+static bool push_data(struct host *h, uint32_t handle, struct tsock *s, bool edge_open)
 {
 	static uint8_t buf[ESOCK_TSP_BODY_MAX];
 
@@ -398,8 +398,7 @@ static bool push_data(struct host *h, uint32_t handle, struct tsock *s)
 		ssize_t n;
 
 		if (qfree < RX_RESERVE + ESOCK_TSP_HDR_LEN + 64 + 4096) { /* the host is behind: later */
-			s->rx_blocked = h->rx_blocked = true;
-			s->rx_edge_open = false; /* (the next look reads until EAGAIN) */
+			s->rx_blocked = h->rx_blocked = true; /* (the next look reads until EAGAIN) */
 			return true;
 		}
 		qfree -= RX_RESERVE + ESOCK_TSP_HDR_LEN + 64;
@@ -419,14 +418,11 @@ static bool push_data(struct host *h, uint32_t handle, struct tsock *s)
 			h->bytes_in += (uint64_t)n;
 			s->in += (uint64_t)n;
 		}
-		if (!answer(h, &m)) {
-			s->rx_edge_open = false;
+		if (!answer(h, &m))
 			return false;
-		}
-		if (n > 0 && (size_t)n < ask && s->rx_edge_open)
+		if (n > 0 && (size_t)n < ask && edge_open)
 			break;
 	}
-	s->rx_edge_open = false;
 	return true;
 }
 
@@ -444,7 +440,7 @@ static bool rx_start(struct host *h, int hi, uint32_t handle, struct tsock *s)
 	if (!(h->flags & ESOCK_TSP_F_EAGER_RECV))
 		return true;
 	s->eager_rx = true;
-	return interest(hi, handle, s) && (!had_in || push_data(h, handle, s));
+	return interest(hi, handle, s) && (!had_in || push_data(h, handle, s, false));
 }
 
 /*
@@ -972,7 +968,7 @@ static int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uin
 			m.result = 0;
 			if (!answer(h, &m) || !interest(hi, q->h.sock, s))
 				return -1;
-			return push_data(h, q->h.sock, s) ? 1 : -1;
+			return push_data(h, q->h.sock, s, false) ? 1 : -1;
 		}
 		int fl = MSG_DONTWAIT | (qfl & ESOCK_TSP_MSG_PEEK ? MSG_PEEK : 0);
 		/* (across the network a RECV_REG's octets go from the stage, where an RDMA Write takes them) */
@@ -1341,7 +1337,7 @@ static void retry_rx(int hi)
 		struct tsock *s = &h->socks[i];
 
 		if (s->fd >= 0 && s->rx_blocked &&
-		    (!push_data(h, (uint32_t)i + 1, s) || !interest(hi, (uint32_t)i + 1, s))) {
+		    (!push_data(h, (uint32_t)i + 1, s, false) || !interest(hi, (uint32_t)i + 1, s))) {
 			host_drop(hi, "it does not read its events");
 			return;
 		}
@@ -1411,8 +1407,8 @@ static void resume(int hi, uint32_t handle, uint32_t events)
 
 	if (!h->used || !(s = sock_of(h, handle)))
 		return;
-	s->rx_edge_open = (events & EPOLLIN) && !(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR));
-	if ((s->eager && !accept_ahead(h, handle, s)) || !push_data(h, handle, s) ||
+	if ((s->eager && !accept_ahead(h, handle, s)) ||
+	    !push_data(h, handle, s, (events & EPOLLIN) && !(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) ||
 	    !interest(hi, handle, s)) {
 		host_drop(hi, "it does not read its events");
 		return;
