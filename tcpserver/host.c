@@ -22,6 +22,7 @@
 #include "tcpserver/host.h"
 #include "tcpserver/rchan.h"
 #include "tcpserver/sys.h"
+#include "util/log.h"
 
 /*
  * How long a call looks at the queue before it sleeps on the bell: learnt
@@ -381,6 +382,13 @@ static bool server_here(struct tsp_host *h)
 	return !h->rc && cpu >= 0 && cpu == sched_getcpu(); /* (another node's CPU numbers: never) */
 }
 
+/* A call's channel broke for |why| (|detail|): said in the log; -EPIPE. */
+static int broken_by(const struct tsp_host *h, const char *why, int detail)
+{
+	log_warn("tcpserver host: channel broken%s: %s (%d)", h->rc ? " (network)" : "", why, detail);
+	return -EPIPE;
+}
+
 /* Learns from an answer that came |dt| ns after the call (|slept|: it woke a sleep). */
 static void spin_learn(struct tsp_host *h, uint64_t dt, bool slept)
 {
@@ -407,15 +415,15 @@ static int wait_response(struct tsp_host *h, uint32_t id, struct esock_tsp_msg *
 			memcpy(h->in, r, len);
 			esock_shmq_release(h->resp);
 			if (esock_tsp_decode(h->in, len, resp) != (int)len)
-				return -EPIPE;
+				return broken_by(h, "a response that is not TSP", (int)len);
 			if (resp->h.type == ESOCK_TSP_EVENT ||
 			    (resp->h.type == ESOCK_TSP_RESP && resp->h.id != id && take_posted(h, resp->h.id))) {
 				if (!keep_event(h, resp))
-					return -EPIPE; /* (out of memory: an event lost would be worse) */
+					return broken_by(h, "no memory to keep an event", 0); /* (one lost would be worse) */
 				continue;
 			}
 			if (resp->h.type != ESOCK_TSP_RESP || resp->h.id != id)
-				return -EPIPE;
+				return broken_by(h, "an answer to another call, id", (int)resp->h.id);
 			if (!here) {
 				uint64_t now = now_ns(), rung = esock_shmq_rung_ns(h->resp);
 
@@ -425,14 +433,14 @@ static int wait_response(struct tsp_host *h, uint32_t id, struct esock_tsp_msg *
 			return 0;
 		}
 		if (rc != -EAGAIN)
-			return -EPIPE;
+			return broken_by(h, "the response queue broke", rc);
 		if (!here && ((++spins & 63) || now_ns() - t0 < h->spin_ns)) {
 			cpu_relax();
 			continue;
 		}
 		slept = true;
 		if (bell_wait(h, 200) == -ETIMEDOUT && server_gone(h))
-			return -EPIPE;
+			return broken_by(h, "tcpserverd gone", 0);
 	}
 }
 

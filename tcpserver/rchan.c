@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -15,6 +17,7 @@
 #include "tcpserver/rchan.h"
 #include "tcpserver/sys.h"
 #include "util/byteorder.h"
+#include "util/log.h"
 
 #define HELLO_MAGIC 0x65545350u /* "eTSP" */
 #define HELLO_VERSION 2u /* 2: one ring per sleep (shmq.c sleep_gen) */
@@ -116,6 +119,24 @@ static int heard(struct tsp_rchan *c, const struct esock_conn_info *ci, uint32_t
 	return esock_shmq_size(*cap) ? 0 : -EPROTO;
 }
 
+/*
+ * The link broke (|err|; the first cause is kept): said in the log, since
+ * what a host sees next is only EPIPE from some call.
+ */
+static void __attribute__((format(printf, 3, 4))) broke(struct tsp_rchan *c, int err, const char *fmt, ...)
+{
+	char why[128];
+	va_list ap;
+
+	if (c->err)
+		return;
+	c->err = err;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	log_warn("tcpserver channel: link broken: %s (%d)", why, err);
+}
+
 /* Takes every completion of |cq| there is; a failed one breaks the link. */
 static void reap_cq(struct tsp_rchan *c, struct esock_cq *cq)
 {
@@ -124,21 +145,20 @@ static void reap_cq(struct tsp_rchan *c, struct esock_cq *cq)
 
 	while ((n = esock_cq_poll(cq, 32, wc)) != 0) {
 		if (n < 0) { /* (-EOVERFLOW: completions were lost, a Read's perhaps: the link is broken) */
-			if (!c->err)
-				c->err = n;
+			broke(c, n, "completions lost");
 			return;
 		}
 		for (int i = 0; i < n; i++) {
 			if (wc[i].status != ESOCK_WC_SUCCESS) {
-				if (!c->err)
-					c->err = -ECONNRESET;
+				broke(c, -ECONNRESET, "work request %llu failed, status %d", (unsigned long long)wc[i].wr_id,
+				      (int)wc[i].status);
 				continue;
 			}
 			if (wc[i].wr_id == WR_RING_RECV) { /* a ring: its receive again */
 				struct esock_recv_wr r = { .wr_id = WR_RING_RECV };
 
-				if (esock_post_recv(c->qp, &r, NULL) < 0 && !c->err)
-					c->err = -ECONNRESET;
+				if (esock_post_recv(c->qp, &r, NULL) < 0)
+					broke(c, -ECONNRESET, "a ring's receive not posted again");
 			} else if (wc[i].wr_id == WR_READ) {
 				c->reads++;
 			} else if (wc[i].wr_id == WR_XFER) {
@@ -169,15 +189,15 @@ static int post(struct tsp_rchan *c, struct esock_send_wr *wr)
 
 	for (long waited = 0; !c->err && (rc = esock_post_send(c->qp, wr, &bad)) == -ENOMEM; waited += 20) {
 		if (waited >= POST_MS * 1000L) {
-			c->err = -ETIMEDOUT;
+			broke(c, -ETIMEDOUT, "send queue full for %d ms", POST_MS);
 			break;
 		}
 		wr = bad ? bad : wr; /* (those before it were posted) */
 		reap(c);
 		pause_us(20);
 	}
-	if (!c->err && rc < 0)
-		c->err = rc;
+	if (rc < 0)
+		broke(c, rc, "post failed");
 	return c->err;
 }
 
@@ -245,7 +265,7 @@ static int push(void *arg, uint32_t off, uint32_t len)
 	if (off < HDR_LEN) { /* a header word: from a snapshot (see snap_next) */
 		s = c->mem + 2 * c->qlen + (size_t)(c->snap_next++ % SNAPS) * SNAP;
 		if (len > SNAP) {
-			c->err = -EINVAL;
+			broke(c, -EINVAL, "a header word of %u octets", (unsigned)len);
 			pthread_mutex_unlock(&c->lock);
 			return c->err;
 		}
@@ -265,7 +285,7 @@ static int wait_done(struct tsp_rchan *c, const unsigned *done, unsigned want)
 {
 	for (int waited = 0; !c->err && (int)(*done - want) < 0; waited += 20) {
 		if (waited >= PULL_MS * 1000) {
-			c->err = -ETIMEDOUT;
+			broke(c, -ETIMEDOUT, "a Read unanswered for %d ms", PULL_MS);
 			break;
 		}
 		reap(c);
@@ -550,7 +570,7 @@ int tsp_rchan_drain(struct tsp_rchan *c)
 		reap(c);
 	while (!c->err && esock_cq_arm(c->cq, false) > 0); /* (only the rings' CQ wakes) */
 	if (!c->err && esock_qp_state(c->qp) == ESOCK_QPS_ERROR)
-		c->err = -ECONNRESET;
+		broke(c, -ECONNRESET, "the QP is in error");
 	rc = c->err;
 	pthread_mutex_unlock(&c->lock);
 	return rc;
