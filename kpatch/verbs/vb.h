@@ -89,6 +89,7 @@ struct vb_qp {
 	struct esock_conn_info info;
 	bool has_err;
 	struct esock_qp_error err;
+	bool split_short;               /* siw: a short payload across a page goes as two SGEs (vb_qp.c) */
 };
 
 struct vb_listener {

@@ -7,9 +7,11 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "iwarp/backend.h"
 #include "kpatch/verbs/vb.h"
+#include "util/env.h"
 #include "util/log.h"
 
 #define DEPTH_DEFAULT 128
@@ -264,6 +266,34 @@ static int opcode_of(enum esock_wr_opcode op, unsigned *flags)
 	return -1;
 }
 
+/*
+ * Kernel siw copies a payload short enough for the FPDU's header buffer
+ * (siw_try_1seg: one SGE of up to 24 octets) wrongly when it crosses a page
+ * and the transmit thread, not the posting system call, sends it: it takes
+ * as many octets from the first page as lie on the second and looks the
+ * second up at the wrong address (kpatch/linux 0007; Linux 6.1 as checked,
+ * the lines as old as the driver).  Seen on the wire as a TCP Server request
+ * whose id and socket were a malloc chunk header.  Such a payload goes as
+ * two SGEs split at the page, which siw sends through its general path.
+ * SHORT_SPLIT_MAX is above any header buffer siw has had.
+ */
+#define SHORT_SPLIT_MAX 64
+
+static void split_short(struct ibv_send_wr *w, struct ibv_sge *sg)
+{
+	static long page;
+	uint64_t end = sg[0].addr + sg[0].length, edge;
+
+	if (!page)
+		page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
+	edge = (sg[0].addr | (uint64_t)(page - 1)) + 1;
+	if (w->num_sge != 1 || sg[0].length > SHORT_SPLIT_MAX || end <= edge)
+		return;
+	sg[1] = (struct ibv_sge){ .addr = edge, .length = (uint32_t)(end - edge), .lkey = sg[0].lkey };
+	sg[0].length = (uint32_t)(edge - sg[0].addr);
+	w->num_sge = 2;
+}
+
 int vb_post_send(struct esock_qp *q, struct esock_send_wr *wr, struct esock_send_wr **bad)
 {
 	struct vb_qp *qp = (struct vb_qp *)q;
@@ -300,6 +330,8 @@ int vb_post_send(struct esock_qp *q, struct esock_send_wr *wr, struct esock_send
 			w.wr.rdma.remote_addr = wr->remote_addr;
 			w.wr.rdma.rkey = wr->rkey;
 		}
+		if (qp->split_short && op != IBV_WR_RDMA_READ)
+			split_short(&w, sg);
 		if ((rc = post_err(ibv_post_send(qp->id->qp, &w, &b))) != 0)
 			break;
 	}
@@ -323,6 +355,13 @@ int vb_qp_make(struct vb_qp *qp, struct rdma_cm_id *id)
 
 	if (id->verbs != qp->pd->ctx)
 		return -EXDEV; /* the connection goes through another device than the PD's */
+	/* (ESOCK_VERBS_SPLIT_SHORT=0: not split, to show siw's defect: tests/interop/siw-patches.sh) */
+	if (!strncmp(ibv_get_device_name(id->verbs->device), "siw", 3) &&
+	    esock_env_int("ESOCK_VERBS_SPLIT_SHORT", 1, 0, 1)) {
+		qp->split_short = true; /* (see split_short: two SGEs at least) */
+		if (init.cap.max_send_sge < 2)
+			init.cap.max_send_sge = 2;
+	}
 	if (rdma_create_qp(id, qp->pd->pd, &init) != 0)
 		return -errno;
 	pthread_mutex_lock(&qp->lock);

@@ -7,7 +7,9 @@
 # server and client each on the user-level or the verbs backend (kernel siw),
 # siw as shipped and siw asking for CRC (no 0-octet Reads towards them: kpatch/linux
 # 0006), and siw with kpatch/linux's series (every Read) (jobs/backend-ops.sh); then
-# esock-bench with its client on one backend and its server on the other, both ways.
+# short-cross (256 RDMA Writes of 24 octets across a page, on the verbs backend, siw as shipped
+# and patched: kpatch/linux 0007); esock-bench with its client on one backend and its server
+# on the other, both ways.
 # Prints the matrix; fails when a case fails or a side ran on another backend than asked.
 #   backend-ops.sh BUILD_DIR [OUTDIR]
 # Exits 77 (skip) without the verbs backend or the rig.
@@ -15,8 +17,15 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/interop/verbs-part.sh
 . "$here/verbs-part.sh" backend-ops "backend ops" "$@"
-part_run backend-ops.sh "$build/tests/interop/op-matrix=/op-matrix $build/tools/esock-bench=/esock-bench"
+part_run backend-ops.sh "$build/tests/interop/op-matrix=/op-matrix $build/tools/esock-bench=/esock-bench
+$build/tests/interop/short-cross=/short-cross"
 fail=0 n=0
+# matrix_row SERVER CLIENT OPERATIONS CRC SIZES: a row of check-interop's matrix (run-interop.sh)
+# for $verdict, when one is asked for.
+matrix_row() {
+	[ -n "${ESOCK_MATRIX:-}" ] || return 0
+	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" "$([ "$verdict" = ok ] && echo PASS || echo FAIL)" >>"$ESOCK_MATRIX"
+}
 printf '%-22s %-8s %-7s %-7s %s\n' case siw server client result
 while read -r _ name siw srv cli rc; do
 	rc=${rc%$'\r'} n=$((n + 1)) verdict=ok
@@ -29,18 +38,28 @@ while read -r _ name siw srv cli rc; do
 	[ "${ops:-0}" -eq 18 ] || verdict="FAILED ($ops of 18 rounds)"
 	[ "$verdict" = ok ] || fail=1
 	printf '%-22s %-8s %-7s %-7s %s\n' "$name" "$siw" "$srv" "$cli" "$verdict"
-	if [ -n "${ESOCK_MATRIX:-}" ]; then # (a row of check-interop's matrix: run-interop.sh)
-		crc=off sizes="0B-16MiB"
-		[ "$siw" = crc ] && crc=on
-		[ "$siw" = patched ] || sizes="0B-16MiB (Read 1B+)"
-		on=", siw $siw"
-		[ "$srv$cli" = useruser ] && on="" # (kernel TCP only: siw not in it)
-		printf '%s\t%s\t%s\t%s\t%s\t%s\n' "op-matrix ($srv$on)" "op-matrix ($cli)" \
-			"Send SGL, Write SGL, Read; 3 QPs" "$crc" "$sizes" "$([ "$verdict" = ok ] && echo PASS || echo FAIL)" \
-			>>"$ESOCK_MATRIX"
-	fi
+	crc=off sizes="0B-16MiB"
+	[ "$siw" = crc ] && crc=on
+	[ "$siw" = patched ] || sizes="0B-16MiB (Read 1B+)"
+	on=", siw $siw"
+	[ "$srv$cli" = useruser ] && on="" # (kernel TCP only: siw not in it)
+	matrix_row "op-matrix ($srv$on)" "op-matrix ($cli)" "Send SGL, Write SGL, Read; 3 QPs" "$crc" "$sizes"
 done < <(grep -a '^RIG-CASE ' "$out/console.log")
 [ "$n" -eq 12 ] || { say "backend ops: $n of 12 cases ran"; fail=1; }
+# short-cross on siw as shipped and patched: every octet of 256 page-crossing short Writes right.
+ns=0
+while read -r _ siw rc; do
+	rc=${rc%$'\r'} ns=$((ns + 1)) verdict=ok
+	[ "$rc" = 0 ] || verdict="FAILED (exit $rc)"
+	grep -q "client sent 256 writes" "$out/short-$siw-client.log" 2>/dev/null &&
+		grep -q "server on backend user" "$out/short-$siw-server.log" &&
+		grep -q "256 writes of 24 octets across a page, 0 placed wrong" "$out/short-$siw-server.log" ||
+		verdict="FAILED (not every Write placed right)"
+	[ "$verdict" = ok ] || fail=1
+	say "short Writes across a page from the verbs backend, siw $siw: $verdict"
+	matrix_row "short-cross (user)" "short-cross (verbs, siw $siw)" "RDMA Write, source across a page" off 24B
+done < <(grep -a '^RIG-SHORT ' "$out/console.log")
+[ "$ns" -eq 2 ] || { say "backend ops: $ns of 2 short-cross runs"; fail=1; }
 # esock-bench, client and server on different backends: every cell must have a value (36:
 # 3 operations x (2 round-trip sizes x p50/p99 + 2 bandwidth sizes) x 2 CRC settings).
 nb=0
@@ -50,11 +69,7 @@ while read -r _ cli srv rc; do
 	[ "$rc" = 0 ] && [ "$cells" -eq 36 ] || verdict="FAILED (exit $rc, $cells of 36 cells)"
 	[ "$verdict" = ok ] || fail=1
 	say "esock-bench client on $cli, server on $srv: $verdict"
-	if [ -n "${ESOCK_MATRIX:-}" ]; then
-		printf '%s\t%s\t%s\t%s\t%s\t%s\n' "esock-bench ($srv, siw default)" "esock-bench ($cli)" \
-			"Send, Write, Read: lat + bw" "off+on" "64B-1MiB" "$([ "$verdict" = ok ] && echo PASS || echo FAIL)" \
-			>>"$ESOCK_MATRIX"
-	fi
+	matrix_row "esock-bench ($srv, siw default)" "esock-bench ($cli)" "Send, Write, Read: lat + bw" off+on 64B-1MiB
 done < <(grep -a '^RIG-BENCH ' "$out/console.log")
 [ "$nb" -eq 2 ] || { say "backend ops: $nb of 2 esock-bench runs"; fail=1; }
 # Cases that passed only the second time, named (their first logs: NAME-*-try1.log).

@@ -20,6 +20,8 @@
 #        shipped must send a wrong CRC, patched siw never.
 #   0004, 0006: op-matrix's zero-length SGEs (siw as shipped in a boot of its own: it oopses)
 #        and 0-octet Reads (below).
+#   0007 short payload across a page: short-cross's 24-octet Writes from the verbs backend
+#        with its split off: siw as shipped must place them wrong, patched siw right.
 #   siw-patches.sh BUILD_DIR [OUTDIR]
 # Exits 77 (skip) when the rig is not prepared; 1 when a check fails.
 set -uo pipefail
@@ -35,7 +37,7 @@ say() { echo "interop: $*"; }
 command -v jq >/dev/null || { say "SKIP: siw patches: jq is missing"; exit 77; }
 rm -rf "$out"
 RIG_FILES="$build/tests/interop/bad-read=/bad-read $build/tests/interop/op-matrix=/op-matrix
-	$build/tools/iwping/iwping=/iwping" \
+	$build/tools/iwping/iwping=/iwping $build/tests/interop/short-cross=/short-cross" \
 	bash "$here/siw-rig.sh" run "$here/jobs/siw-patches.sh" "$out" default ||
 	{ say "FAIL siw patches: the guest job failed ($out/console.log)"; exit 1; }
 
@@ -171,6 +173,25 @@ if [ "${zr_patched:-x}" = 0 ] && [ "${zn:-0}" -eq 600 ]; then
 	say "PASS 0006 zero-length Read, patched siw: 600 of 600 Reads of 0 octets answered with 0"
 else
 	say "FAIL 0006 zero-length Read, patched siw: exit ${zr_patched:-?}, ${zn:-0} of 600 Reads"
+	fail=1
+fi
+
+# 0007: siw as shipped sends a 24-octet payload that crosses a page from the wrong places
+# (when its transmit thread sends it); patched siw from both pages.
+sh_default=$(tr -d '\r' <"$out/console.log" | sed -n 's/^RIG-SHORT default //p')
+sh_patched=$(tr -d '\r' <"$out/console.log" | sed -n 's/^RIG-SHORT patched //p')
+if [ "${sh_default:-0}" = 1 ] && grep -q ' placed wrong' "$out/short-default-server.log" 2>/dev/null &&
+   ! grep -q ', 0 placed wrong' "$out/short-default-server.log"; then
+	say "PASS 0007 short payload across a page, siw as shipped: $(grep -o '[0-9]* placed wrong' "$out/short-default-server.log") of 256 Writes"
+else
+	say "FAIL 0007 short payload across a page, siw as shipped: exit ${sh_default:-?}, no Write placed wrong (the defect not shown)"
+	fail=1
+fi
+if [ "${sh_patched:-x}" = 0 ] && grep -q '256 writes of 24 octets across a page, 0 placed wrong' \
+	"$out/short-patched-server.log" 2>/dev/null; then
+	say "PASS 0007 short payload across a page, patched siw: 256 of 256 Writes placed right"
+else
+	say "FAIL 0007 short payload across a page, patched siw: exit ${sh_patched:-?}"
 	fail=1
 fi
 

@@ -36,6 +36,18 @@ for siw in default crc patched; do
 		done
 	done
 done
+# short-cross: 256 RDMA Writes of 24 octets, each from a source that crosses a page, sent by
+# siw's transmit thread (they wait behind an 8 MiB Write): client on the verbs backend, server
+# on the user-level one, which checks every octet.  siw copies such a payload from the wrong
+# places (kpatch/linux 0007); the verbs backend splits it at the page.  RIG-SHORT SIW EXIT.
+for siw in default patched; do
+	use_siw "$siw"
+	ESOCK_BACKEND=user $B timeout 120 /short-cross -s $ME $port >"/out/short-$siw-server.log" 2>&1 &
+	against $! $port env ESOCK_BACKEND=verbs $B timeout 120 /short-cross -c $ME $port \
+		>"/out/short-$siw-client.log" 2>&1
+	echo "RIG-SHORT $siw $?"
+	port=$((port + 1))
+done
 # esock-bench with its client and server on different backends (--backends C/S), siw as
 # shipped: Send, RDMA Write and RDMA Read round trips and bandwidth, CRC off and on (the
 # user-level side asks for it, siw follows).  One line each: RIG-BENCH CLIENT SERVER EXIT.

@@ -139,4 +139,15 @@ for v in default patched; do
 	echo "RIG-ZEROREAD $v $rc"
 	port=$((port + 1))
 done
+# kpatch/linux 0007: 256 RDMA Writes of 24 octets, each from a source 8 octets before a page
+# end, sent by siw's transmit thread (behind an 8 MiB Write), with the verbs backend's split
+# turned off (ESOCK_VERBS_SPLIT_SHORT=0); the server (user-level endpoint) checks every octet.
+for v in default patched; do
+	use_siw "$v"
+	ESOCK_BACKEND=user $B timeout 120 /short-cross -s 10.0.2.15 $port > "/out/short-$v-server.log" 2>&1 &
+	against $! $port env ESOCK_BACKEND=verbs ESOCK_VERBS_SPLIT_SHORT=0 $B timeout 120 \
+		/short-cross -c 10.0.2.15 $port > "/out/short-$v-client.log" 2>&1
+	echo "RIG-SHORT $v $?"
+	port=$((port + 1))
+done
 exit 0
