@@ -49,6 +49,7 @@ struct vb_pd {
 	struct ibv_pd *pd;
 	atomic_int refs;                /* MRs and QPs */
 	struct vb_keys keys;            /* STag (rkey and lkey) -> struct vb_mr, for SGEs */
+	bool split_short;               /* siw: its QPs split a short payload across a page (vb_qp.c) */
 };
 
 struct vb_mr {
@@ -89,7 +90,7 @@ struct vb_qp {
 	struct esock_conn_info info;
 	bool has_err;
 	struct esock_qp_error err;
-	bool split_short;               /* siw: a short payload across a page goes as two SGEs (vb_qp.c) */
+	bool split_short;               /* its PD's: a short payload across a page goes as two SGEs */
 };
 
 struct vb_listener {

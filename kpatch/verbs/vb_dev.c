@@ -8,6 +8,7 @@
 
 #include "iwarp/backend.h"
 #include "kpatch/verbs/vb.h"
+#include "util/env.h"
 #include "util/log.h"
 
 static struct ibv_context *device;
@@ -77,6 +78,12 @@ int vb_pd_alloc(struct esock_pd **out)
 		return -ENODEV;
 	if (!(p = calloc(1, sizeof(*p))))
 		return -ENOMEM;
+	/*
+	 * Kernel siw sends a short payload that crosses a page from the wrong
+	 * places (vb_qp.c, split_short).  ESOCK_VERBS_SPLIT_SHORT=0: not split,
+	 * to show that defect (tests/interop/siw-patches.sh).
+	 */
+	p->split_short = !strncmp(ctx->device->name, "siw", 3) && esock_env_int("ESOCK_VERBS_SPLIT_SHORT", 1, 0, 1);
 	if (!(p->pd = ibv_alloc_pd(ctx))) {
 		free(p);
 		return -ENOMEM;

@@ -11,7 +11,6 @@
 
 #include "iwarp/backend.h"
 #include "kpatch/verbs/vb.h"
-#include "util/env.h"
 #include "util/log.h"
 
 #define DEPTH_DEFAULT 128
@@ -355,9 +354,7 @@ int vb_qp_make(struct vb_qp *qp, struct rdma_cm_id *id)
 
 	if (id->verbs != qp->pd->ctx)
 		return -EXDEV; /* the connection goes through another device than the PD's */
-	/* (ESOCK_VERBS_SPLIT_SHORT=0: not split, to show siw's defect: tests/interop/siw-patches.sh) */
-	if (!strncmp(ibv_get_device_name(id->verbs->device), "siw", 3) &&
-	    esock_env_int("ESOCK_VERBS_SPLIT_SHORT", 1, 0, 1)) {
+	if (qp->pd->split_short) {
 		qp->split_short = true; /* (see split_short: two SGEs at least) */
 		if (init.cap.max_send_sge < 2)
 			init.cap.max_send_sge = 2;
