@@ -120,21 +120,38 @@ static int heard(struct tsp_rchan *c, const struct esock_conn_info *ci, uint32_t
 }
 
 /*
- * The link broke (|err|; the first cause is kept): said in the log, since
- * what a host sees next is only EPIPE from some call.
+ * The link broke (|err|; the first cause is kept): said in the log at
+ * |level|, since what a host sees next is only EPIPE from some call.
  */
-static void __attribute__((format(printf, 3, 4))) broke(struct tsp_rchan *c, int err, const char *fmt, ...)
+static void vbroke(struct tsp_rchan *c, int level, int err, const char *fmt, va_list ap)
 {
 	char why[128];
-	va_list ap;
 
 	if (c->err)
 		return;
 	c->err = err;
-	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
+	ESOCK_LOG_AT(level, "tcpserver channel: link %s: %s (%d)", level == ESOCK_LOG_WARN ? "broken" : "ended",
+		     why, err);
+}
+
+static void __attribute__((format(printf, 3, 4))) broke(struct tsp_rchan *c, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vbroke(c, ESOCK_LOG_WARN, err, fmt, ap);
 	va_end(ap);
-	log_warn("tcpserver channel: link broken: %s (%d)", why, err);
+}
+
+/* The peer's end (work flushed, the QP no longer connected): how every link ends, so info. */
+static void __attribute__((format(printf, 3, 4))) ended(struct tsp_rchan *c, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vbroke(c, ESOCK_LOG_INFO, err, fmt, ap);
+	va_end(ap);
 }
 
 /* Takes every completion of |cq| there is; a failed one breaks the link. */
@@ -149,6 +166,10 @@ static void reap_cq(struct tsp_rchan *c, struct esock_cq *cq)
 			return;
 		}
 		for (int i = 0; i < n; i++) {
+			if (wc[i].status == ESOCK_WC_WR_FLUSH_ERR) {
+				ended(c, -ECONNRESET, "work request %llu flushed", (unsigned long long)wc[i].wr_id);
+				continue;
+			}
 			if (wc[i].status != ESOCK_WC_SUCCESS) {
 				broke(c, -ECONNRESET, "work request %llu failed, status %d", (unsigned long long)wc[i].wr_id,
 				      (int)wc[i].status);
@@ -196,7 +217,9 @@ static int post(struct tsp_rchan *c, struct esock_send_wr *wr)
 		reap(c);
 		pause_us(20);
 	}
-	if (rc < 0)
+	if (rc == -ENOTCONN)
+		ended(c, rc, "not connected");
+	else if (rc < 0)
 		broke(c, rc, "post failed");
 	return c->err;
 }
