@@ -56,6 +56,7 @@ struct tsp_host {
 	 */
 	bool broken;
 	bool bell_cut;         /* rchan, broken: its QP's bell left the sleep set */
+	bool closing;          /* BYE sent: tcpserverd may end the channel before it answers */
 	uint8_t *in; /* the last response, copied out of the queue */
 	/* Events that came while a call waited for its answer, in order, their octets copied. */
 	struct esock_tsp_msg *evq;
@@ -235,6 +236,7 @@ void tsp_host_close(struct tsp_host *h)
 
 	if (!h)
 		return;
+	h->closing = true;
 	(void)tsp_host_call(h, &req, &resp);
 	host_free(h, false);
 }
@@ -382,10 +384,11 @@ static bool server_here(struct tsp_host *h)
 	return !h->rc && cpu >= 0 && cpu == sched_getcpu(); /* (another node's CPU numbers: never) */
 }
 
-/* A call's channel broke for |why| (|detail|): said in the log; -EPIPE. */
+/* A call's channel broke for |why| (|detail|): said in the log (after BYE, as info); -EPIPE. */
 static int broken_by(const struct tsp_host *h, const char *why, int detail)
 {
-	log_warn("tcpserver host: channel broken%s: %s (%d)", h->rc ? " (network)" : "", why, detail);
+	ESOCK_LOG_AT(h->closing ? ESOCK_LOG_INFO : ESOCK_LOG_WARN, "tcpserver host: channel %s%s: %s (%d)",
+		     h->closing ? "ended at bye" : "broken", h->rc ? " (network)" : "", why, detail);
 	return -EPIPE;
 }
 
