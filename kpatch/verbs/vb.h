@@ -90,7 +90,6 @@ struct vb_qp {
 	struct esock_conn_info info;
 	bool has_err;
 	struct esock_qp_error err;
-	bool split_short;               /* its PD's: a short payload across a page goes as two SGEs */
 };
 
 struct vb_listener {

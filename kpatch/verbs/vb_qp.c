@@ -280,13 +280,19 @@ static int opcode_of(enum esock_wr_opcode op, unsigned *flags)
 
 static void split_short(struct ibv_send_wr *w, struct ibv_sge *sg)
 {
-	static long page;
-	uint64_t end = sg[0].addr + sg[0].length, edge;
+	static uint64_t page;
+	uint64_t end, edge;
 
-	if (!page)
-		page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
-	edge = (sg[0].addr | (uint64_t)(page - 1)) + 1;
-	if (w->num_sge != 1 || sg[0].length > SHORT_SPLIT_MAX || end <= edge)
+	if (w->num_sge != 1 || sg[0].length > SHORT_SPLIT_MAX)
+		return;
+	if (!page) {
+		long p = sysconf(_SC_PAGESIZE);
+
+		page = p > 0 ? (uint64_t)p : 4096;
+	}
+	end = sg[0].addr + sg[0].length;
+	edge = (sg[0].addr | (page - 1)) + 1;
+	if (end <= edge)
 		return;
 	sg[1] = (struct ibv_sge){ .addr = edge, .length = (uint32_t)(end - edge), .lkey = sg[0].lkey };
 	sg[0].length = (uint32_t)(edge - sg[0].addr);
@@ -329,7 +335,7 @@ int vb_post_send(struct esock_qp *q, struct esock_send_wr *wr, struct esock_send
 			w.wr.rdma.remote_addr = wr->remote_addr;
 			w.wr.rdma.rkey = wr->rkey;
 		}
-		if (qp->split_short && op != IBV_WR_RDMA_READ)
+		if (qp->pd->split_short && op != IBV_WR_RDMA_READ)
 			split_short(&w, sg);
 		if ((rc = post_err(ibv_post_send(qp->id->qp, &w, &b))) != 0)
 			break;
@@ -354,11 +360,8 @@ int vb_qp_make(struct vb_qp *qp, struct rdma_cm_id *id)
 
 	if (id->verbs != qp->pd->ctx)
 		return -EXDEV; /* the connection goes through another device than the PD's */
-	if (qp->pd->split_short) {
-		qp->split_short = true; /* (see split_short: two SGEs at least) */
-		if (init.cap.max_send_sge < 2)
-			init.cap.max_send_sge = 2;
-	}
+	if (qp->pd->split_short && init.cap.max_send_sge < 2)
+		init.cap.max_send_sge = 2; /* (see split_short: two SGEs at least) */
 	if (rdma_create_qp(id, qp->pd->pd, &init) != 0)
 		return -errno;
 	pthread_mutex_lock(&qp->lock);
