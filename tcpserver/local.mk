@@ -18,9 +18,12 @@ libesock_tsp_lib_la_LIBADD = -lpthread
 TEST_PROGS += tests/integration/check_rchan
 tests_integration_check_rchan_LDADD = libesock_tsp.la tests/unit/libtestutil.la $(CHECK_LIBS) -lpthread
 
-# The daemon.
+# The daemon (tcpserver/daemon/tsd.h says which file holds what).
 bin_PROGRAMS += tcpserver/tcpserverd
-tcpserver_tcpserverd_SOURCES = tcpserver/tcpserverd.c tcpserver/hostmem.h tcpserver/hostmem.c
+tcpserver_tcpserverd_SOURCES = tcpserver/daemon/tsd.h tcpserver/daemon/main.c tcpserver/daemon/hosts.c \
+	tcpserver/daemon/calls.c tcpserver/daemon/sockets.c tcpserver/daemon/answer.c tcpserver/daemon/sendq.c \
+	tcpserver/daemon/ahead.c tcpserver/daemon/forks.c tcpserver/daemon/cpu_watch.c \
+	tcpserver/hostmem.h tcpserver/hostmem.c
 tcpserver_tcpserverd_LDADD = libesock_tsp.la
 
 # A host program for the tests: echoes through tcpserverd, or misbehaves on purpose.

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Answers and events into a host's response queue (esock_shmq): the one way
+ * anything of tcpserverd reaches a host.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "tcpserver/daemon/tsd.h"
+
+/*
+ * Puts |m| (a response or event) into the host's queue; |quiet|: without
+ * waking the host (esock_shmq_commit_quiet), while the queue is three
+ * quarters free.  False: the host does not read it.
+ */
+bool answer_ex(struct host *h, struct esock_tsp_msg *m, bool quiet)
+{
+	int n = esock_tsp_encode(m, d.out, sizeof(d.out)), rc;
+	uint8_t *rec;
+
+	if (n < 0)
+		return false;
+	quiet = quiet && esock_shmq_free(h->resp) > esock_shmq_cap(h->resp) / 4 * 3;
+	if (!(rec = esock_shmq_reserve(h->resp, (uint32_t)n, &rc)))
+		return false; /* (a full queue: a synchronous host never lets that happen) */
+	memcpy(rec, d.out, (size_t)n);
+	if (quiet)
+		esock_shmq_commit_quiet(h->resp, (uint32_t)n);
+	else
+		esock_shmq_commit(h->resp, (uint32_t)n);
+	if (m->result < 0)
+		h->failed++;
+	return true;
+}
+
+bool answer(struct host *h, struct esock_tsp_msg *m)
+{
+	return answer_ex(h, m, false);
+}
+
+bool reply(struct host *h, const struct esock_tsp_hdr *q, int result)
+{
+	struct esock_tsp_msg m = { .h = { .type = ESOCK_TSP_RESP, .op = q->op, .id = q->id, .sock = q->sock },
+				   .result = result };
+
+	return answer(h, &m);
+}

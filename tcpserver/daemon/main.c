@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tcpserverd: the TCP Server.  Carries out the socket calls of host
+ * processes that reach it through shared-memory channels (chan.h) or, from
+ * other nodes, over esock QPs (rchan.h), speaking TSP (proto/tsp.h), on
+ * sockets it owns.  One thread, one event loop: the
+ * hosts' queues are looked at in turn (spinning for a while when there is
+ * work, so that a busy host makes no system call), and when all is quiet
+ * it sleeps in epoll on the hosts' bells, their Unix sockets and the
+ * network sockets that calls wait on.  A call that would block (accept,
+ * recv, a blocking connect or send) is parked on its socket and answered
+ * when the socket is ready; nothing else waits for it.
+ *
+ *   tcpserverd -s PATH [-l ADDR:PORT] [-H MAX_HOSTS] [-S MAX_SOCKETS] [-c CPU] [-p SPIN_US] [-v]
+ *
+ * SIGUSR1 prints the counters; SIGTERM and SIGINT end it cleanly (every
+ * host's sockets closed, the Unix socket removed).  docs/tcpserver.md.
+ *
+ * This file: the options, the event loop and the end.  tsd.h says which
+ * file holds what.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "tcpserver/daemon/tsd.h"
+
+struct tsd d = { .max_hosts = 64, .max_socks = 4096, .spin_us = 50, .lfd = -1, .epfd = -1 };
+
+static void print_counters(void)
+{
+	fprintf(stderr, "tcpserverd: hosts refused %llu, dropped %llu\n",
+		(unsigned long long)d.refused_hosts, (unsigned long long)d.dropped_hosts);
+	for (int i = 0; i < d.max_hosts; i++) {
+		struct host *h = &d.hosts[i];
+		int open = h->nsocks; /* (a host whose channel has not come has no table yet) */
+
+		if (!h->used)
+			continue;
+		fprintf(stderr,
+			"tcpserverd: host %d pid %u: sockets %d, calls %llu (failed %llu, waited %llu), "
+			"accepted %llu, octets in %llu out %llu, registered in %llu out %llu\n",
+			i, h->pid, open, (unsigned long long)h->calls, (unsigned long long)h->failed,
+			(unsigned long long)h->parked, (unsigned long long)h->accepted,
+			(unsigned long long)h->bytes_in, (unsigned long long)h->bytes_out,
+			(unsigned long long)h->reg_in, (unsigned long long)h->reg_out);
+		for (int k = 0; d.verbose && h->socks && k < d.max_socks; k++) { /* (-v: each connection) */
+			struct tsock *s = &h->socks[k];
+			struct sockaddr_storage a, b;
+			socklen_t al = sizeof(a), bl = sizeof(b);
+			struct esock_tsp_addr la = { 0 }, ra = { 0 };
+
+			if (s->fd < 0)
+				continue;
+			if (getsockname(s->fd, (struct sockaddr *)&a, &al) == 0)
+				from_sockaddr(&a, &la);
+			if (getpeername(s->fd, (struct sockaddr *)&b, &bl) == 0)
+				from_sockaddr(&b, &ra);
+			fprintf(stderr, "tcpserverd:   socket %d: port %u <-> %u, calls %llu, octets in %llu out %llu%s%s\n",
+				k + 1, la.port, ra.port, (unsigned long long)s->calls, (unsigned long long)s->in,
+				(unsigned long long)s->out, s->olen ? ", sending queued" : "",
+				s->parked ? ", a call waits" : "");
+		}
+	}
+}
+
+static void on_signal(int sig)
+{
+	if (sig == SIGUSR1)
+		d.dump = 1;
+	else
+		d.quit = 1;
+}
+
+/*
+ * The socket appears at |path| only once it listens (made under another
+ * name, then renamed): a host that finds the path finds it answering.
+ */
+static int listen_unix(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s.%d", path, (int)getpid());
+
+	if (n < 0 || (size_t)n >= sizeof(sa.sun_path))
+		return -1;
+	unlink(sa.sun_path);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0 ||
+	    chmod(sa.sun_path, 0600) < 0 || /* (the hosts of this user: a channel is a host's whole power here) */
+	    rename(sa.sun_path, path) < 0) {
+		int e = errno;
+
+		if (fd >= 0)
+			close(fd);
+		unlink(sa.sun_path);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+static void loop(void)
+{
+	int64_t busy_until = 0;
+
+	cpu_watch_open();
+	while (!d.quit) {
+		struct epoll_event ev[64];
+		int work = 0, n, tmo = 0, cpu = sched_getcpu();
+		int64_t now;
+		bool blocked = false, shared;
+
+		for (int i = 0; i < d.max_hosts; i++)
+			if (d.hosts[i].used && d.hosts[i].ready) {
+				esock_shmq_set_cpu(d.hosts[i].req, cpu); /* (a host on this CPU does not spin) */
+				work += host_serve(i);
+				if (d.hosts[i].used && d.hosts[i].rx_blocked)
+					retry_rx(i);
+				blocked |= d.hosts[i].used && d.hosts[i].rx_blocked;
+			}
+		now = now_us();
+		shared = cpu_shared(now);
+		if (work)
+			busy_until = now + (shared ? 0 : d.spin_us);
+		if (!work && now >= busy_until) {
+			/* Quiet for a while: sleep, the hosts ringing the bell for what they queue. */
+			bool ready = false;
+
+			for (int i = 0; i < d.max_hosts; i++)
+				if (d.hosts[i].used && d.hosts[i].ready && !d.hosts[i].asleep) {
+					d.hosts[i].asleep = true; /* (the queue counts sleepers: one each) */
+					if (esock_shmq_sleep_begin(d.hosts[i].req))
+						ready = true;
+				}
+			tmo = ready ? 0 : host_deadlines();
+			if (d.nforks) {
+				int f = forks_expire();
+
+				tmo = f >= 0 && (tmo < 0 || f < tmo) ? f : tmo;
+			}
+			if (blocked && (tmo < 0 || tmo > 1))
+				tmo = 1; /* (eager receive waits for a host to read its queue: look again soon) */
+			if (d.ndrains) { /* (closed sockets' queues: looked at once a second at least) */
+				drain_step(-1);
+				tmo = tmo < 0 || tmo > 1000 ? 1000 : tmo;
+			}
+		}
+		if (!work && !tmo && !shared)
+			cpu_spin_yield();
+		n = epoll_wait(d.epfd, ev, 64, tmo);
+		for (int i = 0; i < d.max_hosts; i++)
+			if (d.hosts[i].used && d.hosts[i].asleep) {
+				esock_shmq_sleep_end(d.hosts[i].req);
+				d.hosts[i].asleep = false;
+			}
+		if (d.dump) {
+			d.dump = 0;
+			print_counters();
+		}
+		for (int i = 0; i < n; i++) {
+			int kind = (int)(ev[i].data.u64 & 0xff), hi = (int)((ev[i].data.u64 >> 8) & 0xffffff);
+			uint32_t handle = (uint32_t)(ev[i].data.u64 >> 32);
+
+			if (kind == EV_LISTEN) {
+				host_new();
+			} else if (kind == EV_HOST_SOCK) {
+				host_sock(hi);
+			} else if (kind == EV_DRAIN) {
+				drain_step((int)handle);
+			} else if (kind == EV_HOST_BELL) {
+				host_bell(hi);
+			} else if (kind == EV_RLISTEN) {
+				host_new_net();
+			} else {
+				resume(hi, handle, ev[i].events);
+			}
+		}
+	}
+}
+
+/* -l: the esock listener for hosts of other nodes.  0, or -1 (said why). */
+static int listen_net(const char *where)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int rc = tsp_rchan_addr(where, &ss, &len);
+
+	if (rc <= 0) {
+		fprintf(stderr, "tcpserverd: -l %s: not ADDR:PORT (a numeric IPv4 address, or [IPv6])\n", where);
+		return -1;
+	}
+	if ((rc = esock_listen((struct sockaddr *)&ss, len, 64, &d.rl)) < 0) {
+		fprintf(stderr, "tcpserverd: -l %s: %s\n", where, strerror(-rc));
+		return -1;
+	}
+	epoll_ctl(d.epfd, EPOLL_CTL_ADD, esock_listener_poll_fd(d.rl),
+		  &(struct epoll_event){ .events = EPOLLIN, .data.u64 = key(EV_RLISTEN, 0, 0) });
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *cpu = NULL;
+	int opt;
+
+	while ((opt = getopt(argc, argv, "s:l:H:S:c:p:vh")) != -1) {
+		switch (opt) {
+		case 's': d.path = optarg; break;
+		case 'l': d.net = optarg; break;
+		case 'H': d.max_hosts = atoi(optarg); break;
+		case 'S': d.max_socks = atoi(optarg); break;
+		case 'c': cpu = optarg; break;
+		case 'p': d.spin_us = atoi(optarg); break;
+		case 'v': d.verbose = 1; break;
+		default:
+			fprintf(opt == 'h' ? stdout : stderr,
+				"usage: tcpserverd -s PATH [-l ADDR:PORT] [-H MAX_HOSTS] [-S MAX_SOCKETS] [-c CPU] [-p SPIN_US] [-v]\n"
+				"Carries out the socket calls of host processes reaching it at the Unix socket PATH\n"
+				"and, with -l, of hosts of other nodes connecting over iWARP (esock) to ADDR:PORT.\n");
+			return opt == 'h' ? 0 : 2;
+		}
+	}
+	if (!d.path || d.max_hosts < 1 || d.max_hosts > 1 << 16 || d.max_socks < 1 ||
+	    d.max_socks > 1 << 20 || d.spin_us < 0) {
+		fprintf(stderr, "tcpserverd: -s PATH is needed; -H 1..65536, -S 1..1048576, -p >= 0\n");
+		return 2;
+	}
+	if (cpu) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(atoi(cpu), &set);
+		if (sched_setaffinity(0, sizeof(set), &set) < 0)
+			perror("tcpserverd: -c");
+	}
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGTERM, on_signal);
+	signal(SIGINT, on_signal);
+	signal(SIGUSR1, on_signal);
+	if (!(d.hosts = calloc((size_t)d.max_hosts, sizeof(*d.hosts))) || (d.epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
+	    (d.lfd = listen_unix(d.path)) < 0) {
+		fprintf(stderr, "tcpserverd: %s: %s\n", d.path, strerror(errno));
+		return 1;
+	}
+	epoll_ctl(d.epfd, EPOLL_CTL_ADD, d.lfd, &(struct epoll_event){ .events = EPOLLIN, .data.u64 = key(EV_LISTEN, 0, 0) });
+	if (d.net && listen_net(d.net) < 0) {
+		close(d.lfd);
+		unlink(d.path);
+		return 1;
+	}
+	logv("serving at %s%s%s (hosts %d, sockets per host %d)\n", d.path, d.net ? " and " : "",
+	     d.net ? d.net : "", d.max_hosts, d.max_socks);
+	loop();
+	for (int i = 0; i < d.max_hosts; i++)
+		host_drop(i, "tcpserverd ends");
+	while (d.ndrains)
+		drain_end(0);
+	free(d.drains);
+	print_counters();
+	if (d.rl)
+		esock_listener_close(d.rl);
+	close(d.lfd);
+	unlink(d.path);
+	free(d.hosts);
+	return 0;
+}
