@@ -5,7 +5,11 @@
  *   main.c       options, the event loop, the end, the counters (SIGUSR1)
  *   hosts.c      admission, a host's channel arriving, its bell, its queue served, its
  *                sockets' events (a parked call carried out again: resume), its end
- *   calls.c      a request carried out (call), or parked on its socket
+ *   calls.c      a request checked and handed to its handler (call); the handlers of
+ *                the calls on connections
+ *   req.h, req.c a request being carried out, for the handlers; parking it on its socket
+ *   calls_io.c   SEND and RECV
+ *   calls_opt.c  options and names
  *   sockets.c    a host's socket table, epoll interest, close, addresses, options
  *   answer.c     answers and events into a host's response queue
  *   sendq.c      asynchronous send: the per-socket ring, credits, drains after close
