@@ -53,6 +53,14 @@ dist_bin_SCRIPTS = tools/sockbench.sh tools/bench-median.sh tools/connscale.sh
 TESTS += tools/sockbench-test.sh
 EXTRA_DIST += tools/sockbench-test.sh
 
+# esock-wakecost: what a wake-up across CPUs costs here (the sleeper's CPU,
+# the waker's write); the TCP Server's few-client figures are counts of these.
+bin_PROGRAMS += tools/esock-wakecost
+tools_esock_wakecost_SOURCES = tools/bench/wakecost.c
+tools_esock_wakecost_LDADD = -lpthread
+TESTS += tools/wakecost-test.sh
+EXTRA_DIST += tools/wakecost-test.sh
+
 # esock-connscale: the cost of many connections (setup rate, memory and
 # descriptors per connection, throughput over many); tools/connscale.sh runs
 # it plain and in DDPMODE.
