@@ -283,13 +283,20 @@ int tsp_host_sleep_begin(struct tsp_host *h)
 	return there || __atomic_load_n(&h->ev_n, __ATOMIC_RELAXED);
 }
 
-void tsp_host_sleep_end(struct tsp_host *h)
+/* |quiet|: the bell is read (it is level-triggered where the caller slept). */
+static void sleep_end(struct tsp_host *h, bool quiet)
 {
 	int e = errno; /* (the caller's wait may have said EINTR) */
 
 	esock_shmq_sleep_end(h->resp);
-	bell_quiet(h);
+	if (quiet)
+		bell_quiet(h);
 	errno = e;
+}
+
+void tsp_host_sleep_end(struct tsp_host *h)
+{
+	sleep_end(h, true);
 }
 
 bool tsp_host_bell_edge(const struct tsp_host *h)
@@ -299,11 +306,7 @@ bool tsp_host_bell_edge(const struct tsp_host *h)
 
 void tsp_host_sleep_end_edge(struct tsp_host *h)
 {
-	if (h->rc) {
-		tsp_host_sleep_end(h);
-		return;
-	}
-	esock_shmq_sleep_end(h->resp);
+	sleep_end(h, !tsp_host_bell_edge(h));
 }
 
 /* Sleeps on the bell until tcpserverd rings or |ms| passed.  -ETIMEDOUT or 0. */
@@ -488,18 +491,17 @@ int tsp_host_call(struct tsp_host *h, struct esock_tsp_msg *req, struct esock_ts
 
 int tsp_host_post(struct tsp_host *h, struct esock_tsp_msg *req)
 {
+	struct esock_tsp_msg m = *req; /* (the caller's request as it gave it; m carries the flag) */
 	int rc;
 
+	if (m.h.op == ESOCK_TSP_SEND)
+		m.u.send.flags |= ESOCK_TSP_MSG_POSTED; /* (its answer need not wake this process) */
 	pthread_mutex_lock(&h->lock);
 	if (h->post_n == POSTED_MAX) {
-		rc = -EAGAIN; /* (the caller calls instead: no POSTED flag then, it waits for the answer) */
-	} else {
-		if (req->h.op == ESOCK_TSP_SEND)
-			req->u.send.flags |= ESOCK_TSP_MSG_POSTED; /* (its answer need not wake this process) */
-		if ((rc = put_request(h, req)) == 0)
-			h->posted[(h->post_head + h->post_n++) % POSTED_MAX] = req->h.id;
-		else if (req->h.op == ESOCK_TSP_SEND)
-			req->u.send.flags &= ~(uint32_t)ESOCK_TSP_MSG_POSTED;
+		rc = -EAGAIN; /* (the caller calls instead, and waits for the answer) */
+	} else if ((rc = put_request(h, &m)) == 0) {
+		h->posted[(h->post_head + h->post_n++) % POSTED_MAX] = m.h.id;
+		req->h.id = m.h.id; /* (its answer's) */
 	}
 	pthread_mutex_unlock(&h->lock);
 	return rc;

@@ -145,9 +145,7 @@ for mode in $modes; do
 	port=$(free_port)
 	while echo " $ports $lport " | grep -q " $port "; do port=$(free_port); done
 	ports="$ports $port"
-	base=$tmp tmp=$d
-	nginx_conf "$port" 1 1024 "master_process off;" "keepalive_requests 1000000;" "backlog=4096"
-	tmp=$base
+	nginx_conf "$port" 1 1024 "master_process off;" "keepalive_requests 1000000;" "backlog=4096" "$d"
 	if [ "$mode" = tcp ]; then
 		taskset -c "$hcpu" nginx -e "$d/nginx.err" -p "$d" -c "$d/nginx.conf" & npid=$!
 	else
