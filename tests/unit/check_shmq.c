@@ -238,53 +238,95 @@ static uint64_t rings(int efd)
 	return read(efd, &v, sizeof(v)) == (ssize_t)sizeof(v) ? v : 0;
 }
 
+/* A queue with an eventfd for a bell, both ends in this process. */
+struct belled {
+	size_t sz;
+	uint8_t *m;
+	struct esock_shmq *p, *c;
+	int efd;
+};
+
+static void belled_open(struct belled *b)
+{
+	b->sz = esock_shmq_size(CAP);
+	b->m = shared_mem(b->sz);
+	b->p = esock_shmq_init(b->m, CAP);
+	b->c = esock_shmq_attach(b->m, b->sz);
+	b->efd = eventfd(0, EFD_NONBLOCK);
+	ck_assert_int_ge(b->efd, 0);
+	esock_shmq_set_bell(b->p, b->efd);
+}
+
+static void belled_close(struct belled *b)
+{
+	close(b->efd);
+	esock_shmq_detach(b->c);
+	esock_shmq_detach(b->p);
+	munmap(b->m, b->sz);
+}
+
 /*
- * A bell rung once per sleep: commits while the consumer sleeps ring it
- * once (each more would be a system call for nothing), a new sleep is rung
- * again, and of two threads asleep on one bell the one left sleeping when
- * the other woke is rung by the next commit (a lost wake-up otherwise).
+ * Commits while the consumer sleeps ring the bell once (each more would be
+ * a system call for nothing); commits while it is awake never.
  */
 START_TEST(bell_once_per_sleep)
 {
-	size_t sz = esock_shmq_size(CAP);
-	uint8_t *m = shared_mem(sz);
-	struct esock_shmq *p = esock_shmq_init(m, CAP), *c = esock_shmq_attach(m, sz);
-	int efd = eventfd(0, EFD_NONBLOCK);
+	struct belled b;
 
-	ck_assert_int_ge(efd, 0);
-	esock_shmq_set_bell(p, efd);
-	put(p, 8, 0); /* awake: no ring */
-	ck_assert_uint_eq(rings(efd), 0);
-	take(c, 8, 0);
-	ck_assert_int_eq(esock_shmq_sleep_begin(c), 0);
+	belled_open(&b);
+	put(b.p, 8, 0); /* awake: no ring */
+	ck_assert_uint_eq(rings(b.efd), 0);
+	take(b.c, 8, 0);
+	ck_assert_int_eq(esock_shmq_sleep_begin(b.c), 0);
 	for (int i = 1; i <= 10; i++)
-		put(p, 8, (uint8_t)i);
-	ck_assert_uint_eq(rings(efd), 1);
-	esock_shmq_sleep_end(c);
+		put(b.p, 8, (uint8_t)i);
+	ck_assert_uint_eq(rings(b.efd), 1);
+	esock_shmq_sleep_end(b.c);
 	for (int i = 1; i <= 10; i++)
-		take(c, 8, (uint8_t)i);
-	ck_assert_int_eq(esock_shmq_sleep_begin(c), 0); /* a new sleep: rung again */
-	put(p, 8, 11);
-	put(p, 8, 12);
-	ck_assert_uint_eq(rings(efd), 1);
-	esock_shmq_sleep_end(c);
-	take(c, 8, 11);
-	take(c, 8, 12);
-	/* Two sleepers, one ring; one wakes, the other still sleeps: the next commit rings. */
-	ck_assert_int_eq(esock_shmq_sleep_begin(c), 0);
-	ck_assert_int_eq(esock_shmq_sleep_begin(c), 0);
-	put(p, 8, 13);
-	ck_assert_uint_eq(rings(efd), 1);
-	esock_shmq_sleep_end(c);
-	take(c, 8, 13);
-	put(p, 8, 14);
-	ck_assert_uint_eq(rings(efd), 1);
-	esock_shmq_sleep_end(c);
-	take(c, 8, 14);
-	close(efd);
-	esock_shmq_detach(c);
-	esock_shmq_detach(p);
-	munmap(m, sz);
+		take(b.c, 8, (uint8_t)i);
+	belled_close(&b);
+}
+END_TEST
+
+/* A sleep after a wake-up is rung again (the ring was for the earlier sleep). */
+START_TEST(bell_each_new_sleep)
+{
+	struct belled b;
+
+	belled_open(&b);
+	for (uint8_t round = 0; round < 3; round++) {
+		ck_assert_int_eq(esock_shmq_sleep_begin(b.c), 0);
+		put(b.p, 8, round);
+		put(b.p, 8, round + 10);
+		ck_assert_uint_eq(rings(b.efd), 1);
+		esock_shmq_sleep_end(b.c);
+		take(b.c, 8, round);
+		take(b.c, 8, round + 10);
+	}
+	belled_close(&b);
+}
+END_TEST
+
+/*
+ * Two threads asleep on one bell, one ring; the one left sleeping when the
+ * other woke is rung by the next commit (a lost wake-up otherwise).
+ */
+START_TEST(bell_two_sleepers)
+{
+	struct belled b;
+
+	belled_open(&b);
+	ck_assert_int_eq(esock_shmq_sleep_begin(b.c), 0);
+	ck_assert_int_eq(esock_shmq_sleep_begin(b.c), 0);
+	put(b.p, 8, 13);
+	ck_assert_uint_eq(rings(b.efd), 1);
+	esock_shmq_sleep_end(b.c);
+	take(b.c, 8, 13);
+	put(b.p, 8, 14);
+	ck_assert_uint_eq(rings(b.efd), 1);
+	esock_shmq_sleep_end(b.c);
+	take(b.c, 8, 14);
+	belled_close(&b);
 }
 END_TEST
 
@@ -623,6 +665,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, broken_by_the_other_side);
 	tcase_add_test(tc, wake_hints);
 	tcase_add_test(tc, bell_once_per_sleep);
+	tcase_add_test(tc, bell_each_new_sleep);
+	tcase_add_test(tc, bell_two_sleepers);
 	tcase_add_test(tc, two_processes);
 	tcase_add_test(tc, remote_copies_in_order);
 	tcase_add_test(tc, remote_copies_need_the_consumers_pushes);
