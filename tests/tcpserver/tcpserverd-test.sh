@@ -17,6 +17,11 @@ cleanup() { for p in $pids; do kill "$p" 2>/dev/null; done; rm -rf "$tmp"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; cat "$tmp"/*.log 2>/dev/null; exit 1; }
 wait_file() { for i in $(seq 1 100); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
+# What the kernel and tcpserverd (SIGUSR1: its sockets, with -v) say of port $1: for a failure's log.
+port_state() {
+	echo "port $1: $(ss -tan 2>/dev/null | awk -v p=":$1" '$4 ~ p"$" || $5 ~ p"$"' | tr '\n' ';')"
+	kill -USR1 "$dpid" 2>/dev/null && sleep 0.2
+}
 
 "$d" -s "$tmp/s" -H 3 -v 2>"$tmp/d.log" & dpid=$!; pids="$dpid"
 for i in $(seq 1 100); do [ -S "$tmp/s" ] && break; sleep 0.05; done
@@ -66,14 +71,16 @@ grep -q "^eager-served 3$" "$tmp/eager.out" || fail "eager host: $(cat "$tmp/eag
 # Eager receive: 4 MB come as DATA events within the window, credit given back as used.
 "$h" eagerrx "$tmp/s" 4000000 >"$tmp/eagerrx.out" 2>"$tmp/eagerrx.log" & xpid=$!; pids="$pids $xpid"
 wait_file "$tmp/eagerrx.out" || fail "the eagerrx host printed no port"
-"$h" source "$(head -n 1 "$tmp/eagerrx.out")" 4000000 >"$tmp/source.log" 2>&1 || fail "source"
+"$h" source "$(head -n 1 "$tmp/eagerrx.out")" 4000000 >"$tmp/source.log" 2>&1 ||
+	fail "source ($(port_state "$(head -n 1 "$tmp/eagerrx.out")"))"
 wait "$xpid" || fail "eagerrx host: $(cat "$tmp/eagerrx.out" "$tmp/eagerrx.log")"
 grep -q "^eagerrx-got 4000000 in " "$tmp/eagerrx.out" || fail "eagerrx host: $(cat "$tmp/eagerrx.out")"
 # A few octets and the end right behind them (a short read must not leave the end unheard).
 for i in 1 2 3 4 5; do
 	"$h" eagerrx "$tmp/s" 100 >"$tmp/eagerrx-s.out" 2>"$tmp/eagerrx-s.log" & xpid=$!; pids="$pids $xpid"
 	wait_file "$tmp/eagerrx-s.out" || fail "the eagerrx host printed no port ($i)"
-	"$h" source "$(head -n 1 "$tmp/eagerrx-s.out")" 100 >"$tmp/source-s.log" 2>&1 || fail "source ($i)"
+	"$h" source "$(head -n 1 "$tmp/eagerrx-s.out")" 100 >"$tmp/source-s.log" 2>&1 ||
+		fail "source ($i; $(port_state "$(head -n 1 "$tmp/eagerrx-s.out")"))"
 	wait "$xpid" || fail "eagerrx host, 100 octets ($i): $(cat "$tmp/eagerrx-s.out" "$tmp/eagerrx-s.log")"
 	grep -q "^eagerrx-got 100 in 2 events" "$tmp/eagerrx-s.out" || fail "eagerrx host ($i): $(cat "$tmp/eagerrx-s.out")"
 done
