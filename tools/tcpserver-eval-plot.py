@@ -5,7 +5,8 @@
     tcpserver-eval-plot.py EVAL.CSV OUTDIR "MACHINE LINE"
 
 Writes OUTDIR/summary.txt (a Markdown table per file and protocol: medians
-of requests/s, host, tcpserverd and load generator CPU time per request, CPU busy, and the
+of requests/s, host, tcpserverd and load generator CPU time per request, the host's
+sleeps per request, CPU busy, and the
 ratios to regular TCP: medians of each run's ratios) and OUTDIR/tcpserver-eval.svg (requests/s and host
 CPU per request against concurrent clients, a line per mode)."""
 import csv
@@ -19,7 +20,8 @@ NAMES = {"tcp": "regular TCP", "sync": "synchronous", "async": "+ async send",
          "cluster": "cluster (iWARP, all)"}
 COLORS = {"tcp": "black", "sync": "#1f77b4", "async": "#ff7f0e", "eagerrx": "#2ca02c",
           "eageracc": "#d62728", "setup": "#9467bd", "cluster": "#8c564b"}
-FIELDS = ["rps", "host_us_per_req", "tsd_us_per_req", "host_cpu_busy", "server_cpu_busy", "client_us_per_req"]
+FIELDS = ["rps", "host_us_per_req", "tsd_us_per_req", "host_cpu_busy", "server_cpu_busy", "client_us_per_req",
+          "host_sleeps_per_req"]
 
 
 def load(path):
@@ -58,8 +60,8 @@ def summary(med, machine):
             lines.append(f"## {file}, {'HTTP/1.0' if proto == 'http10' else 'keep-alive'}")
             lines.append("")
             lines.append("| clients | mode | req/s | vs TCP | host us/req | vs TCP | tcpserverd us/req "
-                         "| ab us/req | host CPU busy | other CPU busy | runs |")
-            lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
+                         "| ab us/req | host sleeps/req | host CPU busy | other CPU busy | runs |")
+            lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
             for conc in (1, 8, 32):
                 for m in MODES:
                     c = med.get((file, proto, conc, m))
@@ -69,7 +71,8 @@ def summary(med, machine):
                     hr = f"{c['host_us_per_req_vs']:.2f}" if c["host_us_per_req_vs"] is not None else "-"
                     lines.append(f"| {conc} | {NAMES[m]} | {c['rps']:.0f} | {rr} | "
                                  f"{c['host_us_per_req']:.1f} | {hr} | {c['tsd_us_per_req']:.1f} | "
-                                 f"{c['client_us_per_req']:.1f} | {c['host_cpu_busy']:.2f} | {c['server_cpu_busy']:.2f} | {c['n']} |")
+                                 f"{c['client_us_per_req']:.1f} | {c['host_sleeps_per_req']:.2f} | "
+                                 f"{c['host_cpu_busy']:.2f} | {c['server_cpu_busy']:.2f} | {c['n']} |")
             lines.append("")
     return "\n".join(lines)
 

@@ -21,6 +21,8 @@ done
 awk -F, 'NR > 1 && $7 <= 0 { bad = 1 } END { exit bad }' "$out/eval.csv" || fail "a cell without host CPU time"
 # ... and the load generator's (ab ran a second in every cell).
 awk -F, 'NR > 1 && $11 <= 0 { bad = 1 } END { exit bad }' "$out/eval.csv" || fail "a cell without ab's CPU time"
+# ... and nginx's sleeps per request: a number in every row.
+awk -F, 'NR > 1 && $12 !~ /^[0-9]+\.[0-9]+$/ { bad = 1 } END { exit bad }' "$out/eval.csv" || fail "a row without nginx's sleeps"
 grep -q "^| 8 | + setup with accept |" "$out/summary.txt" && grep -q "^| 8 | cluster (iWARP, all) |" "$out/summary.txt" || fail "summary"
 [ "$(grep -c '<polyline' "$out/tcpserver-eval.svg")" -ge 14 ] || fail "plot: $(grep -c '<polyline' "$out/tcpserver-eval.svg") lines"
 echo "tcpserver-eval: a short run, every mode, summary and plot: ok"

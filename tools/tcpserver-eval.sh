@@ -17,7 +17,7 @@
 # keep-alive, at 1, 8 and 32 concurrent clients (ab).  Per cell: requests/s,
 # the host's CPU time per request (nginx's threads, as the scheduler counts
 # it), tcpserverd's, the load generator's (ab's user and system time: its
-# side of the loopback TCP work), and how busy each CPU was.  An nginx per mode runs for
+# side of the loopback TCP work), how often nginx slept, and how busy each CPU was.  An nginx per mode runs for
 # the whole evaluation, so that each cell's modes are measured seconds apart.
 #
 #   top_builddir=build sh tools/tcpserver-eval.sh [RUNS [OUTDIR [SECONDS]]]
@@ -115,6 +115,9 @@ echo "$machine" >"$out/machine.txt"
 cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
 # CPU time (user and system) of the processes this shell waited for, in clock ticks:
 # around ab, the load generator's own (the kernel's TCP work in its calls included).
+# Times process $1's threads went to sleep (voluntary context switches): a sleep and its
+# wake-up cost a paravirtualized machine's CPU much more than a system call (esock-wakecost).
+sleeps() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^voluntary_ctxt_switches/ { s += $2 } END { print s + 0 }'; }
 kids_ticks() { sed 's/.*) //' /proc/$$/stat | awk '{ print $14 + $15 }'; }
 tck=$(getconf CLK_TCK 2>/dev/null || echo 100)
 # "busy total" jiffies of CPU $1
@@ -173,7 +176,7 @@ done
 [ "$quota" -gt 0 ] && echo "tcpserver-eval: each nginx limited to $quota % of CPU $hcpu ($cgs)"
 
 csv=$out/eval.csv
-echo "run,mode,file,proto,conc,rps,host_us_per_req,tsd_us_per_req,host_cpu_busy,server_cpu_busy,client_us_per_req" >"$csv"
+echo "run,mode,file,proto,conc,rps,host_us_per_req,tsd_us_per_req,host_cpu_busy,server_cpu_busy,client_us_per_req,host_sleeps_per_req" >"$csv"
 cell=0
 for r in $(seq 1 "$runs"); do
 	for file in $files; do
@@ -190,10 +193,10 @@ for r in $(seq 1 "$runs"); do
 					tpid=$dpid
 					[ "$mode" = cluster ] && tpid=$dpid2
 					h0=$(cpu_ns "$npid") s0=$(cpu_ns "$tpid") hc0=$(cpustat "$hcpu") sc0=$(cpustat "$scpu")
-					k0=$(kids_ticks)
+					k0=$(kids_ticks) v0=$(sleeps "$npid")
 					taskset -c "$ccpu" ab -q $ka -c "$conc" -t "$secs" -n 1000000 \
 						"http://127.0.0.1:$port/$file" >"$tmp/ab.out" 2>&1
-					k1=$(kids_ticks)
+					k1=$(kids_ticks) v1=$(sleeps "$npid")
 					h1=$(cpu_ns "$npid") s1=$(cpu_ns "$tpid") hc1=$(cpustat "$hcpu") sc1=$(cpustat "$scpu")
 					hb=$((${hc1% *} - ${hc0% *})) ht=$((${hc1#* } - ${hc0#* }))
 					sb=$((${sc1% *} - ${sc0% *})) st=$((${sc1#* } - ${sc0#* }))
@@ -208,8 +211,9 @@ for r in $(seq 1 "$runs"); do
 					awk -v r="$r" -v m="$mode" -v f="$file" -v p="$proto" -v c="$conc" -v rps="$rps" \
 						-v n="$done_" -v h="$((h1 - h0))" -v s="$((s1 - s0))" \
 						-v hb="$hb" -v ht="$ht" -v sb="$sb" -v st="$st" -v k="$((k1 - k0))" -v tck="$tck" \
-						'BEGIN { printf "%s,%s,%s,%s,%s,%.0f,%.2f,%.2f,%.2f,%.2f,%.2f\n", r, m, f, p, c, rps,
-						  h / 1e3 / n, s / 1e3 / n, ht ? hb / ht : 0, st ? sb / st : 0, k * 1e6 / tck / n }' >>"$csv"
+						-v v="$((v1 - v0))" \
+						'BEGIN { printf "%s,%s,%s,%s,%s,%.0f,%.2f,%.2f,%.2f,%.2f,%.2f,%.3f\n", r, m, f, p, c, rps,
+						  h / 1e3 / n, s / 1e3 / n, ht ? hb / ht : 0, st ? sb / st : 0, k * 1e6 / tck / n, v / n }' >>"$csv"
 					tail -n 1 "$csv"
 				done
 			done
