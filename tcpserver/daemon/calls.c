@@ -276,6 +276,52 @@ static int finish(struct req *r)
 	return 1;
 }
 
+static int call_bye(struct req *r)
+{
+	for (int i = 0; i < d.max_socks; i++)
+		sock_close(r->h, (uint32_t)i + 1, true);
+	return done(r, 0);
+}
+
+static int call_reg(struct req *r)
+{
+	const struct esock_tsp_msg *q = r->q;
+	struct host *h = r->h;
+
+	return answered(r, tsp_region_add(&h->regions, h->rc ? 0 : h->cred_pid, q->u.reg.addr, q->u.reg.len,
+					  q->u.reg.access, q->u.reg.key));
+}
+
+static int call_dereg(struct req *r)
+{
+	return done(r, tsp_region_del(&r->h->regions, r->q->u.dereg.region));
+}
+
+/* Each request's handler (the events' numbers have none: a request with one is refused). */
+static int (*const handlers[ESOCK_TSP_OP_MAX + 1])(struct req *) = {
+	[ESOCK_TSP_HELLO] = call_hello,
+	[ESOCK_TSP_BYE] = call_bye,
+	[ESOCK_TSP_SOCKET] = call_socket,
+	[ESOCK_TSP_BIND] = call_bind_connect,
+	[ESOCK_TSP_CONNECT] = call_bind_connect,
+	[ESOCK_TSP_LISTEN] = call_listen,
+	[ESOCK_TSP_ACCEPT] = call_accept,
+	[ESOCK_TSP_REG] = call_reg,
+	[ESOCK_TSP_DEREG] = call_dereg,
+	[ESOCK_TSP_SEND] = call_send,
+	[ESOCK_TSP_SEND_REG] = call_send,
+	[ESOCK_TSP_RECV] = call_recv,
+	[ESOCK_TSP_RECV_REG] = call_recv,
+	[ESOCK_TSP_CLOSE] = call_close,
+	[ESOCK_TSP_SHUTDOWN] = call_shutdown,
+	[ESOCK_TSP_SETSOCKOPT] = call_setsockopt,
+	[ESOCK_TSP_GETSOCKOPT] = call_getsockopt,
+	[ESOCK_TSP_GETSOCKNAME] = call_names,
+	[ESOCK_TSP_GETPEERNAME] = call_names,
+	[ESOCK_TSP_FORK] = call_fork,
+	[ESOCK_TSP_WATCH] = call_watch,
+};
+
 /*
  * Carries out one decoded request.  Returns 1 answered, 0 parked (|rec|
  * kept), -1 the host must go (it broke the protocol or does not read).
@@ -317,67 +363,6 @@ int call(struct host *h, int hi, const struct esock_tsp_msg *q, const uint8_t *r
 	}
 	if (q->h.op == ESOCK_TSP_SEND_REG && (rc = fetch_reg(&r, &xq, xbuf, sizeof(xbuf))) < 0)
 		return reply(h, &q->h, rc) ? 1 : -1;
-	switch (q->h.op) {
-	case ESOCK_TSP_HELLO:
-		rc = call_hello(&r);
-		break;
-	case ESOCK_TSP_BYE:
-		for (int i = 0; i < d.max_socks; i++)
-			sock_close(h, (uint32_t)i + 1, true);
-		rc = done(&r, 0);
-		break;
-	case ESOCK_TSP_SOCKET:
-		rc = call_socket(&r);
-		break;
-	case ESOCK_TSP_BIND:
-	case ESOCK_TSP_CONNECT:
-		rc = call_bind_connect(&r);
-		break;
-	case ESOCK_TSP_LISTEN:
-		rc = call_listen(&r);
-		break;
-	case ESOCK_TSP_ACCEPT:
-		rc = call_accept(&r);
-		break;
-	case ESOCK_TSP_REG:
-		rc = answered(&r, tsp_region_add(&h->regions, h->rc ? 0 : h->cred_pid, q->u.reg.addr, q->u.reg.len,
-						 q->u.reg.access, q->u.reg.key));
-		break;
-	case ESOCK_TSP_DEREG:
-		rc = done(&r, tsp_region_del(&h->regions, q->u.dereg.region));
-		break;
-	case ESOCK_TSP_SEND:
-	case ESOCK_TSP_SEND_REG:
-		rc = call_send(&r);
-		break;
-	case ESOCK_TSP_RECV:
-	case ESOCK_TSP_RECV_REG:
-		rc = call_recv(&r);
-		break;
-	case ESOCK_TSP_CLOSE:
-		rc = call_close(&r);
-		break;
-	case ESOCK_TSP_SHUTDOWN:
-		rc = call_shutdown(&r);
-		break;
-	case ESOCK_TSP_SETSOCKOPT:
-		rc = call_setsockopt(&r);
-		break;
-	case ESOCK_TSP_GETSOCKOPT:
-		rc = call_getsockopt(&r);
-		break;
-	case ESOCK_TSP_GETSOCKNAME:
-	case ESOCK_TSP_GETPEERNAME:
-		rc = call_names(&r);
-		break;
-	case ESOCK_TSP_FORK:
-		rc = call_fork(&r);
-		break;
-	case ESOCK_TSP_WATCH:
-		rc = call_watch(&r);
-		break;
-	default:
-		rc = done(&r, -EOPNOTSUPP);
-	}
+	rc = q->h.op <= ESOCK_TSP_OP_MAX && handlers[q->h.op] ? handlers[q->h.op](&r) : done(&r, -EOPNOTSUPP);
 	return rc == ANSWER ? finish(&r) : rc;
 }
