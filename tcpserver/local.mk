@@ -38,7 +38,8 @@ tests_tcpserver_reg_echo_LDADD =
 TESTS += tests/tcpserver/tcpserverd-test.sh tests/tcpserver/offload-test.sh tests/tcpserver/offload-net-test.sh \
 	tests/tcpserver/shared-cpu-test.sh tests/tcpserver/netns-test.sh tests/tcpserver/netns-net-test.sh
 EXTRA_DIST += tests/tcpserver/tcpserverd-test.sh tests/tcpserver/offload-test.sh tests/tcpserver/offload-net-test.sh \
-	tests/tcpserver/shared-cpu-test.sh tests/tcpserver/netns-test.sh tests/tcpserver/netns-net-test.sh
+	tests/tcpserver/shared-cpu-test.sh tests/tcpserver/netns-test.sh tests/tcpserver/netns-net-test.sh \
+	tests/tcpserver/stop.sh
 
 TEST_PROGS += tests/unit/check_tsp tests/unit/check_shmq tests/unit/check_hostmem
 tests_unit_check_hostmem_SOURCES = tests/unit/check_hostmem.c tcpserver/hostmem.c

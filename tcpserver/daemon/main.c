@@ -84,6 +84,34 @@ static void on_signal(int sig)
 }
 
 /*
+ * SIGTERM, SIGINT and SIGUSR1 are blocked except inside the loop's
+ * epoll_pwait, which unblocks them atomically (|wait_mask|): one that comes
+ * while the loop works waits for the next epoll_pwait and ends it with EINTR.
+ * Caught at any time instead, a SIGTERM between the loop's look at d.quit and
+ * an idle epoll_wait(-1) was lost, and tcpserverd served on.
+ */
+static sigset_t wait_mask;
+
+static void signals_catch(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigset_t mine;
+
+	sigemptyset(&mine);
+	sigaddset(&mine, SIGTERM);
+	sigaddset(&mine, SIGINT);
+	sigaddset(&mine, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &mine, &wait_mask);
+	sigdelset(&wait_mask, SIGTERM);
+	sigdelset(&wait_mask, SIGINT);
+	sigdelset(&wait_mask, SIGUSR1);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/*
  * The socket appears at |path| only once it listens (made under another
  * name, then renamed): a host that finds the path finds it answering.
  */
@@ -158,7 +186,7 @@ static void loop(void)
 		}
 		if (!work && !tmo && !shared)
 			cpu_spin_yield();
-		n = epoll_wait(d.epfd, ev, 64, tmo);
+		n = epoll_pwait(d.epfd, ev, 64, tmo, &wait_mask);
 		for (int i = 0; i < d.max_hosts; i++)
 			if (d.hosts[i].used && d.hosts[i].asleep) {
 				esock_shmq_sleep_end(d.hosts[i].req);
@@ -244,10 +272,7 @@ int main(int argc, char **argv)
 		if (sched_setaffinity(0, sizeof(set), &set) < 0)
 			perror("tcpserverd: -c");
 	}
-	signal(SIGPIPE, SIG_IGN);
-	signal(SIGTERM, on_signal);
-	signal(SIGINT, on_signal);
-	signal(SIGUSR1, on_signal);
+	signals_catch();
 	if (!(d.hosts = calloc((size_t)d.max_hosts, sizeof(*d.hosts))) || (d.epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
 	    (d.lfd = listen_unix(d.path)) < 0) {
 		fprintf(stderr, "tcpserverd: %s: %s\n", d.path, strerror(errno));

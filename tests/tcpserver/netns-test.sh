@@ -76,6 +76,7 @@ head -c 20000000 /dev/urandom >"$tmp/www/big"
 chmod 755 "$tmp" "$tmp/www"
 chmod 644 "$tmp/www"/*
 . "$s/../apps/nginx-conf.sh"
+. "$s/stop.sh"
 port=8080 # (the namespace is ours: nothing else listens in it)
 
 start_d() {
@@ -185,8 +186,7 @@ done
 
 # tcpserverd stopped while nginx idles: refused at once, no hang; then a new pair serves.
 start_nginx all
-kill "$dpid"
-wait "$dpid" 2>/dev/null
+stop_by_term "$dpid" || [ $? -ne 124 ] || fail "tcpserverd still ran 10 s after SIGTERM"
 t0=$(date +%s)
 inC timeout 10 curl -s -o /dev/null --noproxy '*' "http://$SA:$port/f4k" && fail "served with tcpserverd gone"
 [ $(( $(date +%s) - t0 )) -lt 5 ] || fail "a client waited $(( $(date +%s) - t0 )) s with tcpserverd gone"

@@ -38,8 +38,9 @@ if ldd "$b/.libs/libesock.so" 2>/dev/null | grep -q libasan; then
 	echo "SKIP: libesock.so is built with sanitizers; it cannot be preloaded into uninstrumented programs"
 	exit 77
 fi
-wait_file() { for i in $(seq 1 100); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
+wait_file() { for _w in $(seq 1 100); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
 . "$(dirname "$0")/../apps/ports.sh"
+. "$(dirname "$0")/stop.sh"
 nfds() { ls "/proc/$1/fd" | wc -l; }
 # The listening socket on PORT is tcpserverd's, not the program's (it is offloaded).
 owned_by_d() {
@@ -327,8 +328,7 @@ rm -f "$tmp/gone.out"
 "$run" --tcpserver="$where" timeout 20 python3 "$tmp/gone.py" "$tmp/restarted" >"$tmp/gone.out" 2>"$tmp/gone.log" & gpid=$!
 pids="$pids $gpid"
 wait_file "$tmp/gone.out" || fail "the host did not start"
-kill "$dpid"
-wait "$dpid"
+stop_by_term "$dpid" || [ $? -ne 124 ] || fail "tcpserverd still ran 10 s after SIGTERM"
 for i in $(seq 1 100); do [ "$(grep -c '^error ' "$tmp/gone.out")" = 2 ] && break; sleep 0.05; done
 [ "$(grep -c '^error ' "$tmp/gone.out")" = 2 ] || fail "after tcpserverd left: $(cat "$tmp/gone.out")"
 hellos=$(grep -c "said hello" "$tmp/d.log")

@@ -16,7 +16,8 @@ pids=
 cleanup() { for p in $pids; do kill "$p" 2>/dev/null; done; rm -rf "$tmp"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; cat "$tmp"/*.log 2>/dev/null; exit 1; }
-wait_file() { for i in $(seq 1 100); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
+. "$(dirname "$0")/stop.sh"
+wait_file() { for _w in $(seq 1 100); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
 # What the kernel and tcpserverd (SIGUSR1: its sockets, with -v) say of port $1: for a failure's log.
 port_state() {
 	echo "port $1: $(ss -tan 2>/dev/null | awk -v p=":$1" '$4 ~ p"$" || $5 ~ p"$"' | tr '\n' ';')"
@@ -77,12 +78,14 @@ wait "$xpid" || fail "eagerrx host: $(cat "$tmp/eagerrx.out" "$tmp/eagerrx.log")
 grep -q "^eagerrx-got 4000000 in " "$tmp/eagerrx.out" || fail "eagerrx host: $(cat "$tmp/eagerrx.out")"
 # A few octets and the end right behind them (a short read must not leave the end unheard).
 for i in 1 2 3 4 5; do
-	"$h" eagerrx "$tmp/s" 100 >"$tmp/eagerrx-s.out" 2>"$tmp/eagerrx-s.log" & xpid=$!; pids="$pids $xpid"
-	wait_file "$tmp/eagerrx-s.out" || fail "the eagerrx host printed no port ($i)"
-	"$h" source "$(head -n 1 "$tmp/eagerrx-s.out")" 100 >"$tmp/source-s.log" 2>&1 ||
-		fail "source ($i; $(port_state "$(head -n 1 "$tmp/eagerrx-s.out")"))"
-	wait "$xpid" || fail "eagerrx host, 100 octets ($i): $(cat "$tmp/eagerrx-s.out" "$tmp/eagerrx-s.log")"
-	grep -q "^eagerrx-got 100 in 2 events" "$tmp/eagerrx-s.out" || fail "eagerrx host ($i): $(cat "$tmp/eagerrx-s.out")"
+	# (a file of its own each round: the last round's port must not be read before the
+	# new host's shell has truncated it; that port is closed, and the connect refused)
+	"$h" eagerrx "$tmp/s" 100 >"$tmp/eagerrx-s$i.out" 2>"$tmp/eagerrx-s.log" & xpid=$!; pids="$pids $xpid"
+	wait_file "$tmp/eagerrx-s$i.out" || fail "the eagerrx host printed no port ($i)"
+	"$h" source "$(head -n 1 "$tmp/eagerrx-s$i.out")" 100 >"$tmp/source-s.log" 2>&1 ||
+		fail "source ($i; $(port_state "$(head -n 1 "$tmp/eagerrx-s$i.out")"))"
+	wait "$xpid" || fail "eagerrx host, 100 octets ($i): $(cat "$tmp/eagerrx-s$i.out" "$tmp/eagerrx-s.log")"
+	grep -q "^eagerrx-got 100 in 2 events" "$tmp/eagerrx-s$i.out" || fail "eagerrx host ($i): $(cat "$tmp/eagerrx-s$i.out")"
 done
 
 # Requests that decode but make little sense: each answered (or the channel ended), no hang.
@@ -128,13 +131,24 @@ wait "$spid"
 grep -q "hosts refused 1" "$tmp/d.log" || fail "counters on SIGUSR1"
 grep -Eq "socket 1: port $(head -n 1 "$tmp/loop.out") <-> 0, calls [1-9]" "$tmp/d.log" ||
 	fail "per-connection counters on SIGUSR1"
-kill -TERM "$dpid"; wait "$dpid" || fail "tcpserverd did not end cleanly"
+stop_by_term "$dpid" || fail "tcpserverd did not end cleanly (status $?; 124: still running 10 s after SIGTERM)"
 [ -e "$tmp/s" ] && fail "the Unix socket was left behind"
 wait "$lpid" || fail "the loop host: $(cat "$tmp/loop.out" "$tmp/loop.log")"
 grep -q "^loop: Broken pipe" "$tmp/loop.out" || fail "the loop host: $(cat "$tmp/loop.out")"
 "$d" -s "$tmp/s" 2>"$tmp/d2.log" & dpid=$!; pids="$dpid"
 for i in $(seq 1 100); do [ -S "$tmp/s" ] && break; sleep 0.05; done
 "$h" calls "$tmp/s" 100 >"$tmp/calls2.log" 2>&1 || fail "a host of the new tcpserverd"
-kill -TERM "$dpid"; wait "$dpid" || fail "the new tcpserverd did not end cleanly"
+stop_by_term "$dpid" || fail "the new tcpserverd did not end cleanly (status $?)"
+# SIGTERM at any moment of a host's calls ends tcpserverd (20 rounds, the signal at a random
+# point of the host's call every millisecond: working, spinning or asleep).
+for i in $(seq 1 20); do
+	"$d" -s "$tmp/s" 2>"$tmp/d3.log" & dpid=$!; pids="$dpid"
+	for k in $(seq 1 100); do [ -S "$tmp/s" ] && break; sleep 0.02; done
+	"$h" loop "$tmp/s" >"$tmp/loop3-$i.out" 2>&1 & lpid=$!; pids="$pids $lpid"
+	wait_file "$tmp/loop3-$i.out" || fail "the loop host printed no port (round $i)"
+	sleep "0.0$(awk -v s="$i" 'BEGIN { srand(s); printf "%02d", rand() * 99 }')"
+	stop_by_term "$dpid" 5 || fail "round $i: tcpserverd did not end cleanly on SIGTERM (status $?; 124: still running 5 s after)"
+	wait "$lpid" || fail "round $i: the loop host: $(cat "$tmp/loop3-$i.out")"
+done
 pids=
-echo "tcpserverd: echo, READY, registered buffers, async send, eager accept and receive, garbage, admission, killed host, restart, counters, clean end: ok"
+echo "tcpserverd: echo, READY, registered buffers, async send, eager accept and receive, garbage, admission, killed host, restart, counters, clean end, SIGTERM at any moment (20 rounds): ok"
