@@ -3,9 +3,9 @@
 # README command 2: install what is missing, build, run the whole test suite:
 #   1. unit tests, fuzz-corpus replays and the tshark oracle (-Werror build)
 #   2. the same under ASan + UBSan
-#   3. the same under valgrind memcheck (make check-valgrind)
-#   4. the portable CRC32C build (--without-isal)
-#   5. every libFuzzer target for FUZZ_SECONDS (default 60) each
+#   3. the test programs under valgrind memcheck (make check-valgrind)
+#   4. the test programs in the portable CRC32C build (--without-isal)
+#   5. every libFuzzer target for FUZZ_SECONDS (default 60) each, one per CPU at a time
 #   6. make distcheck
 #   7. demo: README command 1 (scripts/demo.sh) must run through and exit 0
 #   7b. faults (make check-faults): DDPMODE transfers between two network
@@ -16,6 +16,8 @@
 #      (skipped, with a reason, where the guest cannot be prepared or run)
 # Stages can be picked: test.sh unit san valgrind portable fuzz distcheck demo faults interop
 # Ends with one line "N passed, N failed" counting test programs over all stages.
+# Every test has a time limit (tests/driver.sh, ESOCK_TEST_TIMEOUT); ESOCK_TEST_BUDGET
+# (seconds) bounds the whole run (docs/testing.md).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 out=${BUILD_ROOT:-$top/build-test}
@@ -45,72 +47,127 @@ show_failures() { # $1 = build dir (distcheck's own tree included)
 		-name '*.log' -exec grep -l -s -E '^(FAIL|ERROR)' {} + 2>/dev/null | head -n 5 |
 		while read -r l; do echo "--- $l"; tail -n 40 "$l"; done
 }
-# stage NAME DIR TARGET [configure options]: configure (once), build, make TARGET.
+# The slowest tests of a suite run in DIR (their logs end with "# elapsed: N s").
+slowest() {
+	find "$1/tests" "$1/tools" -name '*.log' -newer "$1/stage-$2.start" 2>/dev/null |
+		while read -r l; do
+			t=$(sed -n 's/^# elapsed: \([0-9]*\) s$/\1/p' "$l" | tail -n 1)
+			[ -n "$t" ] && echo "$t ${l#"$1"/}"
+		done | sort -rn | head -n 5 | awk '{ printf "%s %s s %s", (NR > 1 ? "," : "slowest:"), $1, $2 } END { if (NR) print "" }'
+}
+# build_and_make DIR TARGET N [N make arguments] [configure options]: configure DIR (once),
+# build, make TARGET.
+build_and_make() {
+	local dir=$1 target=$2 n=$3; shift 3
+	local margs=("${@:1:n}"); shift "$n"
+	cd "$dir" && { [ -f Makefile ] || "$top/configure" -q --enable-werror "$@"; } &&
+		make -s -j"$jobs" && CK_FORK=no make -s -j"$jobs" "$target" "${margs[@]}"
+}
+export -f build_and_make
+export top jobs
+# run_bounded OUT COMMAND...: COMMAND's output to OUT.  With ESOCK_TEST_BUDGET (seconds for
+# the whole run; CI sets it below its own limit), COMMAND gets what is left of it: a stage
+# that would overrun is stopped and fails, and the stages after it fail as not run, so that
+# the run always ends with its summary.
+budget=${ESOCK_TEST_BUDGET:-0}
+run_bounded() {
+	local out=$1 left rc; shift
+	if [ "$budget" -gt 0 ] 2>/dev/null; then
+		left=$((budget - SECONDS))
+		if [ "$left" -le 0 ]; then
+			echo "not run: the run's time budget (ESOCK_TEST_BUDGET=$budget s) is spent" >"$out"
+			return 125
+		fi
+		timeout -k 30 "$left" bash -c '"$@"' _ "$@" >"$out" 2>&1 </dev/null
+		rc=$?
+		[ $rc -eq 124 ] && echo "stopped: the run's time budget (ESOCK_TEST_BUDGET=$budget s) ran out" >>"$out"
+		return $rc
+	fi
+	"$@" >"$out" 2>&1
+}
+# stage NAME DIR TARGET [configure options]: configure (once), build, make TARGET with the
+# make arguments in the array make_args (if set).
 stage() {
-	local name=$1 dir=$2 target=$3 rc log; shift 3
+	local name=$1 dir=$2 target=$3 rc log t0=$SECONDS; shift 3
 	echo "=== stage $name"
 	mkdir -p "$dir"
-	( cd "$dir" && { [ -f Makefile ] || "$top/configure" -q --enable-werror "$@"; } &&
-	  make -s -j"$jobs" && CK_FORK=no make -s -j"$jobs" "$target" ) >"$dir/stage-$name.out" 2>&1
+	touch "$dir/stage-$name.start"
+	run_bounded "$dir/stage-$name.out" build_and_make "$dir" "$target" ${#make_args[@]} "${make_args[@]}" "$@"
 	rc=$?
+	make_args=()
+	slowest "$dir" "$name"
 	grep -E '^(PASS|FAIL|ERROR|SKIP|XFAIL|XPASS):|^fuzz |^  [a-z_]+: (stat|Done)' "$dir/stage-$name.out"
 	case $target in
 	check) log=$dir/test-suite.log ;;
 	check-valgrind*) log=$dir/test-suite-memcheck.log ;;
 	*) log="" ;;
 	esac
+	# (a suite log from before this stage, or none, counts for nothing: the stage then
+	# counts as one test, failed or passed)
+	[ -n "$log" ] && { [ "$log" -nt "$dir/stage-$name.start" ] || log=""; }
 	[ -n "$log" ] && count "$log"
 	if [ $rc -ne 0 ]; then
 		tail -n 40 "$dir/stage-$name.out"; show_failures "$dir"
-		echo "=== stage $name: FAILED"; failed_stages+=("$name")
+		echo "=== stage $name: FAILED ($((SECONDS - t0)) s)"; failed_stages+=("$name")
 		[ -z "$log" ] && failed=$((failed + 1))
 	else
-		echo "=== stage $name: ok"
+		echo "=== stage $name: ok ($((SECONDS - t0)) s)"
 		[ -z "$log" ] && passed=$((passed + 1))
 	fi
 }
 
+make_args=()
 for s in "${stages[@]}"; do
 	case $s in
 	unit) stage unit "$out/default" check ;;
 	san) stage sanitizers "$out/san" check --enable-sanitizers ;;
-	valgrind) stage valgrind "$out/default" check-valgrind-memcheck ;;
-	portable) stage portable-crc "$out/portable" check --without-isal ;;
+	valgrind)
+		# The test programs under memcheck (the shell tests never run under it: they
+		# ran in the unit stage), with room for memcheck's slowdown.
+		make_args=('TESTS=$(TEST_PROGS) $(FUZZ_REPLAYS)' ESOCK_TEST_TIMEOUT=1800)
+		stage valgrind "$out/default" check-valgrind-memcheck ;;
+	portable)
+		# Only the CRC32C implementation differs: the programs that compute and check it
+		# (vectors, codecs, oracle, replays, endpoints with CRC on) run; the shell tests
+		# of whole applications ran in the unit stage.
+		make_args=('TESTS=$(TEST_PROGS) $(FUZZ_REPLAYS)')
+		stage portable-crc "$out/portable" check --without-isal ;;
 	fuzz) FUZZ_SECONDS=${FUZZ_SECONDS:-60} stage fuzz "$out/default" fuzz-run ;;
 	distcheck) stage distcheck "$out/default" distcheck ;;
 	demo)
+		t0=$SECONDS
 		echo "=== stage demo"
-		BUILD="$out/demo" bash "$top/scripts/demo.sh" >"$out/stage-demo.out" 2>&1
+		run_bounded "$out/stage-demo.out" env BUILD="$out/demo" bash "$top/scripts/demo.sh"
 		rc=$?
 		grep -E "^iwping:|^DDPMODE:" "$out/stage-demo.out"
 		if [ $rc -eq 0 ] && grep -q "pings validated" "$out/stage-demo.out" &&
 		   grep -q "DDPMODE connected" "$out/stage-demo.out"; then
-			echo "=== stage demo: ok"; passed=$((passed + 1))
-		else tail -n 30 "$out/stage-demo.out"; echo "=== stage demo: FAILED (exit $rc)"
+			echo "=== stage demo: ok ($((SECONDS - t0)) s)"; passed=$((passed + 1))
+		else tail -n 30 "$out/stage-demo.out"; echo "=== stage demo: FAILED (exit $rc, $((SECONDS - t0)) s)"
 			failed_stages+=(demo); failed=$((failed + 1)); fi ;;
 	faults)
+		t0=$SECONDS
 		echo "=== stage faults"
 		mkdir -p "$out/default"
-		( cd "$out/default" && { [ -f Makefile ] || "$top/configure" -q --enable-werror; } &&
-		  make -s -j"$jobs" && make -s check-faults ) >"$out/stage-faults.out" 2>&1
+		run_bounded "$out/stage-faults.out" build_and_make "$out/default" check-faults 0
 		rc=$?
 		grep -E "^faults:|^FAIL|^SKIP|check-faults:" "$out/stage-faults.out"
 		if [ $rc -eq 0 ] && grep -qx "check-faults: SKIP" "$out/stage-faults.out"; then
 			echo "=== stage faults: skipped"
-		elif [ $rc -eq 0 ]; then echo "=== stage faults: ok"; passed=$((passed + 1))
-		else tail -n 30 "$out/stage-faults.out"; echo "=== stage faults: FAILED"
+		elif [ $rc -eq 0 ]; then echo "=== stage faults: ok ($((SECONDS - t0)) s)"; passed=$((passed + 1))
+		else tail -n 30 "$out/stage-faults.out"; echo "=== stage faults: FAILED ($((SECONDS - t0)) s)"
 			failed_stages+=(faults); failed=$((failed + 1)); fi ;;
 	interop)
+		t0=$SECONDS
 		echo "=== stage interop"
 		mkdir -p "$out/default"
-		( cd "$out/default" && { [ -f Makefile ] || "$top/configure" -q --enable-werror; } &&
-		  make -s -j"$jobs" && make -s check-interop ) >"$out/stage-interop.out" 2>&1
+		run_bounded "$out/stage-interop.out" build_and_make "$out/default" check-interop 0
 		rc=$?
 		grep -E "agree with tshark|SKIP|interop:|siw-rig:" "$out/stage-interop.out"
 		grep -qx "check-interop: SKIP" "$out/stage-interop.out" && rc=77
-		if [ $rc -eq 0 ]; then echo "=== stage interop: ok"; passed=$((passed + 1))
+		if [ $rc -eq 0 ]; then echo "=== stage interop: ok ($((SECONDS - t0)) s)"; passed=$((passed + 1))
 		elif [ $rc -eq 77 ]; then echo "=== stage interop: skipped"
-		else tail -n 30 "$out/stage-interop.out"; echo "=== stage interop: FAILED"
+		else tail -n 30 "$out/stage-interop.out"; echo "=== stage interop: FAILED ($((SECONDS - t0)) s)"
 			failed_stages+=(interop); failed=$((failed + 1)); fi ;;
 	*) echo "unknown stage $s"; failed_stages+=("$s") ;;
 	esac
@@ -118,5 +175,5 @@ done
 
 echo
 [ ${#failed_stages[@]} -gt 0 ] && echo "failed stages: ${failed_stages[*]}"
-echo "tests: $passed passed, $failed failed"
+echo "tests: $passed passed, $failed failed ($SECONDS s)"
 [ ${#failed_stages[@]} -eq 0 ] && [ "$failed" -eq 0 ]
