@@ -50,6 +50,8 @@ quota=${EVAL_QUOTA:-50}
 # EVAL_FILES, EVAL_PROTOS, EVAL_CONCS, EVAL_MODES: a part of the grid (to look at one cell).
 files=${EVAL_FILES:-"4k 16k"} protos=${EVAL_PROTOS:-"http10 keepalive"} concs=${EVAL_CONCS:-"1 8 32"}
 [ "${EVAL_QUICK:-0}" = 1 ] && files=4k concs=8
+# EVAL_TSD_OPTS: more tcpserverd options (e.g. "-p 50", a fixed spin, to compare with the learnt one).
+tsd_opts=${EVAL_TSD_OPTS:-}
 for c in nginx ab python3 taskset; do
 	command -v $c >/dev/null || { echo "tcpserver-eval: $c is not installed (scripts/deps.sh)"; exit 77; }
 done
@@ -85,8 +87,10 @@ chmod 644 "$tmp/www"/*
 lport=$(free_port)
 # The cluster mode's nginx reaches a tcpserverd of its own: idle while the other modes are
 # measured, a host across the network would cost their tcpserverd an RDMA Read at each sleep.
-taskset -c "$scpu" "$b/tcpserver/tcpserverd" -s "$tmp/s" -c "$scpu" 2>"$tmp/d.log" & dpid=$!
-taskset -c "$scpu" "$b/tcpserver/tcpserverd" -s "$tmp/s2" -l "127.0.0.1:$lport" -c "$scpu" 2>"$tmp/d2.log" & dpid2=$!
+# shellcheck disable=SC2086
+taskset -c "$scpu" "$b/tcpserver/tcpserverd" -s "$tmp/s" -c "$scpu" $tsd_opts 2>"$tmp/d.log" & dpid=$!
+# shellcheck disable=SC2086
+taskset -c "$scpu" "$b/tcpserver/tcpserverd" -s "$tmp/s2" -l "127.0.0.1:$lport" -c "$scpu" $tsd_opts 2>"$tmp/d2.log" & dpid2=$!
 pids="$dpid $dpid2"
 for i in $(seq 1 100); do [ -S "$tmp/s" ] && [ -S "$tmp/s2" ] && break; sleep 0.05; done
 [ -S "$tmp/s" ] && [ -S "$tmp/s2" ] || { echo "tcpserver-eval: tcpserverd did not start"; exit 1; }
