@@ -12,6 +12,7 @@ out=$(mktemp) || exit 1
 pid=
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -f "$out" "$out.pid"; }
 trap cleanup EXIT
+trap 'exit 1' HUP INT TERM # (the cleanup runs when a time limit stops the test too)
 # A sanitizer build's libesock.so cannot be preloaded into an uninstrumented
 # program (the ASan runtime must come first); check_sock covers the library there.
 if ldd "$lib" 2>/dev/null | grep -q libasan; then

@@ -45,6 +45,7 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
+trap 'exit 1' HUP INT TERM # (the cleanup runs when a time limit stops the test too)
 fail() { echo "FAIL: $*"; tail -n 20 "$tmp"/*.log "$tmp"/nginx.err 2>/dev/null; exit 1; }
 if ! ip netns add "$S" 2>"$tmp/netns.err" || ! ip netns add "$C" 2>>"$tmp/netns.err"; then
 	echo "SKIP: cannot make network namespaces: $(cat "$tmp/netns.err")"

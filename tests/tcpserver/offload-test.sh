@@ -30,6 +30,7 @@ tmp=$(mktemp -d) || exit 99
 pids=
 cleanup() { for p in $pids; do kill "$p" 2>/dev/null; done; rm -rf "$tmp"; }
 trap cleanup EXIT
+trap 'exit 1' HUP INT TERM # (the cleanup runs when a time limit stops the test too)
 fail() { echo "FAIL: $*"; tail -n 20 "$tmp"/*.log "$tmp"/*.err 2>/dev/null; exit 1; }
 for c in python3 nginx curl ss ab; do
 	command -v $c >/dev/null || { echo "SKIP: $c is not installed (scripts/deps.sh)"; exit 77; }

@@ -25,6 +25,7 @@ pids= hogs=
 stop_hogs() { for p in $hogs; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; hogs=; }
 cleanup() { stop_hogs; for p in $pids; do kill "$p" 2>/dev/null; done; rm -rf "$tmp"; }
 trap cleanup EXIT
+trap 'exit 1' HUP INT TERM # (the cleanup runs when a time limit stops the test too)
 fail() { echo "FAIL: $*"; tail -n 20 "$tmp"/*.log "$tmp"/*.err 2>/dev/null; exit 1; }
 for c in nginx ab taskset python3; do
 	command -v $c >/dev/null || { echo "SKIP: $c is not installed (scripts/deps.sh)"; exit 77; }

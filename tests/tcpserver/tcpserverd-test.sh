@@ -15,6 +15,7 @@ tmp=$(mktemp -d) || exit 99
 pids=
 cleanup() { for p in $pids; do kill "$p" 2>/dev/null; done; rm -rf "$tmp"; }
 trap cleanup EXIT
+trap 'exit 1' HUP INT TERM # (the cleanup runs when a time limit stops the test too)
 fail() { echo "FAIL: $*"; cat "$tmp"/*.log 2>/dev/null; exit 1; }
 . "$(dirname "$0")/stop.sh"
 wait_file() { for _w in $(seq 1 100); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
