@@ -31,16 +31,22 @@ against() { # $1 = a server's pid, $2 = its port, then the client command
 	return $rc_
 }
 
-twice() { # $1 = a case's name, then a command that runs it once on $port and sets rc
+twice() { # [-if PATTERN] $1 = a case's name, then a command that runs it once on $port and sets rc
 	# A case that fails is run once more, said on the console (RIG-RETRY NAME EXIT), its
-	# first logs kept (NAME-server-try1.log, NAME-client-try1.log); rc is the second's.
+	# first logs and capture kept (NAME-server-try1.log, NAME-client-try1.log,
+	# NAME-try1.pcap); rc is the second's.  With -if, only a failure whose logs show
+	# PATTERN runs again.
+	pat_=
+	[ "$1" = -if ] && { pat_=$2; shift 2; }
 	tw_=$1
 	shift
 	"$@"
 	[ "$rc" = 0 ] && return 0
+	[ -z "$pat_" ] || $B grep -q "$pat_" "/out/$tw_-server.log" "/out/$tw_-client.log" 2>/dev/null || return 0
 	echo "RIG-RETRY $tw_ $rc"
 	mv "/out/$tw_-server.log" "/out/$tw_-server-try1.log" 2>/dev/null
 	mv "/out/$tw_-client.log" "/out/$tw_-client-try1.log" 2>/dev/null
+	mv "/out/$tw_.pcap" "/out/$tw_-try1.pcap" 2>/dev/null
 	"$@"
 }
 

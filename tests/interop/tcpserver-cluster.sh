@@ -41,8 +41,8 @@ done < <(grep -a '^RIG-CASE ' "$out/console.log")
 # A case run twice: its first run's link broke on an RDMA Read that kernel siw left
 # unanswered for 5 s (jobs/tcpserver-cluster.sh); the capture of that run tells whose Read.
 while read -r _ name rc; do
-	rq=$("$build/tools/ddpdump/ddpdump" -r "$out/$name-first.pcap" 2>/dev/null | grep -c "RDMA Read Request |")
-	rs=$("$build/tools/ddpdump/ddpdump" -r "$out/$name-first.pcap" 2>/dev/null | grep -c "RDMA Read Response |")
+	fpdus=$("$build/tools/ddpdump/ddpdump" -r "$out/$name-try1.pcap" 2>/dev/null)
+	rq=$(grep -c "RDMA Read Request |" <<<"$fpdus") rs=$(grep -c "RDMA Read Response |" <<<"$fpdus")
 	say "TCP Server cluster channel: $name ran twice: its first run ended (exit ${rc%$'\r'}) on a Read unanswered for 5 s; that run's capture: $rq Read Requests, $rs Read Responses (kernel siw as shipped, docs/interop.md)"
 done < <(grep -a '^RIG-RETRY ' "$out/console.log")
 exit $fail
