@@ -94,20 +94,18 @@ static sigset_t wait_mask;
 
 static void signals_catch(void)
 {
+	static const int caught[] = { SIGTERM, SIGINT, SIGUSR1 };
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigset_t mine;
 
 	sigemptyset(&mine);
-	sigaddset(&mine, SIGTERM);
-	sigaddset(&mine, SIGINT);
-	sigaddset(&mine, SIGUSR1);
+	for (size_t i = 0; i < sizeof(caught) / sizeof(caught[0]); i++)
+		sigaddset(&mine, caught[i]);
 	sigprocmask(SIG_BLOCK, &mine, &wait_mask);
-	sigdelset(&wait_mask, SIGTERM);
-	sigdelset(&wait_mask, SIGINT);
-	sigdelset(&wait_mask, SIGUSR1);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGUSR1, &sa, NULL);
+	for (size_t i = 0; i < sizeof(caught) / sizeof(caught[0]); i++) {
+		sigdelset(&wait_mask, caught[i]);
+		sigaction(caught[i], &sa, NULL);
+	}
 	signal(SIGPIPE, SIG_IGN);
 }
 
