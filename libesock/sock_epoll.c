@@ -30,7 +30,8 @@
  * the last report, or room to send again.  EPOLLONESHOT disables the entry
  * until EPOLL_CTL_MOD.  Sockets that connect (TCP, then the MPA exchange) are
  * driven by sock_ready without waiting, and the sleep is cut into 10 ms
- * slices while one does.
+ * slices while one does; a verbs socket that waits for room to send and
+ * lacks only credits cuts it into its credit slices (sock_vb_out_slice).
  */
 #include "config.h"
 
@@ -720,13 +721,23 @@ int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_
 	return rc;
 }
 
+#define PENDING_SLICE_MS 10 /* the look at entries that connect */
+
+/* |*slice| (ms, -1: none) at most |ms|. */
+static void slice_at_most(int *slice, int ms)
+{
+	if (*slice < 0 || ms < *slice)
+		*slice = ms;
+}
+
 /*
  * What entry |e| has to report now (0: nothing), updating its edge state.
- * |*again|: look at it before the next sleep too (connecting, or
- * level-triggered and ready).
+ * |*again|: look at it before the next sleep too (connecting, level-triggered
+ * and ready, or waiting for credits); then |*pending| (ms, -1: none) bounds
+ * the sleep when the entry's descriptor may not ring.
  */
 static uint32_t entry_events(struct epset *st, int epfd, struct ep_entry *e, bool *again,
-			     bool *pending)
+			     int *pending)
 {
 	struct esock_sock *s = e->s;
 	uint32_t want = e->ev.events, r = 0, asked = want & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI);
@@ -736,12 +747,15 @@ static uint32_t entry_events(struct epset *st, int epfd, struct ep_entry *e, boo
 	if (e->disabled)
 		return 0;
 	if (s->st == SOCK_MARKED) {
-		*again = *pending = true; /* a connect may start: look again in a slice */
+		*again = true; /* a connect may start: look again in a slice */
+		slice_at_most(pending, PENDING_SLICE_MS);
 		return 0;
 	}
 	/* Connecting (TCP or MPA): sock_ready drives the exchange; its events do not kick the CQ. */
-	if (s->st == SOCK_TCP_CONNECTING || s->st == SOCK_MPA_CONNECTING)
-		*again = *pending = true;
+	if (s->st == SOCK_TCP_CONNECTING || s->st == SOCK_MPA_CONNECTING) {
+		*again = true;
+		slice_at_most(pending, PENDING_SLICE_MS);
+	}
 	/* It began to listen, connected, or changed its QP's ways since: watch it as it is now. */
 	{
 		uint32_t sev;
@@ -778,6 +792,14 @@ static uint32_t entry_events(struct epset *st, int epfd, struct ep_entry *e, boo
 		e->lst_kick = false;
 	} else if (!have_r) {
 		r = sock_ready(s, asked);
+	}
+	if (s->verbs && (asked & EPOLLOUT) && !(r & EPOLLOUT)) {
+		int t = sock_vb_out_slice(s, POLLOUT);
+
+		if (t >= 0) { /* room that credits bring may ring nothing: look again in a slice */
+			*again = true;
+			slice_at_most(pending, t);
+		}
 	}
 	if (et) {
 		uint64_t g = rx_gen(s);
@@ -825,7 +847,7 @@ static bool rearm(struct ep_entry *e)
  */
 #define PREFETCH_MAX 64
 
-static int collect(struct epset *st, int epfd, struct epoll_event *out, int max, bool *pending,
+static int collect(struct epset *st, int epfd, struct epoll_event *out, int max, int *pending,
 		   bool *hot)
 {
 	int n = 0;
@@ -981,8 +1003,8 @@ static int emulate(struct epset *st, int epfd, struct epoll_event *out, int max,
 	int64_t end = timeout_ms > 0 ? ep_now_ms() + timeout_ms : 0;
 
 	for (;;) {
-		bool pending = false, marks = false, hot = false, off_rang = false, off_sleep;
-		int got, left = timeout_ms, kn;
+		bool marks = false, hot = false, off_rang = false, off_sleep;
+		int got, left = timeout_ms, kn, pending = -1;
 
 		if (st->noff)
 			off_pump(st); /* (a look at shared memory when nothing came) */
@@ -993,8 +1015,8 @@ static int emulate(struct epset *st, int epfd, struct epoll_event *out, int max,
 			left = 0;
 		else if (timeout_ms > 0 && (left = (int)(end - ep_now_ms())) < 0)
 			left = 0;
-		if (pending && (left < 0 || left > 10))
-			left = 10;
+		if (pending >= 0 && (left < 0 || left > pending))
+			left = pending;
 		if (left)
 			ep_uncork_all(); /* what we wait for may need a corked RTR out first (ep.h) */
 		if ((off_sleep = st->noff && left) && sock_off_sleep_begin())

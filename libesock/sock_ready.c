@@ -134,7 +134,11 @@ static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t 
 			if (ss[i] && ss[i]->off) /* (its events ring the channel's bell) */
 				continue;
 			if (ss[i] && ss[i]->verbs) { /* its completion channel (a listener's: its events) */
+				int t = ready ? -1 : sock_vb_out_slice(ss[i], (unsigned)fds[i].events);
+
 				k[i] = (struct pollfd){ .fd = sock_vb_fd(ss[i]), .events = POLLIN };
+				if (t >= 0 && (wait < 0 || t < wait))
+					wait = t; /* (room that credits bring may ring nothing) */
 				continue;
 			}
 			if (ss[i] && (ss[i]->st == SOCK_TCP_CONNECTING || ss[i]->st == SOCK_MPA_CONNECTING)) {

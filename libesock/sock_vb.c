@@ -278,6 +278,18 @@ static bool credit_ok(const struct sock_vb *v)
 }
 
 /*
+ * How long a sender short of credits may sleep before it looks at its credit
+ * word again (ms).  Credits come as a Write, which completes nothing here;
+ * the peer's wake-up Send behind it does, but only when we asked for one (not
+ * in message mode) and the peer had a credit of its own to send it with: two
+ * sides that both write and have both run out wake each other only so.
+ */
+static int credit_slice(const struct esock_sock *s)
+{
+	return s->o.msgmode ? VB_CREDIT_SLICE_MS : VB_WAKE_SLICE_MS;
+}
+
+/*
  * Tells the peer how many receives we posted again: an RDMA Write of the
  * count into its credit word, every quarter of the depth or (|urgent|) as
  * soon as the application has read all there was, one at a time; behind it
@@ -899,9 +911,7 @@ ssize_t sock_vb_send(struct esock_sock *s, const struct iovec *iov, int iovcnt, 
 			 * peer's wake-up Send behind it does (we asked for one unless
 			 * in message mode), or it skipped it for want of credits.
 			 */
-			int slice = !v->ntx_free ? VB_SLICE_MS
-				    : s->o.msgmode ? VB_CREDIT_SLICE_MS
-						   : VB_WAKE_SLICE_MS;
+			int slice = !v->ntx_free ? VB_SLICE_MS : credit_slice(s);
 
 			if (!block) {
 				rc = -EAGAIN;
@@ -937,6 +947,8 @@ ssize_t sock_vb_send(struct esock_sock *s, const struct iovec *iov, int iovcnt, 
 		s->stats->tx_bytes += n;
 	}
 out:
+	if (rc == -EAGAIN || (done && done < total))
+		s->out_full++; /* the next room is a new EPOLLOUT edge */
 	pthread_mutex_unlock(&s->lock);
 	if (done)
 		return (ssize_t)done;
@@ -1082,6 +1094,22 @@ static unsigned ready_locked(struct esock_sock *s)
 	if (s->err)
 		r |= POLLIN | POLLRDNORM | POLLERR | POLLHUP | POLLOUT | POLLWRNORM;
 	return r;
+}
+
+int sock_vb_out_slice(struct esock_sock *s, unsigned events)
+{
+	struct sock_vb *v;
+	int slice = -1;
+
+	if (!(events & POLLOUT))
+		return -1;
+	pthread_mutex_lock(&s->lock);
+	v = s->vb;
+	if (v && !v->forked && v->qp && s->st == SOCK_CONNECTED && !s->err && !s->eof &&
+	    !s->shut_wr && v->ntx_free && !credit_ok(v))
+		slice = credit_slice(s);
+	pthread_mutex_unlock(&s->lock);
+	return slice;
 }
 
 unsigned sock_vb_ready(struct esock_sock *s, unsigned events)

@@ -69,6 +69,12 @@ const struct sockaddr_storage *sock_vb_addr(const struct esock_sock *s, bool pee
 void sock_vb_drain(struct esock_sock *s);
 /* Poll bits now true (completions taken first); arms the channel when nothing is. */
 unsigned sock_vb_ready(struct esock_sock *s, unsigned events);
+/*
+ * For a poll or epoll waiting for |events|: the longest sleep (ms) before it
+ * must look again, or -1 (its descriptor will ring).  Room to send that only
+ * credits bring may ring nothing (sock_vb.c, credit_slice).
+ */
+int sock_vb_out_slice(struct esock_sock *s, unsigned events);
 /* The descriptor its readiness comes on (to sleep on with poll or epoll), or -1. */
 int sock_vb_fd(struct esock_sock *s);
 /* A listener's connection requests taken so far (epoll's edges). */
