@@ -5,17 +5,19 @@
  * unmodified program under the interposer (LD_PRELOAD=libesock.so,
  * ESOCK_DDPMODE=all) on either backend.
  *
- *   plain-echo -s ADDR PORT [-e] [-n CONNS] [-d MS]
+ *   plain-echo -s ADDR PORT [-e|-E] [-n CONNS] [-d MS]
  *                                 serve CONNS connections (default 1) one after
  *                                 another, echoing until EOF; non-blocking, waits in
- *                                 poll (-e: epoll); -d: sleeps MS before each read
- *                                 (a slow reader: the writer runs ahead of it)
- *   plain-echo -c ADDR PORT [-e] [-w OCTETS] [SIZE ...]
+ *                                 poll (-e: epoll; -E: epoll, each connection in the set
+ *                                 once, edge-triggered for input and room to send);
+ *                                 -d: sleeps MS before each read (a slow reader: the
+ *                                 writer runs ahead of it)
+ *   plain-echo -c ADDR PORT [-e] [-w OCTETS] [-d MS] [SIZE ...]
  *                                 for each SIZE (default 1 4093 65536 1048576),
  *                                 writes SIZE patterned octets and reads them back,
  *                                 checking each one; non-blocking, waits in poll
  *                                 (-e: epoll, the socket added to the set before
- *                                 its connect)
+ *                                 its connect); -d: as the server's
  * The client keeps at most WINDOW octets unechoed (-w: OCTETS, 0 no bound: then
  * only the connection's own flow control keeps the writer from overrunning a
  * reader that cannot stop reading, docs/libesock.md "Flow control").
@@ -43,6 +45,8 @@
 
 static size_t window = WINDOW; /* -w */
 static int read_delay_ms;      /* -d */
+static bool edge;              /* -E */
+static int edge_fd = -1;       /* the connection in the set edge-triggered (-E) */
 
 static uint8_t pattern(size_t i, size_t size)
 {
@@ -67,6 +71,11 @@ static int nonblock(int fd)
 /* Waits for |events| on |fd| with poll or through |ep| (epoll); 0, or -1 on timeout/error. */
 static int wait_for(int fd, short events, int ep)
 {
+	if (ep >= 0 && fd == edge_fd) { /* (after EAGAIN only: wait for the next edge) */
+		struct epoll_event got;
+
+		return epoll_wait(ep, &got, 1, TIMEOUT_MS) == 1 ? 0 : -1;
+	}
 	if (ep >= 0) {
 		struct epoll_event ev = { .events = (events & POLLIN ? EPOLLIN : 0) |
 						    (events & POLLOUT ? EPOLLOUT : 0),
@@ -91,10 +100,12 @@ static int echo(int fd, int ep)
 	if (nonblock(fd) < 0)
 		return -1;
 	if (ep >= 0) {
-		struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+		struct epoll_event ev = { .events = edge ? EPOLLIN | EPOLLOUT | EPOLLET : EPOLLIN,
+					  .data.fd = fd };
 
 		if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0)
 			return -1;
+		edge_fd = edge ? fd : -1;
 	}
 	for (;;) {
 		ssize_t n, off = 0;
@@ -121,8 +132,10 @@ static int echo(int fd, int ep)
 			ssize_t w = write(fd, buf + off, (size_t)(n - off));
 
 			if (w < 0 && errno == EAGAIN) {
-				if (wait_for(fd, POLLOUT, ep) < 0)
+				if (wait_for(fd, POLLOUT, ep) < 0) {
+					fprintf(stderr, "server: no room to send for %d ms\n", TIMEOUT_MS);
 					return -1;
+				}
 				continue;
 			}
 			if (w < 0) {
@@ -134,6 +147,7 @@ static int echo(int fd, int ep)
 	}
 	if (ep >= 0)
 		epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
+	edge_fd = -1;
 	printf("server: echoed %zu octets\n", total);
 	return 0;
 }
@@ -163,7 +177,8 @@ static int serve(const struct sockaddr_in *sa, bool use_epoll, int conns)
 			perror("server: getsockname");
 			return 1;
 		}
-		printf("server: listening on port %u (%s)\n", ntohs(b.sin_port), use_epoll ? "epoll" : "poll");
+		printf("server: listening on port %u (%s)\n", ntohs(b.sin_port),
+		       edge ? "epoll, edge-triggered" : use_epoll ? "epoll" : "poll");
 	}
 	for (int i = 0; i < conns && rc == 0; i++) {
 		int fd;
@@ -211,6 +226,8 @@ static int round_trip(int fd, size_t size, int ep)
 			}
 			events |= POLLOUT;
 		}
+		if (read_delay_ms)
+			usleep((useconds_t)read_delay_ms * 1000);
 		ssize_t r = read(fd, in, sizeof(in));
 
 		if (r == 0) {
@@ -279,12 +296,15 @@ int main(int argc, char **argv)
 	int conns = 1, opt;
 	char mode = 0;
 
-	while ((opt = getopt(argc, argv, "scen:d:w:")) != -1) {
+	while ((opt = getopt(argc, argv, "sceEn:d:w:")) != -1) {
 		switch (opt) {
 		case 's':
 		case 'c':
 			mode = (char)opt;
 			break;
+		case 'E':
+			edge = true;
+			/* fall through */
 		case 'e':
 			use_epoll = true;
 			break;
@@ -303,8 +323,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!mode || argc - optind < 2 || addr_of(argv[optind], argv[optind + 1], &sa) < 0) {
-		fprintf(stderr, "usage: plain-echo -s ADDR PORT [-e] [-n CONNS] [-d MS] | "
-				"-c ADDR PORT [-e] [-w OCTETS] [SIZE ...]\n");
+		fprintf(stderr, "usage: plain-echo -s ADDR PORT [-e|-E] [-n CONNS] [-d MS] | "
+				"-c ADDR PORT [-e] [-w OCTETS] [-d MS] [SIZE ...]\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);

@@ -5,7 +5,9 @@
 # the verbs backend (kernel siw through rdma-core) or the user-level one, the server
 # waiting in poll or epoll; 1 B to 4 MiB echoed, every octet checked
 # (jobs/verbs-sockets.sh).  Two cases with a slow server (8 receives, a read every 2 ms) and a
-# client that writes without bound check the flow control (credits); three run sock-api-ops
+# client that writes without bound check the flow control (credits), three more with a slow
+# client too (credits both ways, the server waiting in poll, epoll, edge-triggered epoll);
+# three run sock-api-ops
 # (the extended calls: RDMA Read 1 MiB, RDMA Write 512 KiB, Send), two a client that waits
 # in epoll with its socket added before connect, two Debian's socat as the server on the
 # verbs backend.  Prints the matrix; fails when a case fails or a side's connection was not
@@ -42,11 +44,15 @@ while read -r _ name srv cli rc; do
 	fi
 	[ "$verdict" = ok ] || fail=1
 	printf '%-24s %-7s %-7s %s\n' "$name" "$srv" "$cli" "$verdict"
+	[ "$verdict" = ok ] || for side in server client; do # (what a failure said: run-interop shows it)
+		tail -n 2 "$out/$name-$side.log" 2>/dev/null | sed "s/^/  failed $name, $side: /"
+	done
 	if [ -n "${ESOCK_MATRIX:-}" ]; then # (a row of check-interop's matrix: run-interop.sh)
 		crc=on # (a user-level side asks for CRC, siw echoes it; siw to siw: none asks)
 		[ "${srv##*:}/${cli##*:}" = verbs/verbs ] && crc=off
 		op="stream (Sends)" sizes=1B-4MiB srv_prog="plain-echo socket"
 		[ "${name%%-*}" = slow ] && op="stream, slow reader (credits)"
+		[ "${name%%-*}" = slowboth ] && op="stream, both slow (credits both ways)"
 		[ "${name%%-*}" = epollclient ] && op="stream, client in epoll (added before connect)"
 		[ "${name%%-*}" = socat ] && srv_prog="socat (Debian, echo: PIPE)"
 		[ "${name%%-*}" = api ] && op="extended calls: RDMA Read, RDMA Write, Send" sizes=4B-1MiB
@@ -54,5 +60,5 @@ while read -r _ name srv cli rc; do
 			"$op" "$crc" "$sizes" "$([ "$verdict" = ok ] && echo PASS || echo FAIL)" >>"$ESOCK_MATRIX"
 	fi
 done < <(grep -a '^RIG-CASE ' "$out/console.log")
-[ "$n" -eq 15 ] || { say "verbs sockets: $n of 15 cases ran"; fail=1; }
+[ "$n" -eq 18 ] || { say "verbs sockets: $n of 18 cases ran"; fail=1; }
 exit $fail

@@ -23,9 +23,10 @@ side() { # $1 = backend, $2 = log, then plain-echo's arguments
 	shift 2
 	prog_side "$b_" "$l_" /plain-echo "$@"
 }
-run_case() { # $1 = name, $2 = server backend, $3 = client backend, $4 = poll|epoll, $5 = address
+run_case() { # $1 = name, $2 = server backend, $3 = client backend, $4 = poll|epoll|epollet, $5 = address
 	flag=
 	[ "$4" = epoll ] && flag=-e
+	[ "$4" = epollet ] && flag=-E # (edge-triggered)
 	side "$2" "/out/$1-server.log" -s "${5:-$ME}" $port $flag $SERVER_ARGS &
 	against $! $port side "$3" "/out/$1-client.log" -c "${5:-$ME}" $port $CLIENT_ARGS \
 		1 4093 65536 1048576 4194304
@@ -46,6 +47,14 @@ export ESOCK_RCVDEPTH=8
 SERVER_ARGS="-d 2" CLIENT_ARGS="-w 0"
 run_case slow-verbs-user-poll verbs user poll
 run_case slow-verbs-verbs-epoll verbs verbs epoll
+# Both sides slow (the client reads every 5 ms) and writing without bound: each runs out of
+# credits in turn, and a credit Write goes without its wake-up Send when its sender has no
+# credit left: a poll or epoll waiting for room must look at the credit word in slices (and
+# an edge-triggered one hear of room again after each write that found none).
+SERVER_ARGS="-d 2" CLIENT_ARGS="-w 0 -d 5"
+run_case slowboth-verbs-verbs-epoll verbs verbs epoll
+run_case slowboth-verbs-verbs-poll verbs verbs poll
+run_case slowboth-verbs-verbs-epollet verbs verbs epollet
 unset ESOCK_RCVDEPTH
 # A client that waits in epoll, its socket in the set before its connect (the set must
 # follow the socket to the kernel's completion channel).
