@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "endpoint/ep_spin.h"
 #include "tcpserver/daemon/tsd.h"
 
 /*
@@ -125,4 +126,27 @@ void cpu_spin_yield(void)
 	t0 = now_us();
 	sched_yield();
 	cpuq.yield_shared = now_us() - t0 > 5;
+}
+
+/*
+ * How long tcpserverd spins after its last work before it sleeps: -p's
+ * fixed window (the default), or with -P one learnt as a CQ's is (ep_spin.h):
+ * a sleep that ended |waited_us| after the last work, within the cap, says
+ * a longer spin would have caught that work (a host's answer, mostly:
+ * catching it spares the host its bell and tcpserverd its wake-up); a later
+ * end says the spin was waste.  A thread that wants the CPU meanwhile gets
+ * it at the spin's yields (cpu_spin_yield), so a long window costs it a
+ * yield's delay, not the window.
+ */
+static int spin_window_us = EP_SPIN_FIRST_US;
+
+int spin_window(void)
+{
+	return d.spin_us >= 0 ? d.spin_us : spin_window_us;
+}
+
+void spin_learn(int64_t waited_us)
+{
+	if (d.spin_us < 0)
+		spin_window_us = ep_spin_next(spin_window_us, waited_us, false, d.spin_cap_us);
 }

@@ -11,7 +11,7 @@
  * recv, a blocking connect or send) is parked on its socket and answered
  * when the socket is ready; nothing else waits for it.
  *
- *   tcpserverd -s PATH [-l ADDR:PORT] [-H MAX_HOSTS] [-S MAX_SOCKETS] [-c CPU] [-p SPIN_US] [-v]
+ *   tcpserverd -s PATH [-l ADDR:PORT] [-H MAX_HOSTS] [-S MAX_SOCKETS] [-c CPU] [-p SPIN_US | -P MAX_SPIN_US] [-v]
  *
  * SIGUSR1 prints the counters; SIGTERM and SIGINT end it cleanly (every
  * host's sockets closed, the Unix socket removed).  docs/tcpserver.md.
@@ -34,14 +34,16 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "endpoint/ep_spin.h"
 #include "tcpserver/daemon/tsd.h"
 
-struct tsd d = { .max_hosts = 64, .max_socks = 4096, .spin_us = 50, .lfd = -1, .epfd = -1 };
+struct tsd d = { .max_hosts = 64, .max_socks = 4096, .spin_us = 50, .spin_cap_us = EP_SPIN_CAP_US, .lfd = -1, .epfd = -1 };
 
 static void print_counters(void)
 {
-	fprintf(stderr, "tcpserverd: hosts refused %llu, dropped %llu\n",
-		(unsigned long long)d.refused_hosts, (unsigned long long)d.dropped_hosts);
+	fprintf(stderr, "tcpserverd: hosts refused %llu, dropped %llu; spin window %d us (%s)\n",
+		(unsigned long long)d.refused_hosts, (unsigned long long)d.dropped_hosts, spin_window(),
+		d.spin_us >= 0 ? "fixed" : "learnt");
 	for (int i = 0; i < d.max_hosts; i++) {
 		struct host *h = &d.hosts[i];
 		int open = h->nsocks; /* (a host whose channel has not come has no table yet) */
@@ -138,14 +140,14 @@ static int listen_unix(const char *path)
 
 static void loop(void)
 {
-	int64_t busy_until = 0;
+	int64_t busy_until = 0, last_work = now_us();
 
 	cpu_watch_open();
 	while (!d.quit) {
 		struct epoll_event ev[64];
 		int work = 0, n, tmo = 0, cpu = sched_getcpu();
 		int64_t now;
-		bool blocked = false, shared;
+		bool blocked = false, shared, slept = false;
 
 		for (int i = 0; i < d.max_hosts; i++)
 			if (d.hosts[i].used && d.hosts[i].ready) {
@@ -157,8 +159,10 @@ static void loop(void)
 			}
 		now = now_us();
 		shared = cpu_shared(now);
-		if (work)
-			busy_until = now + (shared ? 0 : d.spin_us);
+		if (work) {
+			last_work = now;
+			busy_until = now + (shared ? 0 : spin_window());
+		}
 		if (!work && now >= busy_until) {
 			/* Quiet for a while: sleep, the hosts ringing the bell for what they queue. */
 			bool ready = false;
@@ -181,10 +185,17 @@ static void loop(void)
 				drain_step(-1);
 				tmo = tmo < 0 || tmo > 1000 ? 1000 : tmo;
 			}
+			slept = tmo != 0;
 		}
 		if (!work && !tmo && !shared)
 			cpu_spin_yield();
 		n = epoll_pwait(d.epfd, ev, 64, tmo, &wait_mask);
+		if (slept) { /* what woke it, how long after the last work: the spin's lesson */
+			int64_t waited = now_us() - last_work;
+
+			if (n > 0 || waited > d.spin_cap_us)
+				spin_learn(waited);
+		}
 		for (int i = 0; i < d.max_hosts; i++)
 			if (d.hosts[i].used && d.hosts[i].asleep) {
 				esock_shmq_sleep_end(d.hosts[i].req);
@@ -240,26 +251,29 @@ int main(int argc, char **argv)
 	const char *cpu = NULL;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "s:l:H:S:c:p:vh")) != -1) {
+	while ((opt = getopt(argc, argv, "s:l:H:S:c:p:P:vh")) != -1) {
 		switch (opt) {
 		case 's': d.path = optarg; break;
 		case 'l': d.net = optarg; break;
 		case 'H': d.max_hosts = atoi(optarg); break;
 		case 'S': d.max_socks = atoi(optarg); break;
 		case 'c': cpu = optarg; break;
-		case 'p': d.spin_us = atoi(optarg); break;
+		case 'p': d.spin_us = atoi(optarg); if (d.spin_us < 0) d.spin_us = -2; break;
+		case 'P': d.spin_cap_us = atoi(optarg); d.spin_us = -1; break;
 		case 'v': d.verbose = 1; break;
 		default:
 			fprintf(opt == 'h' ? stdout : stderr,
-				"usage: tcpserverd -s PATH [-l ADDR:PORT] [-H MAX_HOSTS] [-S MAX_SOCKETS] [-c CPU] [-p SPIN_US] [-v]\n"
+				"usage: tcpserverd -s PATH [-l ADDR:PORT] [-H MAX_HOSTS] [-S MAX_SOCKETS] [-c CPU] [-p SPIN_US | -P MAX_SPIN_US] [-v]\n"
 				"Carries out the socket calls of host processes reaching it at the Unix socket PATH\n"
-				"and, with -l, of hosts of other nodes connecting over iWARP (esock) to ADDR:PORT.\n");
+				"and, with -l, of hosts of other nodes connecting over iWARP (esock) to ADDR:PORT.\n"
+				"After work it spins for -p us (default 50; 0: never), or with -P for a window learnt\n"
+				"from when work comes, at most MAX_SPIN_US (%d: the endpoint's cap).\n", EP_SPIN_CAP_US);
 			return opt == 'h' ? 0 : 2;
 		}
 	}
 	if (!d.path || d.max_hosts < 1 || d.max_hosts > 1 << 16 || d.max_socks < 1 ||
-	    d.max_socks > 1 << 20 || d.spin_us < 0) {
-		fprintf(stderr, "tcpserverd: -s PATH is needed; -H 1..65536, -S 1..1048576, -p >= 0\n");
+	    d.max_socks > 1 << 20 || d.spin_us < -1 || d.spin_cap_us < 0 || d.spin_cap_us > 100000) {
+		fprintf(stderr, "tcpserverd: -s PATH is needed; -H 1..65536, -S 1..1048576, -p >= 0, -P 0..100000\n");
 		return 2;
 	}
 	if (cpu) {

@@ -15,7 +15,8 @@
  *   sendq.c      asynchronous send: the per-socket ring, credits, drains after close
  *   ahead.c      eager receive (DATA) and eager accept (ACCEPTED)
  *   forks.c      a host's sockets copied at FORK for its child
- *   cpu_watch.c  is tcpserverd's CPU its own (spin) or shared (sleep at once)?
+ *   cpu_watch.c  is tcpserverd's CPU its own (spin) or shared (sleep at once)? how
+ *                long to spin (learnt from when work comes after a sleep)
  */
 #ifndef ESOCK_TCPSERVER_DAEMON_TSD_H
 #define ESOCK_TCPSERVER_DAEMON_TSD_H
@@ -124,7 +125,8 @@ struct host {
 
 struct tsd {
 	const char *path, *net;
-	int max_hosts, max_socks, spin_us, verbose;
+	int max_hosts, max_socks, verbose;
+	int spin_us, spin_cap_us; /* -p: a fixed spin; -1 (-P): learnt, up to spin_cap_us */
 	int lfd, epfd;
 	struct esock_listener *rl; /* -l: hosts of other nodes */
 	struct host *hosts;
@@ -207,5 +209,7 @@ void resume(int hi, uint32_t handle, uint32_t events);
 void cpu_watch_open(void);
 bool cpu_shared(int64_t now);
 void cpu_spin_yield(void);
+int spin_window(void);
+void spin_learn(int64_t waited_us);
 
 #endif
