@@ -147,6 +147,5 @@ int spin_window(void)
 
 void spin_learn(int64_t waited_us)
 {
-	if (d.spin_us < 0)
-		spin_window_us = ep_spin_next(spin_window_us, waited_us, false, d.spin_cap_us);
+	spin_window_us = ep_spin_next(spin_window_us, waited_us, false, d.spin_cap_us);
 }

@@ -190,7 +190,7 @@ static void loop(void)
 		if (!work && !tmo && !shared)
 			cpu_spin_yield();
 		n = epoll_pwait(d.epfd, ev, 64, tmo, &wait_mask);
-		if (slept) { /* what woke it, how long after the last work: the spin's lesson */
+		if (slept && d.spin_us < 0) { /* (-P) what woke it, how long after the last work: the lesson */
 			int64_t waited = now_us() - last_work;
 
 			if (n > 0 || waited > d.spin_cap_us)

@@ -210,6 +210,6 @@ void cpu_watch_open(void);
 bool cpu_shared(int64_t now);
 void cpu_spin_yield(void);
 int spin_window(void);
-void spin_learn(int64_t waited_us);
+void spin_learn(int64_t waited_us); /* (-P only) */
 
 #endif
