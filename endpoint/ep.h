@@ -407,6 +407,7 @@ struct esock_qp {
 		uint32_t msgs;
 		uint32_t open_msn;          /* the message |open| in the buffer, from octet |filled| */
 		bool one, on, open;
+		bool pooled;                /* a message of the call's completed in a posted receive */
 		bool in_call;               /* an ep_qp_recv_now call is reading (ep_rx.c leave_for_next) */
 		bool stay;                  /* EP_NOW_STAY: whole FPDUs may stay in the stage for the next call */
 	} rxt;

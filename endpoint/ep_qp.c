@@ -296,15 +296,21 @@ static ssize_t recv_into(struct esock_qp *qp, void *buf, size_t len, unsigned fl
 	qp->rxt.room = len;
 	qp->rxt.promised = qp->rxt.filled = 0;
 	qp->rxt.msgs = 0;
+	qp->rxt.pooled = false;
 	qp->rxt.one = flags & EP_NOW_ONE;
 	qp->rxt.open = false;
 	qp->rxt.on = len > 0;
 	qp->rxt.in_call = true;
 	qp->rxt.stay = flags & EP_NOW_STAY;
 	serve(qp, EP_WANT_RX);
-	qp->rxt.in_call = qp->rxt.stay = false;
+	/*
+	 * (Still the call's: what comes behind the message it finishes may stay
+	 * for the next call, ep_rx.c leave_for_next_call.  Outside it, that went
+	 * to receives.)
+	 */
 	if (flags & EP_NOW_FINISH)
 		finish_open(qp);
+	qp->rxt.in_call = qp->rxt.stay = false;
 	qp->rxt.on = false;
 	ep_rx_lend_back(qp); /* (a message half-way in |buf|: moved to a posted receive) */
 	*msgs = qp->rxt.msgs;

@@ -472,6 +472,7 @@ static void deliver_recvs(struct esock_qp *qp, unsigned flags, uint32_t inval)
 			continue;
 		}
 		qp->rxt.on = false; /* (a message in a posted receive: those behind it follow it) */
+		qp->rxt.pooled = true; /* (or stay for the caller's next call: leave_for_next_call) */
 		struct esock_wc wc = { .wr_id = EP_RQE(qp, (uint32_t)dc.buf.cookie)->wr_id,
 				       .status = ESOCK_WC_SUCCESS, .opcode = ESOCK_WC_RECV,
 				       .byte_len = (uint32_t)dc.len, .qp_num = qp->num,
@@ -893,7 +894,12 @@ static bool now_partial(const struct esock_qp *qp)
  * (EP_NOW_STAY), as nothing in the kernel's socket says that it is there,
  * and no other thread is waiting for it (such a waiter sleeps on the
  * socket; one that begins to wait meanwhile sees rx_staged).  Otherwise it
- * is fed as before.
+ * is fed as before.  A call whose message completed in a posted receive
+ * (one lent back at the end of the call before) has its answer too: what
+ * comes behind stays as well, instead of following it into receives, each
+ * one cut by the read's end lent again and so on for the rest of the
+ * stream (a reader slower than its writer, under valgrind: 46 of 48 64 KiB
+ * messages copied out of the pool).
  */
 enum { LEAVE_NO, LEAVE_PART, LEAVE_WHOLE };
 
@@ -903,12 +909,12 @@ static int leave_for_next_call(const struct esock_qp *qp)
 	size_t avail = qp->stage_len - qp->stage_off, ulen;
 	bool fits;
 
-	if (!qp->rxt.in_call || !qp->rxt.msgs || qp->rxt.open || qp->info.markers_rx ||
+	if (!qp->rxt.in_call || !(qp->rxt.msgs || qp->rxt.pooled) || qp->rxt.open || qp->info.markers_rx ||
 	    !esock_mpa_rx_idle(&qp->rx) || avail < ESOCK_MPA_LEN_LEN + ESOCK_DDP_UNTAGGED_HLEN ||
 	    !send_starts(p))
 		return LEAVE_NO;
 	ulen = esock_get_be16(p);
-	fits = ulen - ESOCK_DDP_UNTAGGED_HLEN <= qp->rxt.room - qp->rxt.promised;
+	fits = !qp->rxt.pooled && ulen - ESOCK_DDP_UNTAGGED_HLEN <= qp->rxt.room - qp->rxt.promised;
 	if (esock_mpa_fpdu_len(ulen, false, 0) > avail)
 		return fits ? LEAVE_NO : LEAVE_PART;
 	return (!fits || !qp->rxt.on) && qp->rxt.stay &&

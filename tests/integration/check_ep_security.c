@@ -1420,6 +1420,76 @@ static void victim_queued(struct victim *v, int want)
 }
 
 /*
+ * A message lent back to its receive (cut by a call's end) completes there
+ * at the next call, which then has its answer: the messages behind it stay
+ * for the calls after, straight into their buffers, whole in the stage
+ * (_i 0, EP_NOW_STAY) or cut by the read's end (_i 1: the rest in the
+ * socket), instead of following it into receives (each one cut by a read's
+ * end lent again: a stream copied through the pool to its end).
+ */
+START_TEST(lent_message_next_stay)
+{
+	struct victim *v = victim_open(NULL, NULL);
+	static uint8_t pay[3000], in[2 * LENT_RECV], fp[4 * LENT_RECV], *rbuf;
+	uint64_t rng = tu_rng_seed("lent_message_next_stay");
+	uint8_t h[ESOCK_RDMAP_HDR_MAX];
+	struct pollfd pf = { .events = POLLIN };
+	struct esock_mr *mr;
+	struct esock_wc wc;
+	uint32_t msgs;
+	size_t hl, n, first = 0;
+
+	v->what = "the messages behind a lent one";
+	ep_qp_set_lazy(v->s.qp, true); /* (its input read by our calls only, as a socket's) */
+	ep_engine_refresh(v->s.qp);
+	rbuf = calloc(3, LENT_RECV);
+	mr = ep_reg(&v->s, rbuf, 3 * LENT_RECV, LW);
+	for (int k = 0; k < 3; k++) /* (room for all three: before, those behind took them) */
+		ep_post_recv1(&v->s, LENT_ID + (uint64_t)k, rbuf + k * LENT_RECV, LENT_RECV,
+			      esock_mr_stag(mr));
+	tu_rng_fill(&rng, pay, sizeof(pay));
+	/* The first message's first FPDU: open at the call's end, lent to the first receive. */
+	hl = lent_hdr(v->e, h, false, 0);
+	n = evil_fpdu(v->e, h, hl, pay, 2000, false, fp, sizeof(fp));
+	ck_assert_int_eq(evil_send_raw(v->e, fp, n), 0);
+	ck_assert_int_eq(lent_read(v, in, sizeof(in)), 0);
+	/* Its last FPDU and two whole messages behind it; _i 1: the second cut. */
+	hl = lent_hdr(v->e, h, true, 2000);
+	n = evil_fpdu(v->e, h, hl, pay + 2000, 1000, false, fp, sizeof(fp));
+	for (int k = 0; k < 2; k++) {
+		hl = lent_hdr(v->e, h, true, 0);
+		n += evil_fpdu(v->e, h, hl, pay + 500 * k, 1500, false, fp + n, sizeof(fp) - n);
+		if (k == 0)
+			first = _i == 1 ? n - 700 : n;
+	}
+	ck_assert_int_eq(evil_send_raw(v->e, fp, first), 0);
+	victim_queued(v, (int)first);
+	ck_assert_int_eq(ep_qp_recv_now(v->s.qp, in, sizeof(in), EP_NOW_WAIT | EP_NOW_STAY, &msgs), 0);
+	ck_assert_int_eq(ep_wait1(v->s.rcq, &wc), 1);
+	ck_assert_uint_eq(wc.wr_id, LENT_ID);
+	ck_assert_uint_eq(wc.byte_len, 3000);
+	tu_assert_mem(rbuf, pay, 3000);
+	ck_assert_int_eq(esock_cq_poll(v->s.rcq, 1, &wc), 0);
+	ck_assert_int_eq(evil_send_raw(v->e, fp + first, n - first), 0);
+	/* The next two calls take one each, straight into their buffers. */
+	pf.fd = ep_qp_fd(v->s.qp);
+	for (int k = 0; k < 2; k++) {
+		if (!ep_qp_rx_staged(v->s.qp))
+			ck_assert_int_eq(poll(&pf, 1, EVIL_TIMEOUT_MS), 1); /* (in the socket: readable) */
+		ck_assert_int_eq(ep_qp_recv_now(v->s.qp, in, 1500, EP_NOW_WAIT | EP_NOW_STAY, &msgs),
+				 1500);
+		ck_assert_uint_eq(msgs, 1);
+		tu_assert_mem(in, pay + 500 * k, 1500);
+		ck_assert_int_eq(esock_cq_poll(v->s.rcq, 1, &wc), 0);
+	}
+	ck_assert_int_eq(esock_qp_state(v->s.qp), ESOCK_QPS_RTS);
+	esock_mr_dereg(mr);
+	free(rbuf);
+	victim_close(v);
+}
+END_TEST
+
+/*
  * A large payload that came in part (its writer not yet there, as under a
  * loaded machine's scheduling): its rest, under EP_DIRECT_MIN but more than
  * a stage read, is read straight into place in one receive call, not into
@@ -1497,6 +1567,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, exact_fit_accepted);
 	tcase_add_test(tc, markers_placed);
 	tcase_add_loop_test(tc, lent_message, 0, 3);
+	tcase_add_loop_test(tc, lent_message_next_stay, 0, 2);
 	tcase_add_test(tc, payload_rest_one_read);
 	tc = tcase(s, "MPA exchange");
 	tcase_add_loop_test(tc, garbage_request, 0, NGARBAGE);
