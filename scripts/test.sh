@@ -42,10 +42,15 @@ count() { # $1 = test-suite log: add its automake counts
 		if [ "$k" = PASS ]; then passed=$((passed + ${n:-0})); else failed=$((failed + ${n:-0})); fi
 	done
 }
-show_failures() { # $1 = build dir (distcheck's own tree included)
+show_failures() { # $1 = build dir (distcheck's own tree included), $2 = stage
+	# (automake's verdict is in each test's .trs, a Check program's log has no FAIL line;
+	# only this stage's)
 	find "$1/tests" "$1/tools" "$1"/esock-*/_build/sub/tests "$1"/esock-*/_build/sub/tools \
-		-name '*.log' -exec grep -l -s -E '^(FAIL|ERROR)' {} + 2>/dev/null | head -n 5 |
-		while read -r l; do echo "--- $l"; tail -n 40 "$l"; done
+		-name '*.trs' -newer "$1/stage-$2.start" -exec grep -l -s -E '^:test-result: (FAIL|ERROR|XPASS)' {} + 2>/dev/null |
+		head -n 5 | while read -r t; do
+			l=${t%.trs}.log
+			echo "--- $l"; grep -E ':[FE]:' "$l" | head -n 20; tail -n 40 "$l"
+		done
 }
 # The slowest tests of a suite run in DIR (their logs end with "# elapsed: N s").
 slowest() {
@@ -107,7 +112,7 @@ stage() {
 	[ -n "$log" ] && { [ "$log" -nt "$dir/stage-$name.start" ] || log=""; }
 	[ -n "$log" ] && count "$log"
 	if [ $rc -ne 0 ]; then
-		tail -n 40 "$dir/stage-$name.out"; show_failures "$dir"
+		tail -n 40 "$dir/stage-$name.out"; show_failures "$dir" "$name"
 		echo "=== stage $name: FAILED ($((SECONDS - t0)) s)"; failed_stages+=("$name")
 		[ -z "$log" ] && failed=$((failed + 1))
 	else
