@@ -129,14 +129,15 @@ void cpu_spin_yield(void)
 }
 
 /*
- * How long tcpserverd spins after its last work before it sleeps: -p's
- * fixed window (the default), or with -P one learnt as a CQ's is (ep_spin.h):
- * a sleep that ended |waited_us| after the last work, within the cap, says
- * a longer spin would have caught that work (a host's answer, mostly:
- * catching it spares the host its bell and tcpserverd its wake-up); a later
- * end says the spin was waste.  A thread that wants the CPU meanwhile gets
- * it at the spin's yields (cpu_spin_yield), so a long window costs it a
- * yield's delay, not the window.
+ * How long tcpserverd spins after its last work before it sleeps: a window
+ * learnt as a CQ's is (ep_spin.h; the default, capped by -P), or -p's fixed
+ * one.  A host's call that rang the bell |waited_us| after the last work,
+ * within the cap, says a longer spin would have caught it (sparing the host
+ * its bell and tcpserverd its wake-up); a sleep that ended later says the
+ * spin was waste (main.c loop: network input teaches nothing).  A thread
+ * that wants the CPU meanwhile gets it at the spin's yields
+ * (cpu_spin_yield), so a long window costs it a yield's delay, not the
+ * window.
  */
 static int spin_window_us = EP_SPIN_FIRST_US;
 

@@ -37,7 +37,7 @@
 #include "endpoint/ep_spin.h"
 #include "tcpserver/daemon/tsd.h"
 
-struct tsd d = { .max_hosts = 64, .max_socks = 4096, .spin_us = 50, .spin_cap_us = EP_SPIN_CAP_US, .lfd = -1, .epfd = -1 };
+struct tsd d = { .max_hosts = 64, .max_socks = 4096, .spin_us = -1, .spin_cap_us = EP_SPIN_CAP_US, .lfd = -1, .epfd = -1 };
 
 static void print_counters(void)
 {
@@ -190,10 +190,19 @@ static void loop(void)
 		if (!work && !tmo && !shared)
 			cpu_spin_yield();
 		n = epoll_pwait(d.epfd, ev, 64, tmo, &wait_mask);
-		if (slept && d.spin_us < 0) { /* (-P) what woke it, how long after the last work: the lesson */
+		if (slept && d.spin_us < 0) { /* (learnt) what woke it, how long after the last work: the lesson */
 			int64_t waited = now_us() - last_work;
+			bool bell = false;
 
-			if (n > 0 || waited > d.spin_cap_us)
+			for (int i = 0; i < n; i++)
+				bell |= (int)(ev[i].data.u64 & 0xff) == EV_HOST_BELL;
+			/*
+			 * Only a host's call teaches a longer spin: catching it spares
+			 * the host its bell.  The network's input (a client's next
+			 * request) does not: spinning for it on a CPU the client
+			 * shares keeps the client from sending it.
+			 */
+			if (bell || waited > d.spin_cap_us)
 				spin_learn(waited);
 		}
 		for (int i = 0; i < d.max_hosts; i++)
@@ -266,8 +275,8 @@ int main(int argc, char **argv)
 				"usage: tcpserverd -s PATH [-l ADDR:PORT] [-H MAX_HOSTS] [-S MAX_SOCKETS] [-c CPU] [-p SPIN_US | -P MAX_SPIN_US] [-v]\n"
 				"Carries out the socket calls of host processes reaching it at the Unix socket PATH\n"
 				"and, with -l, of hosts of other nodes connecting over iWARP (esock) to ADDR:PORT.\n"
-				"After work it spins for -p us (default 50; 0: never), or with -P for a window learnt\n"
-				"from when work comes, at most MAX_SPIN_US (%d: the endpoint's cap).\n", EP_SPIN_CAP_US);
+				"After work it spins for a window learnt from when the hosts' calls come, at most\n"
+				"MAX_SPIN_US (default %d; 0: never), or with -p for a fixed SPIN_US (0: never).\n", EP_SPIN_CAP_US);
 			return opt == 'h' ? 0 : 2;
 		}
 	}

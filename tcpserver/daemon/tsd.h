@@ -126,7 +126,7 @@ struct host {
 struct tsd {
 	const char *path, *net;
 	int max_hosts, max_socks, verbose;
-	int spin_us, spin_cap_us; /* -p: a fixed spin; -1 (-P): learnt, up to spin_cap_us */
+	int spin_us, spin_cap_us; /* -p: a fixed spin; -1 (the default): learnt, up to spin_cap_us (-P) */
 	int lfd, epfd;
 	struct esock_listener *rl; /* -l: hosts of other nodes */
 	struct host *hosts;
@@ -210,6 +210,6 @@ void cpu_watch_open(void);
 bool cpu_shared(int64_t now);
 void cpu_spin_yield(void);
 int spin_window(void);
-void spin_learn(int64_t waited_us); /* (-P only) */
+void spin_learn(int64_t waited_us); /* (not with -p) */
 
 #endif

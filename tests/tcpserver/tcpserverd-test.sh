@@ -25,7 +25,7 @@ port_state() {
 	kill -USR1 "$dpid" 2>/dev/null && sleep 0.2
 }
 
-"$d" -s "$tmp/s" -H 3 -P 200 -v 2>"$tmp/d.log" & dpid=$!; pids="$dpid" # (-P: the learnt spin)
+"$d" -s "$tmp/s" -H 3 -v 2>"$tmp/d.log" & dpid=$!; pids="$dpid" # (the default: the learnt spin)
 for i in $(seq 1 100); do [ -S "$tmp/s" ] && break; sleep 0.05; done
 [ -S "$tmp/s" ] || fail "tcpserverd did not start"
 
@@ -130,8 +130,8 @@ kill -USR1 "$dpid"; sleep 0.3
 kill -0 "$dpid" || fail "tcpserverd died printing its counters"
 wait "$spid"
 grep -q "hosts refused 1" "$tmp/d.log" || fail "counters on SIGUSR1"
-# The loop host calls once a millisecond: no spin catches a call (each comes after -P's
-# 200 us cap), so the learnt window has gone to no spin.
+# The loop host calls once a millisecond: no spin catches a call (each comes after the
+# default 200 us cap), so the learnt window has gone to no spin.
 grep -q "spin window 0 us (learnt)" "$tmp/d.log" ||
 	fail "the spin window with a call each millisecond: $(grep "spin window" "$tmp/d.log")"
 grep -Eq "socket 1: port $(head -n 1 "$tmp/loop.out") <-> 0, calls [1-9]" "$tmp/d.log" ||
@@ -140,12 +140,12 @@ stop_by_term "$dpid" || fail "tcpserverd did not end cleanly (status $?; 124: st
 [ -e "$tmp/s" ] && fail "the Unix socket was left behind"
 wait "$lpid" || fail "the loop host: $(cat "$tmp/loop.out" "$tmp/loop.log")"
 grep -q "^loop: Broken pipe" "$tmp/loop.out" || fail "the loop host: $(cat "$tmp/loop.out")"
-"$d" -s "$tmp/s" 2>"$tmp/d2.log" & dpid=$!; pids="$dpid"
+"$d" -s "$tmp/s" -p 50 2>"$tmp/d2.log" & dpid=$!; pids="$dpid" # (-p: a fixed spin)
 for i in $(seq 1 100); do [ -S "$tmp/s" ] && break; sleep 0.05; done
 "$h" calls "$tmp/s" 100 >"$tmp/calls2.log" 2>&1 || fail "a host of the new tcpserverd"
 stop_by_term "$dpid" || fail "the new tcpserverd did not end cleanly (status $?)"
-grep -q "spin window 50 us (fixed)" "$tmp/d2.log" || # (its counters at the end; no -P, no -p)
-	fail "the default spin window: $(grep "spin window" "$tmp/d2.log")"
+grep -q "spin window 50 us (fixed)" "$tmp/d2.log" || # (its counters at the end)
+	fail "the fixed spin window: $(grep "spin window" "$tmp/d2.log")"
 # SIGTERM at any moment of a host's calls ends tcpserverd (20 rounds, the signal at a random
 # point of the host's call every millisecond: working, spinning or asleep).
 for i in $(seq 1 20); do
