@@ -146,7 +146,14 @@ int spin_window(void)
 	return d.spin_us >= 0 ? d.spin_us : spin_window_us;
 }
 
-void spin_learn(int64_t waited_us)
+void spin_learn(int64_t waited_us, bool host_rang)
 {
-	spin_window_us = ep_spin_next(spin_window_us, waited_us, false, d.spin_cap_us);
+	/*
+	 * Only a host's call teaches a longer spin: catching it spares the
+	 * host its bell.  The network's input (a client's next request) does
+	 * not: spinning for it on a CPU the client shares keeps the client
+	 * from sending it.
+	 */
+	if (host_rang || waited_us > d.spin_cap_us)
+		spin_window_us = ep_spin_next(spin_window_us, waited_us, false, d.spin_cap_us);
 }

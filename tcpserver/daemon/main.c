@@ -195,15 +195,8 @@ static void loop(void)
 			bool bell = false;
 
 			for (int i = 0; i < n; i++)
-				bell |= (int)(ev[i].data.u64 & 0xff) == EV_HOST_BELL;
-			/*
-			 * Only a host's call teaches a longer spin: catching it spares
-			 * the host its bell.  The network's input (a client's next
-			 * request) does not: spinning for it on a CPU the client
-			 * shares keeps the client from sending it.
-			 */
-			if (bell || waited > d.spin_cap_us)
-				spin_learn(waited);
+				bell |= key_kind(ev[i].data.u64) == EV_HOST_BELL;
+			spin_learn(waited, bell);
 		}
 		for (int i = 0; i < d.max_hosts; i++)
 			if (d.hosts[i].used && d.hosts[i].asleep) {
@@ -215,7 +208,7 @@ static void loop(void)
 			print_counters();
 		}
 		for (int i = 0; i < n; i++) {
-			int kind = (int)(ev[i].data.u64 & 0xff), hi = (int)((ev[i].data.u64 >> 8) & 0xffffff);
+			int kind = key_kind(ev[i].data.u64), hi = (int)((ev[i].data.u64 >> 8) & 0xffffff);
 			uint32_t handle = (uint32_t)(ev[i].data.u64 >> 32);
 
 			if (kind == EV_LISTEN) {

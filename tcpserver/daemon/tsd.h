@@ -16,7 +16,7 @@
  *   ahead.c      eager receive (DATA) and eager accept (ACCEPTED)
  *   forks.c      a host's sockets copied at FORK for its child
  *   cpu_watch.c  is tcpserverd's CPU its own (spin) or shared (sleep at once)? how
- *                long to spin (learnt from when work comes after a sleep)
+ *                long to spin (learnt from when the hosts' calls come after a sleep)
  */
 #ifndef ESOCK_TCPSERVER_DAEMON_TSD_H
 #define ESOCK_TCPSERVER_DAEMON_TSD_H
@@ -156,6 +156,12 @@ static inline uint64_t key(int kind, int host, int sock)
 	return (uint64_t)kind | (uint64_t)(uint32_t)host << 8 | (uint64_t)(uint32_t)sock << 32;
 }
 
+/* The EV_* kind of an event's key. */
+static inline int key_kind(uint64_t k)
+{
+	return (int)(k & 0xff);
+}
+
 /* answer.c */
 bool answer_ex(struct host *h, struct esock_tsp_msg *m, bool quiet);
 bool answer(struct host *h, struct esock_tsp_msg *m);
@@ -210,6 +216,6 @@ void cpu_watch_open(void);
 bool cpu_shared(int64_t now);
 void cpu_spin_yield(void);
 int spin_window(void);
-void spin_learn(int64_t waited_us); /* (not with -p) */
+void spin_learn(int64_t waited_us, bool host_rang); /* (not with -p) */
 
 #endif
