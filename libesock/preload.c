@@ -961,12 +961,18 @@ static int select_ddp(int nfds, fd_set *r, fd_set *w, fd_set *x, int timeout_ms,
 
 static bool sets_have_ddp(int nfds, fd_set *r, fd_set *w, fd_set *x)
 {
+	bool ddp = false;
+
 	if (!atomic_load_explicit(&sock_count, memory_order_relaxed) || nfds <= 0)
 		return false;
 	for (int fd = 0; fd < nfds; fd++)
-		if ((in_set(r, fd) || in_set(w, fd) || in_set(x, fd)) && esock_fdtab_get(fd))
-			return true;
-	return false;
+		if (in_set(r, fd) || in_set(w, fd) || in_set(x, fd)) {
+			if (esock_fdtab_get(fd))
+				ddp = true;
+			else if (atomic_load_explicit(&sock_epoll_used, memory_order_relaxed))
+				sock_epoll_outside(fd); /* (an epoll set selected) */
+		}
+	return ddp;
 }
 
 API int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv)
@@ -1010,8 +1016,11 @@ API int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	struct esock_sock *s = sock_get(fd);
 	long rc;
 
-	if (!s)
+	if (!s) {
+		if (op == EPOLL_CTL_ADD && atomic_load_explicit(&sock_epoll_used, memory_order_relaxed))
+			sock_epoll_outside(fd); /* (a set inside a set) */
 		return REAL(epoll_ctl)(epfd, op, fd, ev);
+	}
 	if (s->st == SOCK_PLAIN) { /* the kernel's readiness is right */
 		sock_put(s);
 		return REAL(epoll_ctl)(epfd, op, fd, ev);

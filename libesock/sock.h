@@ -536,6 +536,8 @@ int sock_epoll_ctl(struct esock_sock *s, int epfd, int op, int fd, struct epoll_
 int sock_epoll_wait(int epfd, struct epoll_event *out, int max, int timeout_ms,
 		    const sigset_t *mask);
 void sock_epoll_fresh(int epfd);
+/* |fd| is watched by poll, select or another epoll set: if it is a set, its kicks ring. */
+void sock_epoll_outside(int fd);
 void sock_epoll_forget(struct esock_sock *s);
 
 /* sock_stat.c: counters in shared memory for esock-stat */

@@ -86,6 +86,8 @@ struct epset {
 	int *kicked, nkicked, capkicked;
 	bool kick_lost;          /* the list could not grow: look at every entry */
 	bool rung;               /* the bell rang since the last look at the list */
+	int sleepers;            /* threads that may sleep in the kernel's wait on the set */
+	bool outside;            /* the set is watched from outside (poll, another set) */
 };
 
 #define BELL_KEY 0xffffffffu /* the low half of the doorbell's marker */
@@ -99,6 +101,7 @@ atomic_bool sock_epoll_used; /* a marker was ever registered (pass-through filte
 static pthread_mutex_t sets_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct epset **sets;
 static unsigned nsets;
+static atomic_uint sets_hi; /* above the highest epfd that has a set: a quick miss */
 static uint64_t marker_hi;
 
 static void init_marker(void)
@@ -146,6 +149,8 @@ static struct epset *set_of(int epfd, bool create)
 			pthread_mutex_init(&st->kick_lock, NULL);
 			st->bell = -1;
 			sets[epfd] = st;
+			if (atomic_load(&sets_hi) <= (unsigned)epfd)
+				atomic_store(&sets_hi, (unsigned)epfd + 1);
 		}
 	}
 	pthread_mutex_unlock(&sets_lock);
@@ -209,7 +214,14 @@ static void set_kick(void *arg, int fd)
 		st->kicked[st->nkicked++] = fd;
 	else
 		st->kick_lost = true;
-	ring = !st->rung && st != pumping; /* (that thread takes the list itself: take_kicks) */
+	/*
+	 * Rung only for a thread that may sleep on the set, or a watcher outside
+	 * it: a kick by the application's own calls between two waits (an
+	 * offloaded send that takes the channel's events) is found by the next
+	 * wait's look at the list, with no write and no read of the bell.  The
+	 * thread that pumps in epoll_wait takes the list itself (take_kicks).
+	 */
+	ring = !st->rung && st != pumping && (st->sleepers || st->outside);
 	st->rung |= ring;
 	pthread_mutex_unlock(&st->kick_lock);
 	if (ring) {
@@ -252,6 +264,61 @@ static void bell_rang(struct epset *st)
 	take_kicks(st, true);
 }
 
+/* Kicks noted since the last look (st->lock held): taken into the list, true if any. */
+static bool take_new_kicks(struct epset *st)
+{
+	pthread_mutex_lock(&st->kick_lock);
+	bool rung = st->rung, any = st->nkicked || st->kick_lost;
+
+	pthread_mutex_unlock(&st->kick_lock);
+	if (any || rung)
+		take_kicks(st, rung);
+	return any;
+}
+
+/*
+ * A thread about to wait on |st| for |left| ms: counted as a sleeper unless
+ * kicks wait (then it must not sleep: returns false).  A kick after this
+ * rings the bell, so the wait cannot miss it.
+ */
+static bool sleeper_begin(struct epset *st, int left)
+{
+	bool idle;
+
+	pthread_mutex_lock(&st->kick_lock);
+	idle = !st->nkicked && !st->kick_lost;
+	st->sleepers += idle && left;
+	pthread_mutex_unlock(&st->kick_lock);
+	return idle;
+}
+
+static void sleeper_end(struct epset *st)
+{
+	pthread_mutex_lock(&st->kick_lock);
+	st->sleepers--;
+	pthread_mutex_unlock(&st->kick_lock);
+}
+
+void sock_epoll_outside(int fd)
+{
+	struct epset *st;
+
+	if ((unsigned)fd >= atomic_load_explicit(&sets_hi, memory_order_relaxed) ||
+	    !(st = set_of(fd, false)))
+		return;
+	pthread_mutex_lock(&st->kick_lock);
+	bool ring = !st->outside && !st->rung && st->bell >= 0 && (st->nkicked || st->kick_lost);
+
+	st->outside = true; /* (for good: who watches the set from outside is not told) */
+	st->rung |= ring;
+	pthread_mutex_unlock(&st->kick_lock);
+	if (ring) {
+		uint64_t one = 1;
+
+		(void)!REAL(write)(st->bell, &one, sizeof(one));
+	}
+}
+
 void sock_epoll_kick(struct esock_sock *s)
 {
 	pthread_mutex_lock(&s->lock);
@@ -274,14 +341,8 @@ static void off_pump(struct epset *st)
 	sock_off_pump();
 	pumping = NULL;
 	pthread_mutex_lock(&st->lock);
-	if (st->bell >= 0) {
-		pthread_mutex_lock(&st->kick_lock);
-		bool rung = st->rung, any = st->nkicked || st->kick_lost;
-
-		pthread_mutex_unlock(&st->kick_lock);
-		if (any || rung)
-			take_kicks(st, rung);
-	}
+	if (st->bell >= 0)
+		take_new_kicks(st);
 	pthread_mutex_unlock(&st->lock);
 }
 
@@ -1009,6 +1070,8 @@ static int emulate(struct epset *st, int epfd, struct epoll_event *out, int max,
 		if (st->noff)
 			off_pump(st); /* (a look at shared memory when nothing came) */
 		pthread_mutex_lock(&st->lock);
+		if (st->bell >= 0)
+			take_new_kicks(st); /* (kicks between two waits ring no bell) */
 		got = collect(st, epfd, out, max, &pending, &hot);
 		pthread_mutex_unlock(&st->lock);
 		if (got || hot)
@@ -1021,6 +1084,9 @@ static int emulate(struct epset *st, int epfd, struct epoll_event *out, int max,
 			ep_uncork_all(); /* what we wait for may need a corked RTR out first (ep.h) */
 		if ((off_sleep = st->noff && left) && sock_off_sleep_begin())
 			left = 0; /* (the channel has events already) */
+		if (!sleeper_begin(st, left))
+			left = 0; /* (kicked since the look: look again) */
+		bool slept = left != 0;
 		const sigset_t *use;
 
 		if (sock_sleeps_next(w, left != 0, mask, &use)) {
@@ -1029,6 +1095,8 @@ static int emulate(struct epset *st, int epfd, struct epoll_event *out, int max,
 			kn = -1; /* a handler ran: the application must see its flag (got is 0) */
 			errno = EINTR;
 		}
+		if (slept)
+			sleeper_end(st);
 		if (off_sleep && st->off_edge)
 			sock_off_sleep_end_edge();
 		else if (off_sleep)
@@ -1039,6 +1107,10 @@ static int emulate(struct epset *st, int epfd, struct epoll_event *out, int max,
 		if (off_rang || (off_sleep && !left)) {
 			off_pump(st);
 			marks = true;
+		} else if (st->bell >= 0) {
+			pthread_mutex_lock(&st->lock);
+			marks |= take_new_kicks(st);
+			pthread_mutex_unlock(&st->lock);
 		}
 		if (got == 0 && marks) { /* a kick: look at those sockets now */
 			pthread_mutex_lock(&st->lock);

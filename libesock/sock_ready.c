@@ -99,6 +99,8 @@ static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t 
 			sock_put(s); /* not connected or connecting: the kernel knows */
 			s = NULL;
 		}
+		if (!s && fds[i].fd >= 0 && atomic_load_explicit(&sock_epoll_used, memory_order_relaxed))
+			sock_epoll_outside(fds[i].fd); /* (an epoll set polled) */
 		ss[i] = s;
 		b[i] = 0;
 		k[i] = fds[i];

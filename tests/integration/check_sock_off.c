@@ -4,8 +4,8 @@
  * sanitizers and valgrind see the library's side of it): with
  * ESOCK_TCPSERVER set, every TCP socket of the process is tcpserverd's.
  * Each test runs in its own process with its own tcpserverd: blocking echo
- * both ways at once, non-blocking with epoll (edge-triggered) and poll, the
- * switches all on, a listener inherited by fork, options kept by the
+ * both ways at once, non-blocking with epoll (edge-triggered) and poll, an
+ * epoll set watched from outside it, the switches all on, a listener inherited by fork, options kept by the
  * library, and tcpserverd going away.  tests/tcpserver/offload-test.sh
  * does the same with unmodified programs.
  */
@@ -27,6 +27,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -279,6 +280,78 @@ START_TEST(nonblocking_epoll_and_poll)
 }
 END_TEST
 
+/*
+ * A socket's news taken outside a wait (here by FIONREAD, which reads the
+ * channel) rings the set's bell only for whom it concerns: _i 0, the set is
+ * polled; 1, it is inside another set; 2, put there after the news came;
+ * 3, nobody watches from outside: no bell at all (the kernel's own wait on
+ * the set, asked directly, has nothing), and the set's next wait still
+ * reports the socket.
+ */
+START_TEST(epoll_set_watched_from_outside)
+{
+	struct sockaddr_in sa;
+	struct epoll_event ev = { .events = EPOLLIN }, evs[4];
+	int ls, c, a, ep, outer = -1, n = 0;
+
+	start_d("all");
+	ls = listen_here(&sa);
+	c = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_eq(connect(c, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	a = accept(ls, NULL, NULL);
+	ck_assert_msg(a >= 0, "accept: %s", strerror(errno));
+	ep = epoll_create1(0);
+	ev.data.fd = a;
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, a, &ev), 0);
+	ck_assert_int_eq(epoll_wait(ep, evs, 4, 0), 0);
+	if (_i == 1 || _i == 2) {
+		outer = epoll_create1(0);
+		ck_assert_int_ge(outer, 0);
+	}
+	if (_i == 1) {
+		ev.data.fd = ep;
+		ck_assert_int_eq(epoll_ctl(outer, EPOLL_CTL_ADD, ep, &ev), 0);
+	}
+	ck_assert_int_eq(send(c, "x", 1, 0), 1);
+	for (int i = 0; i < 400 && n == 0; i++) { /* the news, taken by this call */
+		ck_assert_int_eq(ioctl(a, FIONREAD, &n), 0);
+		if (n == 0)
+			usleep(5000);
+	}
+	ck_assert_int_eq(n, 1);
+	switch (_i) {
+	case 0: {
+		struct pollfd p = { .fd = ep, .events = POLLIN };
+
+		ck_assert_int_eq(poll(&p, 1, 5000), 1);
+		ck_assert(p.revents & POLLIN);
+		break;
+	}
+	case 2:
+		ev.data.fd = ep;
+		ck_assert_int_eq(epoll_ctl(outer, EPOLL_CTL_ADD, ep, &ev), 0);
+		/* fall through */
+	case 1:
+		ck_assert_int_eq(epoll_wait(outer, evs, 4, 5000), 1);
+		ck_assert_int_eq(evs[0].data.fd, ep);
+		break;
+	default:
+		ck_assert_int_eq((int)syscall(SYS_epoll_pwait, ep, evs, 4, 0, NULL, 8), 0);
+		break;
+	}
+	ck_assert_int_eq(epoll_wait(ep, evs, 4, 1000), 1);
+	ck_assert_int_eq(evs[0].data.fd, a);
+	ck_assert(evs[0].events & EPOLLIN);
+	if (outer >= 0)
+		close(outer);
+	close(ep);
+	close(a);
+	close(c);
+	close(ls);
+	stop_d();
+}
+END_TEST
+
 /* A pre-fork server: the child accepts on the listener it inherited and echoes. */
 START_TEST(fork_inherits_listener)
 {
@@ -406,6 +479,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, blocking_echo, 0, 2);
 	tcase_add_loop_test(tc, nonblocking_epoll_and_poll, 0, 2);
+	tcase_add_loop_test(tc, epoll_set_watched_from_outside, 0, 4);
 	tcase_add_loop_test(tc, fork_inherits_listener, 0, 2);
 	tcase_add_test(tc, options_kept_here);
 	tcase_add_test(tc, tcpserverd_gone);
