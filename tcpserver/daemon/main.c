@@ -248,20 +248,34 @@ static int listen_net(const char *where)
 	return 0;
 }
 
+/* |s| as a whole decimal number within [lo, hi] into *out; false (and *out unchanged) if not. */
+static bool num_arg(const char *s, long lo, long hi, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return false;
+	*out = (int)v;
+	return true;
+}
+
 int main(int argc, char **argv)
 {
-	const char *cpu = NULL;
-	int opt;
+	int opt, cpu = -1;
+	bool ok = true;
 
 	while ((opt = getopt(argc, argv, "s:l:H:S:c:p:P:vh")) != -1) {
 		switch (opt) {
 		case 's': d.path = optarg; break;
 		case 'l': d.net = optarg; break;
-		case 'H': d.max_hosts = atoi(optarg); break;
-		case 'S': d.max_socks = atoi(optarg); break;
-		case 'c': cpu = optarg; break;
-		case 'p': d.spin_us = atoi(optarg); if (d.spin_us < 0) d.spin_us = -2; break;
-		case 'P': d.spin_cap_us = atoi(optarg); d.spin_us = -1; break;
+		case 'H': ok &= num_arg(optarg, 1, 1 << 16, &d.max_hosts); break;
+		case 'S': ok &= num_arg(optarg, 1, 1 << 20, &d.max_socks); break;
+		case 'c': ok &= num_arg(optarg, 0, CPU_SETSIZE - 1, &cpu); break;
+		case 'p': ok &= num_arg(optarg, 0, 100000, &d.spin_us); break;
+		case 'P': ok &= num_arg(optarg, 0, 100000, &d.spin_cap_us); d.spin_us = -1; break;
 		case 'v': d.verbose = 1; break;
 		default:
 			fprintf(opt == 'h' ? stdout : stderr,
@@ -273,16 +287,16 @@ int main(int argc, char **argv)
 			return opt == 'h' ? 0 : 2;
 		}
 	}
-	if (!d.path || d.max_hosts < 1 || d.max_hosts > 1 << 16 || d.max_socks < 1 ||
-	    d.max_socks > 1 << 20 || d.spin_us < -1 || d.spin_cap_us < 0 || d.spin_cap_us > 100000) {
-		fprintf(stderr, "tcpserverd: -s PATH is needed; -H 1..65536, -S 1..1048576, -p >= 0, -P 0..100000\n");
+	if (!ok || !d.path || optind < argc) {
+		fprintf(stderr, "tcpserverd: -s PATH is needed; -H 1..65536, -S 1..1048576, -c CPU, "
+				"-p and -P 0..100000\n");
 		return 2;
 	}
-	if (cpu) {
+	if (cpu >= 0) {
 		cpu_set_t set;
 
 		CPU_ZERO(&set);
-		CPU_SET(atoi(cpu), &set);
+		CPU_SET(cpu, &set);
 		if (sched_setaffinity(0, sizeof(set), &set) < 0)
 			perror("tcpserverd: -c");
 	}

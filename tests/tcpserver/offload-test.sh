@@ -39,7 +39,6 @@ if ldd "$b/.libs/libesock.so" 2>/dev/null | grep -q libasan; then
 	echo "SKIP: libesock.so is built with sanitizers; it cannot be preloaded into uninstrumented programs"
 	exit 77
 fi
-wait_file() { for _w in $(seq 1 100); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
 . "$(dirname "$0")/../apps/ports.sh"
 . "$(dirname "$0")/stop.sh"
 nfds() { ls "/proc/$1/fd" | wc -l; }

@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: MIT
-# Sourced by the tcpserver tests: ending a daemon they started, in bounded time.
+# Sourced by the tcpserver tests: waiting for what a program they started writes, and
+# ending a daemon they started, in bounded time.
+# wait_file FILE: up to 5 s for FILE to hold something; 1 if it never does.
+wait_file() { for _w in $(seq 1 100); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
 # stop_by_term PID [SECONDS]: SIGTERM, then waits up to SECONDS (10) for it to end.  Returns
 # its exit status, or 124 if it was still running (then it is killed): a daemon that
 # ignores SIGTERM is a failure of its own, not a test that hangs in `wait`.

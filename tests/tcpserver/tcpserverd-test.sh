@@ -7,7 +7,8 @@
 # sends garbage loses its channel and nobody else does; admission refuses a
 # host beyond -H; a host killed mid-call loses its sockets, nobody else does;
 # the counters come on SIGUSR1; SIGTERM ends it cleanly, its hosts' calls say
-# EPIPE, and a new tcpserverd at the same path serves new hosts.
+# EPIPE, and a new tcpserverd at the same path serves new hosts.  Bad option
+# values are refused before it starts.
 set -u
 b=${top_builddir:-.}
 d=$b/tcpserver/tcpserverd h=$b/tests/tcpserver/tsp-host
@@ -18,13 +19,20 @@ trap cleanup EXIT
 trap 'exit 1' HUP INT TERM # (the cleanup runs when a time limit stops the test too)
 fail() { echo "FAIL: $*"; cat "$tmp"/*.log 2>/dev/null; exit 1; }
 . "$(dirname "$0")/stop.sh"
-wait_file() { for _w in $(seq 1 100); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
 # What the kernel and tcpserverd (SIGUSR1: its sockets, with -v) say of port $1: for a failure's log.
 port_state() {
 	echo "port $1: $(ss -tan 2>/dev/null | awk -v p=":$1" '$4 ~ p"$" || $5 ~ p"$"' | tr '\n' ';')"
 	kill -USR1 "$dpid" 2>/dev/null && sleep 0.2
 }
 
+# A bad option value is refused with the usage's status (2) before anything starts.
+for bad in "-p -5" "-p abc" "-P 100001" "-H 0" "-S 2x" "-c -1" "-H 3 extra"; do
+	# shellcheck disable=SC2086
+	timeout 5 "$d" -s "$tmp/bad" $bad 2>"$tmp/bad.err"; rc=$?
+	[ "$rc" = 2 ] || fail "tcpserverd -s PATH $bad: exit $rc, not 2"
+	[ -e "$tmp/bad" ] && fail "tcpserverd -s PATH $bad: made its socket"
+	grep -q 'is needed' "$tmp/bad.err" || fail "tcpserverd -s PATH $bad: said $(cat "$tmp/bad.err")"
+done
 "$d" -s "$tmp/s" -H 3 -v 2>"$tmp/d.log" & dpid=$!; pids="$dpid" # (the default: the learnt spin)
 for i in $(seq 1 100); do [ -S "$tmp/s" ] && break; sleep 0.05; done
 [ -S "$tmp/s" ] || fail "tcpserverd did not start"
