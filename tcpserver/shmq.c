@@ -46,6 +46,7 @@ struct esock_shmq {
 	uint32_t rec;        /* producer: octets of the reserved record; consumer: of the peeked one */
 	uint64_t skip;       /* producer: octets of a skip mark before the reserved record */
 	uint32_t rung_gen;   /* producer: the consumer's sleep_gen it last rang for */
+	bool owed;           /* producer: commit_later published records nobody rang for yet */
 	int bell;            /* producer: the consumer's eventfd, or -1 (the futex) */
 	bool dead;           /* the other side's words made no sense: nothing more is read or written */
 	bool cut;            /* a push or pull failed (the link is gone): what was placed is still read */
@@ -230,9 +231,10 @@ void esock_shmq_commit_quiet(struct esock_shmq *q, uint32_t len)
 	flush(q);
 }
 
-void esock_shmq_commit(struct esock_shmq *q, uint32_t len)
+/* Wakes a consumer that said it sleeps, once per sleep; then sends what was published. */
+static void ring(struct esock_shmq *q)
 {
-	publish(q, len);
+	q->owed = false;
 	/* (seq_cst: ordered against the consumer's "sleeping, then look again") */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&q->sh->sleeping, memory_order_relaxed)) {
@@ -266,6 +268,27 @@ void esock_shmq_commit(struct esock_shmq *q, uint32_t len)
 			futex(&q->sh->seq, FUTEX_WAKE, 1, NULL);
 	}
 	flush(q);
+}
+
+void esock_shmq_commit(struct esock_shmq *q, uint32_t len)
+{
+	publish(q, len);
+	ring(q);
+}
+
+void esock_shmq_commit_later(struct esock_shmq *q, uint32_t len)
+{
+	publish(q, len);
+	flush(q);
+	q->owed = true;
+}
+
+bool esock_shmq_ring(struct esock_shmq *q)
+{
+	if (!q->owed)
+		return false;
+	ring(q);
+	return true;
 }
 
 void esock_shmq_set_bell(struct esock_shmq *q, int efd)

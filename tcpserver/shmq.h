@@ -18,6 +18,7 @@
 #ifndef ESOCK_TCPSERVER_SHMQ_H
 #define ESOCK_TCPSERVER_SHMQ_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,6 +63,16 @@ void esock_shmq_commit(struct esock_shmq *q, uint32_t len);
  * it to wake the consumer.
  */
 void esock_shmq_commit_quiet(struct esock_shmq *q, uint32_t len);
+/*
+ * A record the consumer waits for, whose wake-up may come a little later:
+ * committed (and, across a network, sent) now, the ring owed until
+ * esock_shmq_ring, so that a batch of records wakes a sleeping consumer
+ * once, when the batch is done, instead of at its first record.  The
+ * producer must call esock_shmq_ring before it waits for anything itself.
+ */
+void esock_shmq_commit_later(struct esock_shmq *q, uint32_t len);
+/* Rings for what commit_later published, as commit does (once per sleep); false if nothing was owed. */
+bool esock_shmq_ring(struct esock_shmq *q);
 /* Producer: octets free in the queue now (the consumer may free more meanwhile). */
 uint32_t esock_shmq_free(struct esock_shmq *q);
 /* Octets the queue holds in all (its |cap|). */

@@ -149,6 +149,7 @@ static void loop(void)
 		int64_t now;
 		bool blocked = false, shared, slept = false;
 
+		d.more_follows = true; /* (the hosts' queues: their answers ring once, below) */
 		for (int i = 0; i < d.max_hosts; i++)
 			if (d.hosts[i].used && d.hosts[i].ready) {
 				esock_shmq_set_cpu(d.hosts[i].req, cpu); /* (a host on this CPU does not spin) */
@@ -187,6 +188,8 @@ static void loop(void)
 			}
 			slept = tmo != 0;
 		}
+		d.more_follows = false;
+		answer_rings(); /* (the hosts' answers of this look, before any wait) */
 		if (!work && !tmo && !shared)
 			cpu_spin_yield();
 		n = epoll_pwait(d.epfd, ev, 64, tmo, &wait_mask);
@@ -211,6 +214,8 @@ static void loop(void)
 			int kind = key_kind(ev[i].data.u64), hi = (int)((ev[i].data.u64 >> 8) & 0xffffff);
 			uint32_t handle = (uint32_t)(ev[i].data.u64 >> 32);
 
+			d.more_follows = i < n - 1;
+
 			if (kind == EV_LISTEN) {
 				host_new();
 			} else if (kind == EV_HOST_SOCK) {
@@ -225,6 +230,8 @@ static void loop(void)
 				resume(hi, handle, ev[i].events);
 			}
 		}
+		d.more_follows = false;
+		answer_rings(); /* (what the network's events gave them) */
 	}
 }
 
@@ -267,7 +274,7 @@ int main(int argc, char **argv)
 	int opt, cpu = -1;
 	bool ok = true;
 
-	while ((opt = getopt(argc, argv, "s:l:H:S:c:p:P:vh")) != -1) {
+	while ((opt = getopt(argc, argv, "s:l:H:S:c:p:P:Rvh")) != -1) {
 		switch (opt) {
 		case 's': d.path = optarg; break;
 		case 'l': d.net = optarg; break;
@@ -276,14 +283,16 @@ int main(int argc, char **argv)
 		case 'c': ok &= num_arg(optarg, 0, CPU_SETSIZE - 1, &cpu); break;
 		case 'p': ok &= num_arg(optarg, 0, 100000, &d.spin_us); break;
 		case 'P': ok &= num_arg(optarg, 0, 100000, &d.spin_cap_us); d.spin_us = -1; break;
+		case 'R': d.ring_each = true; break;
 		case 'v': d.verbose = 1; break;
 		default:
 			fprintf(opt == 'h' ? stdout : stderr,
-				"usage: tcpserverd -s PATH [-l ADDR:PORT] [-H MAX_HOSTS] [-S MAX_SOCKETS] [-c CPU] [-p SPIN_US | -P MAX_SPIN_US] [-v]\n"
+				"usage: tcpserverd -s PATH [-l ADDR:PORT] [-H MAX_HOSTS] [-S MAX_SOCKETS] [-c CPU] [-p SPIN_US | -P MAX_SPIN_US] [-R] [-v]\n"
 				"Carries out the socket calls of host processes reaching it at the Unix socket PATH\n"
 				"and, with -l, of hosts of other nodes connecting over iWARP (esock) to ADDR:PORT.\n"
 				"After work it spins for a window learnt from when the hosts' calls come, at most\n"
-				"MAX_SPIN_US (default %d; 0: never), or with -p for a fixed SPIN_US (0: never).\n", EP_SPIN_CAP_US);
+				"MAX_SPIN_US (default %d; 0: never), or with -p for a fixed SPIN_US (0: never).\n"
+				"A sleeping host is woken once per round of work, at its end; -R: at each answer.\n", EP_SPIN_CAP_US);
 			return opt == 'h' ? 0 : 2;
 		}
 	}

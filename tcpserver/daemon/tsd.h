@@ -106,6 +106,7 @@ struct host {
 	struct tsp_regions regions; /* registered buffers (REG) */
 	bool hello;
 	bool asleep;          /* said it sleeps on its request queue (esock_shmq_sleep_begin) */
+	bool ring_owed;       /* answers committed this round whose ring comes at its end (answer_rings) */
 	struct tsock *socks;  /* by handle - 1 */
 	int nsocks;           /* handles in use */
 	int low_free;         /* no free handle below this index (new_handle looks from it) */
@@ -127,6 +128,8 @@ struct tsd {
 	const char *path, *net;
 	int max_hosts, max_socks, verbose;
 	int spin_us, spin_cap_us; /* -p: a fixed spin; -1 (the default): learnt, up to spin_cap_us (-P) */
+	bool ring_each;           /* -R: each answer rings a sleeping host at once (not once a round) */
+	bool more_follows;        /* more of this round's work follows: answers may owe their ring */
 	int lfd, epfd;
 	struct esock_listener *rl; /* -l: hosts of other nodes */
 	struct host *hosts;
@@ -165,6 +168,7 @@ static inline int key_kind(uint64_t k)
 /* answer.c */
 bool answer_ex(struct host *h, struct esock_tsp_msg *m, bool quiet);
 bool answer(struct host *h, struct esock_tsp_msg *m);
+void answer_rings(void);
 bool reply(struct host *h, const struct esock_tsp_hdr *q, int result);
 
 /* sockets.c */

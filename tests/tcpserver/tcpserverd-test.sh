@@ -148,7 +148,7 @@ stop_by_term "$dpid" || fail "tcpserverd did not end cleanly (status $?; 124: st
 [ -e "$tmp/s" ] && fail "the Unix socket was left behind"
 wait "$lpid" || fail "the loop host: $(cat "$tmp/loop.out" "$tmp/loop.log")"
 grep -q "^loop: Broken pipe" "$tmp/loop.out" || fail "the loop host: $(cat "$tmp/loop.out")"
-"$d" -s "$tmp/s" -p 50 2>"$tmp/d2.log" & dpid=$!; pids="$dpid" # (-p: a fixed spin)
+"$d" -s "$tmp/s" -p 50 -R 2>"$tmp/d2.log" & dpid=$!; pids="$dpid" # (-p: a fixed spin; -R: rung at each answer)
 for i in $(seq 1 100); do [ -S "$tmp/s" ] && break; sleep 0.05; done
 "$h" calls "$tmp/s" 100 >"$tmp/calls2.log" 2>&1 || fail "a host of the new tcpserverd"
 stop_by_term "$dpid" || fail "the new tcpserverd did not end cleanly (status $?)"
@@ -157,7 +157,8 @@ grep -q "spin window 50 us (fixed)" "$tmp/d2.log" || # (its counters at the end)
 # SIGTERM at any moment of a host's calls ends tcpserverd (20 rounds, the signal at a random
 # point of the host's call every millisecond: working, spinning or asleep).
 for i in $(seq 1 20); do
-	"$d" -s "$tmp/s" 2>"$tmp/d3.log" & dpid=$!; pids="$dpid"
+	ring=; [ $((i % 2)) = 0 ] && ring=-R # (both ways of waking a host)
+	"$d" -s "$tmp/s" $ring 2>"$tmp/d3.log" & dpid=$!; pids="$dpid"
 	for k in $(seq 1 100); do [ -S "$tmp/s" ] && break; sleep 0.02; done
 	"$h" loop "$tmp/s" >"$tmp/loop3-$i.out" 2>&1 & lpid=$!; pids="$pids $lpid"
 	wait_file "$tmp/loop3-$i.out" || fail "the loop host printed no port (round $i)"

@@ -39,7 +39,8 @@ static void *shared_mem(size_t len)
 	return m;
 }
 
-static void put(struct esock_shmq *q, uint32_t len, uint8_t fill)
+/* A record of |len| octets of |fill|; |later|: its ring owed (esock_shmq_commit_later). */
+static void put_ex(struct esock_shmq *q, uint32_t len, uint8_t fill, bool later)
 {
 	int rc = 1;
 	uint8_t *p = esock_shmq_reserve(q, len, &rc);
@@ -47,7 +48,15 @@ static void put(struct esock_shmq *q, uint32_t len, uint8_t fill)
 	ck_assert_ptr_nonnull(p);
 	ck_assert_int_eq(rc, 0);
 	memset(p, fill, len);
-	esock_shmq_commit(q, len);
+	if (later)
+		esock_shmq_commit_later(q, len);
+	else
+		esock_shmq_commit(q, len);
+}
+
+static void put(struct esock_shmq *q, uint32_t len, uint8_t fill)
+{
+	put_ex(q, len, fill, false);
 }
 
 static void take(struct esock_shmq *q, uint32_t want, uint8_t fill)
@@ -326,6 +335,46 @@ START_TEST(bell_two_sleepers)
 	ck_assert_uint_eq(rings(b.efd), 1);
 	esock_shmq_sleep_end(b.c);
 	take(b.c, 8, 14);
+	belled_close(&b);
+}
+END_TEST
+
+/*
+ * Records whose ring is owed: a sleeping consumer is rung once when the
+ * producer says so, whatever their number;
+ * nothing owed, nothing rung; a commit that rings pays what was owed.
+ */
+START_TEST(bell_owed_then_rung)
+{
+	struct belled b;
+
+	belled_open(&b);
+	ck_assert(!esock_shmq_ring(b.p)); /* (nothing owed) */
+	ck_assert_int_eq(esock_shmq_sleep_begin(b.c), 0);
+	for (int i = 1; i <= 5; i++)
+		put_ex(b.p, 8, (uint8_t)i, true);
+	ck_assert_uint_eq(rings(b.efd), 0);
+	ck_assert(esock_shmq_ring(b.p));
+	ck_assert_uint_eq(rings(b.efd), 1);
+	ck_assert(!esock_shmq_ring(b.p));
+	ck_assert_uint_eq(rings(b.efd), 0);
+	esock_shmq_sleep_end(b.c);
+	for (int i = 1; i <= 5; i++)
+		take(b.c, 8, (uint8_t)i);
+	/* Owed, then a commit that rings: one ring, and nothing left owed. */
+	ck_assert_int_eq(esock_shmq_sleep_begin(b.c), 0);
+	put_ex(b.p, 8, 21, true);
+	put(b.p, 8, 22);
+	ck_assert_uint_eq(rings(b.efd), 1);
+	ck_assert(!esock_shmq_ring(b.p));
+	esock_shmq_sleep_end(b.c);
+	take(b.c, 8, 21);
+	take(b.c, 8, 22);
+	/* Owed while the consumer is awake: the ring then wakes no one. */
+	put_ex(b.p, 8, 23, true);
+	ck_assert(esock_shmq_ring(b.p));
+	ck_assert_uint_eq(rings(b.efd), 0);
+	take(b.c, 8, 23);
 	belled_close(&b);
 }
 END_TEST
@@ -667,6 +716,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, bell_once_per_sleep);
 	tcase_add_test(tc, bell_each_new_sleep);
 	tcase_add_test(tc, bell_two_sleepers);
+	tcase_add_test(tc, bell_owed_then_rung);
 	tcase_add_test(tc, two_processes);
 	tcase_add_test(tc, remote_copies_in_order);
 	tcase_add_test(tc, remote_copies_need_the_consumers_pushes);
