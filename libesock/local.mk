@@ -6,7 +6,7 @@
 noinst_LTLIBRARIES += libesock_sock.la
 libesock_sock_la_SOURCES = libesock/sock.h libesock/sock.c libesock/sock_opt.c \
 	libesock/sock_conn.c libesock/sock_carry.c libesock/sock_share.c libesock/sock_handoff.c libesock/sock_stdio.c libesock/sock_pool.c libesock/sock_rxbuf.h libesock/sock_rxbuf.c libesock/sock_wc.c libesock/sock_vb.h libesock/sock_vb.c libesock/sock_recv.c libesock/sock_send.c libesock/sock_ready.c libesock/sock_signal.c libesock/sock_epoll.c libesock/sock_api.c libesock/sock_slots.c \
-	libesock/sock_off.h libesock/sock_off_int.h libesock/sock_off.c libesock/sock_off_chan.c libesock/sock_off_reg.c \
+	libesock/sock_off.h libesock/sock_off_int.h libesock/sock_off.c libesock/sock_off_chan.c libesock/sock_off_reg.c libesock/sock_off_share.c \
 	libesock/sock_stat.h libesock/sock_stat.c libesock/fdtab.h libesock/fdtab.c libesock/preload.c
 libesock_sock_la_LIBADD = libesock_ep.la libesock_tsp_lib.la
 

@@ -520,6 +520,8 @@ static uint64_t rx_gen(struct esock_sock *s)
  */
 static int watched_fd(struct esock_sock *s)
 {
+	if (s->off)
+		return sock_off_kfd(s); /* (a listener's own share of connections, or -1) */
 	if (s->verbs)
 		return sock_vb_fd(s);
 	return s->st == SOCK_LISTENING && s->lst ? esock_listener_poll_fd(s->lst) : -1;
@@ -609,10 +611,15 @@ static int watch(struct epset *st, int epfd, struct ep_entry *e)
 	struct esock_sock *s = e->s;
 	int wfd = watched_fd(s), rc;
 
-	if (s->off)
-		return off_watch(st, epfd);
+	if (s->off && ((rc = off_watch(st, epfd)) < 0 || wfd < 0))
+		return rc;
 	if (wfd >= 0) {
-		struct epoll_event mark = { .events = EPOLLIN, .data.u64 = mark_of(e->fd) };
+		/*
+		 * (an offloaded listener's own kernel socket edge-triggered: each new
+		 * connection one kick, not one per wait until it is taken)
+		 */
+		struct epoll_event mark = { .events = EPOLLIN | (s->off ? EPOLLET : 0u),
+					    .data.u64 = mark_of(e->fd) };
 
 		if (wfd == e->wfd)
 			return 0;
@@ -841,6 +848,10 @@ static uint32_t entry_events(struct epset *st, int epfd, struct ep_entry *e, boo
 			ep_qp_progress(qp, EP_WANT_RX | (e->rx_end ? EP_WANT_DRAIN : 0));
 		}
 		e->rx_end = e->rx_in = false;
+	}
+	if (s->off && e->lst_kick) { /* its own kernel listener rang: news for edge-triggered */
+		sock_off_kernel_news(s);
+		e->lst_kick = false;
 	}
 	if (s->st == SOCK_LISTENING && s->lst) {
 		/*

@@ -49,6 +49,7 @@ struct sock_off *off_new(uint32_t handle, int family)
 	if (o) {
 		o->handle = handle;
 		o->family = family;
+		o->kfd = -1;
 	}
 	return o;
 }
@@ -57,6 +58,8 @@ void off_free(struct sock_off *o)
 {
 	if (!o)
 		return;
+	if (o->kfd >= 0)
+		esock_fd_close(o->kfd);
 	free(o->rx);
 	free(o->acq);
 	free(o);
@@ -226,15 +229,18 @@ static int wait_for(struct esock_sock *s, unsigned ev, int64_t deadline)
 	if ((rc = sock_off_watch(s, ev)) < 0)
 		return rc;
 	for (;;) {
-		struct pollfd p = { .fd = sock_off_bell(), .events = POLLIN };
+		struct pollfd p[2] = { { .fd = sock_off_bell(), .events = POLLIN },
+				       { .fd = (ev & POLLIN) ? s->off->kfd : -1, .events = POLLIN } };
 		int ms = 200;
 
 		sock_off_pump();
 		if (bits(s) & (ev | POLLERR | POLLHUP))
 			return 0;
+		if (p[1].fd >= 0 && off_share_pending(s->off))
+			return 0; /* (the host's own share of a listener's connections) */
 		if (atomic_load(&s->closing))
 			return -EBADF;
-		if (off_proc.broken || p.fd < 0)
+		if (off_proc.broken || p[0].fd < 0)
 			return -EPIPE;
 		if (deadline >= 0) {
 			int64_t left = deadline - ep_now_ms();
@@ -243,8 +249,8 @@ static int wait_for(struct esock_sock *s, unsigned ev, int64_t deadline)
 				return -EAGAIN;
 			ms = left < ms ? (int)left : ms;
 		}
-		if (!sock_off_sleep_begin())
-			REAL(poll)(&p, 1, ms);
+		if (!sock_off_sleep_begin() && REAL(poll)(p, 2, ms) > 0 && (p[1].revents & POLLIN))
+			sock_off_kernel_news(s);
 		sock_off_sleep_end();
 	}
 }
@@ -349,7 +355,11 @@ int sock_off_bind(struct esock_sock *s, const struct sockaddr *a, socklen_t len)
 	struct esock_tsp_msg req = { .h = { .op = ESOCK_TSP_BIND } };
 	int rc = to_tsp(a, len, &req.u.addr);
 
-	return rc < 0 ? rc : call_simple(s, &req);
+	if (rc < 0)
+		return rc;
+	if (off_share_bind(s) < 0)
+		log_info("offload: share: tcpserverd's socket cannot be shared; it takes every connection");
+	return call_simple(s, &req);
 }
 
 int sock_off_listen(struct esock_sock *s, int backlog)
@@ -363,6 +373,7 @@ int sock_off_listen(struct esock_sock *s, int backlog)
 		pthread_mutex_lock(&s->lock);
 		s->off->listening = true;
 		pthread_mutex_unlock(&s->lock);
+		off_share_listen(s, backlog);
 	}
 	return rc;
 }
@@ -456,6 +467,9 @@ int sock_off_accept(struct esock_sock *ls, struct sockaddr *a, socklen_t *alen, 
 		struct esock_tsp_msg req = { .h = { .op = ESOCK_TSP_ACCEPT } }, resp;
 		struct off_acc got = { 0 };
 
+		/* share=P: the host's own listener and tcpserverd's take turns (then the other). */
+		if (o->kfd >= 0 && (o->k_first = !o->k_first) && (rc = off_share_accept(o, a, alen, flags)) != -EAGAIN)
+			return rc;
 		if (eager && (rc = sock_off_watch(ls, POLLIN)) < 0) /* (starts taking them ahead) */
 			return rc;
 		LOCK();
@@ -513,6 +527,8 @@ int sock_off_accept(struct esock_sock *ls, struct sockaddr *a, socklen_t *alen, 
 		}
 		UNLOCK();
 		if (rc != -EAGAIN)
+			return rc;
+		if (o->kfd >= 0 && !o->k_first && (rc = off_share_accept(o, a, alen, flags)) != -EAGAIN)
 			return rc;
 		if (ls->nonblock)
 			return -EAGAIN;
@@ -974,16 +990,21 @@ int sock_off_fionread(struct esock_sock *s, int *n)
 
 unsigned sock_off_ready(struct esock_sock *s, unsigned events)
 {
+	unsigned r;
+
 	(void)sock_off_watch(s, events);
 	sock_off_pump();
-	return bits(s) & (events | POLLERR | POLLHUP);
+	r = bits(s) & (events | POLLERR | POLLHUP);
+	if ((events & POLLIN) && !(r & POLLIN) && s->off && s->off->kfd >= 0 && off_share_pending(s->off))
+		r |= POLLIN; /* (the host's own share of a listener's connections) */
+	return r;
 }
 
 uint64_t sock_off_rx_gen(struct esock_sock *s)
 {
 	struct sock_off *o = s->off;
 
-	return o->rx_gen + o->acq_n + (o->rx_end ? 1ull << 40 : 0);
+	return o->rx_gen + o->acq_n + o->k_news + (o->rx_end ? 1ull << 40 : 0);
 }
 
 /* ---- the end ---- */

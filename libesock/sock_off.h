@@ -87,5 +87,8 @@ void sock_off_pump(void);
 
 /* sock_epoll.c: |s| has news for the epoll sets that hold it. */
 void sock_epoll_kick(struct esock_sock *s);
+/* A listener's own kernel socket (share=P), or -1; epoll saw it ring (its edge count). */
+int sock_off_kfd(struct esock_sock *s);
+void sock_off_kernel_news(struct esock_sock *s);
 
 #endif /* ESOCK_LIBESOCK_SOCK_OFF_H */

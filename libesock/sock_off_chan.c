@@ -41,6 +41,11 @@ static void env_parse(void)
 		OPT("all", ESOCK_TSP_F_ASYNC_SEND | ESOCK_TSP_F_EAGER_RECV | ESOCK_TSP_F_EAGER_ACCEPT |
 			       ESOCK_TSP_F_SETUP_ACCEPT);
 #undef OPT
+		if (n > 6 && !strncmp(w, "share=", 6)) {
+			int v = atoi(w + 6);
+
+			off_proc.share = v < 0 ? 0 : v > 100 ? 100 : v;
+		}
 		w += n + (w[n] == ',');
 	}
 }

@@ -41,6 +41,11 @@ struct sock_off {
 	/* Addresses known (setup with accept, or asked once). */
 	struct esock_tsp_addr local, peer;
 	bool have_local, have_peer;
+	/* share=P: the host's own listener in the listener's reuseport group (sock_off_share.c). */
+	int kfd;                  /* -1: none (every connection is tcpserverd's) */
+	bool k_first;             /* accept looks at it first next time (the two take turns) */
+	bool k_pending;           /* it may hold connections: an edge since its last EAGAIN */
+	uint64_t k_news;          /* its edges seen by epoll (part of the rx generation) */
 };
 
 /* The process's channel: its calls and its events under |lock|. */
@@ -48,6 +53,7 @@ struct off_proc {
 	pthread_mutex_t lock;
 	const char *path;
 	uint32_t want, flags;     /* HELLO's flags asked for, granted */
+	int share;                /* share=P: % of a listener's connections the host's own TCP takes */
 	struct tsp_host *h;
 	bool broken;
 	uint32_t fork_token;      /* FORK's, for the child being made (0: none) */
@@ -86,5 +92,11 @@ uint32_t off_reg_find(const void *buf, size_t len, bool write);
 void off_reg_forget(void);
 struct sock_off *off_new(uint32_t handle, int family);
 void off_free(struct sock_off *o);
+
+/* sock_off_share.c: the host's share of a listener's connections (share=P). */
+int off_share_bind(struct esock_sock *s);           /* before BIND: 0 or -errno */
+void off_share_listen(struct esock_sock *s, int backlog); /* after LISTEN: joins if it can */
+int off_share_accept(struct sock_off *o, struct sockaddr *a, socklen_t *alen, int flags);
+bool off_share_pending(const struct sock_off *o);
 
 #endif /* ESOCK_LIBESOCK_SOCK_OFF_INT_H */

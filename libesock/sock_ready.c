@@ -133,8 +133,10 @@ static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t 
 
 			k[n + i].fd = -1;
 			k[n + i].events = POLLIN;
-			if (ss[i] && ss[i]->off) /* (its events ring the channel's bell) */
+			if (ss[i] && ss[i]->off) { /* (its events ring the channel's bell) */
+				k[n + i].fd = sock_off_kfd(ss[i]); /* (and a listener's own share) */
 				continue;
+			}
 			if (ss[i] && ss[i]->verbs) { /* its completion channel (a listener's: its events) */
 				int t = ready ? -1 : sock_vb_out_slice(ss[i], (unsigned)fds[i].events);
 
@@ -234,6 +236,9 @@ static int emulate(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t 
 			if (!ss[i]) {
 				fds[i].revents = k[i].revents;
 				rc += k[i].revents != 0;
+			} else if (k[n + i].fd >= 0 && k[n + i].revents && ss[i]->off) {
+				sock_off_kernel_news(ss[i]); /* an offloaded listener's own share */
+				pulled = true;
 			} else if (k[n + i].fd >= 0 && k[n + i].revents) {
 				/*
 				 * A blocking socket's new input is left in the socket for

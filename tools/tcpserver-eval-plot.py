@@ -14,12 +14,12 @@ import statistics
 import sys
 from collections import defaultdict
 
-MODES = ["tcp", "sync", "async", "eagerrx", "eageracc", "setup", "cluster"]
+MODES = ["tcp", "sync", "async", "eagerrx", "eageracc", "setup", "share", "cluster"]
 NAMES = {"tcp": "regular TCP", "sync": "synchronous", "async": "+ async send",
          "eagerrx": "+ eager receive", "eageracc": "+ eager accept", "setup": "+ setup with accept",
-         "cluster": "cluster (iWARP, all)"}
+         "share": "all, host's share", "cluster": "cluster (iWARP, all)"}
 COLORS = {"tcp": "black", "sync": "#1f77b4", "async": "#ff7f0e", "eagerrx": "#2ca02c",
-          "eageracc": "#d62728", "setup": "#9467bd", "cluster": "#8c564b"}
+          "eageracc": "#d62728", "setup": "#9467bd", "share": "#e377c2", "cluster": "#8c564b"}
 FIELDS = ["rps", "host_us_per_req", "tsd_us_per_req", "host_cpu_busy", "server_cpu_busy", "client_us_per_req",
           "host_sleeps_per_req"]
 

@@ -9,6 +9,9 @@
 #   eagerrx  + eager receive
 #   eageracc + eager accept
 #   setup    + setup with accept (all switches)
+#   share    all switches, and the host takes EVAL_SHARE % (default 40) of the
+#            connections on its own kernel TCP (share=P: for where tcpserverd's
+#            CPU saturates and the host's idles; not in the default list)
 #   cluster  all switches, nginx reaching tcpserverd over an esock QP (the
 #            cluster variant's transport, tcpserverd -l on 127.0.0.1)
 #            instead of shared memory: both ends on this machine's CPUs, so
@@ -134,6 +137,7 @@ opts_of() {
 	eagerrx) echo async,eagerrx ;;
 	eageracc) echo async,eagerrx,eageraccept ;;
 	setup|cluster) echo all ;;
+	share) echo "all,share=${EVAL_SHARE:-40}" ;;
 	esac
 }
 

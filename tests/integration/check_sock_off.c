@@ -352,6 +352,105 @@ START_TEST(epoll_set_watched_from_outside)
 }
 END_TEST
 
+#define SHARED 40
+
+/*
+ * share=50: a listener's connections split between tcpserverd and the
+ * host's own kernel TCP.  Every one is accepted and echoes, through a
+ * blocking accept (_i 0), an edge-triggered epoll loop (1) or poll (2);
+ * both sides got some.  An offloaded connection's descriptor is a copy of
+ * one kernel socket per family (the same inode for all), a connection the
+ * host's kernel took is a socket of its own.
+ */
+START_TEST(listener_shared_with_the_host)
+{
+	struct sockaddr_in sa;
+	int ls, c[SHARED], a[SHARED], na = 0, ep = -1, offl = 0;
+	ino_t ino[SHARED];
+	struct stat st;
+
+	start_d("all,share=50");
+	ls = listen_here(&sa);
+	if (_i) {
+		ck_assert_int_eq(fcntl(ls, F_SETFL, O_NONBLOCK), 0);
+	}
+	if (_i == 1) {
+		struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.fd = ls };
+
+		ep = epoll_create1(0);
+		ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, ls, &ev), 0);
+	}
+	/* In batches of 8 (within the backlogs), each accepted before the next batch. */
+	for (int i = 0; i < SHARED; i++) {
+		c[i] = socket(AF_INET, SOCK_STREAM, 0);
+		ck_assert_int_eq(connect(c[i], (struct sockaddr *)&sa, sizeof(sa)), 0);
+		if (i % 8 != 7)
+			continue;
+		for (int rounds = 0; na <= i && rounds < 100; rounds++) {
+			if (_i == 0) {
+				a[na] = accept(ls, NULL, NULL);
+				ck_assert_msg(a[na] >= 0, "accept: %s", strerror(errno));
+				na++;
+				continue;
+			}
+			if (_i == 1) {
+				struct epoll_event evs[4];
+
+				if (epoll_wait(ep, evs, 4, 2000) <= 0)
+					continue;
+			} else {
+				struct pollfd p = { .fd = ls, .events = POLLIN };
+
+				if (poll(&p, 1, 2000) <= 0)
+					continue;
+			}
+			for (int fd; na <= i && (fd = accept4(ls, NULL, NULL, 0)) >= 0;)
+				a[na++] = fd;
+			if (na <= i)
+				ck_assert_int_eq(errno, EAGAIN);
+		}
+	}
+	ck_assert_int_eq(na, SHARED);
+	/* (accepted in another order than connected: each client says who it is, and hears it back) */
+	for (int i = 0; i < SHARED; i++) {
+		uint8_t b = (uint8_t)i;
+
+		ck_assert_int_eq(send(c[i], &b, 1, 0), 1);
+	}
+	for (int k = 0; k < SHARED; k++) {
+		uint8_t b;
+
+		ck_assert_int_eq(fstat(a[k], &st), 0);
+		ino[k] = st.st_ino;
+		ck_assert_int_eq(recv(a[k], &b, 1, 0), 1);
+		ck_assert_int_eq(send(a[k], &b, 1, 0), 1);
+	}
+	for (int i = 0; i < SHARED; i++) {
+		uint8_t b = 0xff;
+
+		ck_assert_int_eq(recv(c[i], &b, 1, 0), 1);
+		ck_assert_int_eq(b, i);
+	}
+	/* The offloaded ones: the inode most of them share. */
+	for (int i = 0; i < SHARED; i++) {
+		int same = 0;
+
+		for (int k = 0; k < SHARED; k++)
+			same += ino[k] == ino[i];
+		offl = same > offl ? same : offl;
+	}
+	ck_assert_msg(offl >= 2 && offl < SHARED, "%d of %d connections offloaded", offl, SHARED);
+	for (int i = 0; i < SHARED; i++) {
+		close(a[i]);
+		close(c[i]);
+	}
+	if (ep >= 0)
+		close(ep);
+	close(ls);
+	stop_d();
+}
+END_TEST
+
 /* A pre-fork server: the child accepts on the listener it inherited and echoes. */
 START_TEST(fork_inherits_listener)
 {
@@ -480,6 +579,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, blocking_echo, 0, 2);
 	tcase_add_loop_test(tc, nonblocking_epoll_and_poll, 0, 2);
 	tcase_add_loop_test(tc, epoll_set_watched_from_outside, 0, 4);
+	tcase_add_loop_test(tc, listener_shared_with_the_host, 0, 3);
 	tcase_add_loop_test(tc, fork_inherits_listener, 0, 2);
 	tcase_add_test(tc, options_kept_here);
 	tcase_add_test(tc, tcpserverd_gone);

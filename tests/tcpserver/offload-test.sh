@@ -178,7 +178,8 @@ chmod 644 "$tmp/www"/*
 start_nginx() { # OPTS [MASTER]: with a master, its two workers inherit the listener by fork
 	port=$(free_port)
 	nginx_conf "$port" 2 64 "master_process ${2:-off};" "sendfile on;"
-	"$run" --tcpserver="$where:$1" nginx -e "$tmp/nginx.err" -p "$tmp" -c "$tmp/nginx.conf" \
+	_log=; case $1 in *share=*) _log=info ;; esac # (the split says so at its start)
+	ESOCK_LOG=$_log "$run" --tcpserver="$where:$1" nginx -e "$tmp/nginx.err" -p "$tmp" -c "$tmp/nginx.conf" \
 		2>"$tmp/nginx-$1.log" & npid=$!
 	pids="$pids $npid"
 	wait_port "$port" || fail "$1: nginx does not answer"
@@ -203,7 +204,7 @@ fetch() { # fetch OPT FILE [offloaded]: curl, plain or offloaded, must get FILE 
 	cmp -s "$tmp/www/$2" "$tmp/got" || fail "$1: $2 differs (${3:-plain} curl)"
 }
 
-for run_ in none:off all:off none:on all:on; do
+for run_ in none:off all:off none:on all:on all,share=50:off all,share=50:on; do
 	opt=${run_%:*}
 	start_nginx "$opt" "${run_#*:}"
 	# Two connections that never say anything hold nobody up.
@@ -237,6 +238,15 @@ EOF
 		fail "$run_: ab -k"
 	grep -q "^Complete requests: *4000$" "$tmp/ab.log" && grep -q "^Failed requests: *0$" "$tmp/ab.log" ||
 		fail "$run_: ab -k: $(grep -E 'Complete|Failed' "$tmp/ab.log")"
+	case $opt in *share=*)
+		# The split: a connection per request, some on nginx's own TCP, the rest through tcpserverd.
+		timeout 60 ab -q -c 8 -n 2000 "http://127.0.0.1:$port/small.txt" >"$tmp/ab.log" 2>&1 ||
+			fail "$run_: ab"
+		grep -q "^Complete requests: *2000$" "$tmp/ab.log" && grep -q "^Failed requests: *0$" "$tmp/ab.log" ||
+			fail "$run_: ab: $(grep -E 'Complete|Failed' "$tmp/ab.log")"
+		grep -q "shares 50 % of its connections" "$tmp/nginx-$opt.log" ||
+			fail "$run_: nginx's listener was not shared: $(cat "$tmp/nginx-$opt.log")" ;;
+	esac
 	# shellcheck disable=SC2086
 	kill $idle $slow 2>/dev/null
 	stop_nginx
@@ -340,4 +350,4 @@ grep -q "^moved x$" "$tmp/gone.out" || fail "after tcpserverd came back: $(cat "
 [ "$(grep -c "said hello" "$tmp/d.log")" -gt "$hellos" ] ||
 	fail "the restarted tcpserverd heard no host"
 
-echo "offload ($transport): blocking echo 4 MB, registered buffers (echo from and into a registered buffer), nginx alone and master+2 workers (plain and offloaded curl, ab -k, idle, reset and slow clients), forking server, killed host, tcpserverd gone and back; switches off and all on: ok"
+echo "offload ($transport): blocking echo 4 MB, registered buffers (echo from and into a registered buffer), nginx alone and master+2 workers (plain and offloaded curl, ab -k, idle, reset and slow clients), forking server, killed host, tcpserverd gone and back; switches off and all on, and all with share=50: ok"
