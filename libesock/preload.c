@@ -961,18 +961,17 @@ static int select_ddp(int nfds, fd_set *r, fd_set *w, fd_set *x, int timeout_ms,
 
 static bool sets_have_ddp(int nfds, fd_set *r, fd_set *w, fd_set *x)
 {
-	bool ddp = false;
-
 	if (!atomic_load_explicit(&sock_count, memory_order_relaxed) || nfds <= 0)
 		return false;
 	for (int fd = 0; fd < nfds; fd++)
-		if (in_set(r, fd) || in_set(w, fd) || in_set(x, fd)) {
-			if (esock_fdtab_get(fd))
-				ddp = true;
-			else if (atomic_load_explicit(&sock_epoll_used, memory_order_relaxed))
-				sock_epoll_outside(fd); /* (an epoll set selected) */
-		}
-	return ddp;
+		if ((in_set(r, fd) || in_set(w, fd) || in_set(x, fd)) && esock_fdtab_get(fd))
+			return true; /* (sock_poll looks at the others) */
+	/* The kernel's select: an epoll set among them is watched from outside. */
+	if (atomic_load_explicit(&sock_epoll_used, memory_order_relaxed))
+		for (int fd = 0; fd < nfds; fd++)
+			if (in_set(r, fd) || in_set(w, fd) || in_set(x, fd))
+				sock_epoll_outside(fd);
+	return false;
 }
 
 API int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv)

@@ -304,7 +304,7 @@ void sock_epoll_outside(int fd)
 	struct epset *st;
 
 	if ((unsigned)fd >= atomic_load_explicit(&sets_hi, memory_order_relaxed) ||
-	    !(st = set_of(fd, false)))
+	    !(st = set_of(fd, false)) || st->outside) /* (marked for good: no lock again) */
 		return;
 	pthread_mutex_lock(&st->kick_lock);
 	bool ring = !st->outside && !st->rung && st->bell >= 0 && (st->nkicked || st->kick_lost);

@@ -995,7 +995,7 @@ unsigned sock_off_ready(struct esock_sock *s, unsigned events)
 	(void)sock_off_watch(s, events);
 	sock_off_pump();
 	r = bits(s) & (events | POLLERR | POLLHUP);
-	if ((events & POLLIN) && !(r & POLLIN) && s->off && s->off->kfd >= 0 && off_share_pending(s->off))
+	if ((events & POLLIN) && !(r & POLLIN) && s->off && off_share_pending(s->off))
 		r |= POLLIN; /* (the host's own share of a listener's connections) */
 	return r;
 }

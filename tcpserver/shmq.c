@@ -278,8 +278,7 @@ void esock_shmq_commit(struct esock_shmq *q, uint32_t len)
 
 void esock_shmq_commit_later(struct esock_shmq *q, uint32_t len)
 {
-	publish(q, len);
-	flush(q);
+	esock_shmq_commit_quiet(q, len);
 	q->owed = true;
 }
 

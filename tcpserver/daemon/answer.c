@@ -42,6 +42,7 @@ bool answer_ex(struct host *h, struct esock_tsp_msg *m, bool quiet)
 		esock_shmq_commit(h->resp, (uint32_t)n);
 	} else {
 		esock_shmq_commit_later(h->resp, (uint32_t)n);
+		d.rings_owed += !h->ring_owed;
 		h->ring_owed = true;
 	}
 	if (m->result < 0)
@@ -64,6 +65,9 @@ bool reply(struct host *h, const struct esock_tsp_hdr *q, int result)
 
 void answer_rings(void)
 {
+	if (!d.rings_owed) /* (twice a round of the loop: no walk over the hosts for nothing) */
+		return;
+	d.rings_owed = 0;
 	for (int i = 0; i < d.max_hosts; i++)
 		if (d.hosts[i].used && d.hosts[i].ring_owed) {
 			d.hosts[i].ring_owed = false;

@@ -130,6 +130,7 @@ struct tsd {
 	int spin_us, spin_cap_us; /* -p: a fixed spin; -1 (the default): learnt, up to spin_cap_us (-P) */
 	bool ring_each;           /* -R: each answer rings a sleeping host at once (not once a round) */
 	bool more_follows;        /* more of this round's work follows: answers may owe their ring */
+	int rings_owed;           /* hosts whose ring_owed is set */
 	int lfd, epfd;
 	struct esock_listener *rl; /* -l: hosts of other nodes */
 	struct host *hosts;
