@@ -322,6 +322,8 @@ int sock_off_born(int fd, int domain, int type)
 
 	req.u.socket.family = domain == AF_INET6 ? 6 : 4;
 	req.u.socket.flags = ESOCK_TSP_NONBLOCK; /* (waiting is ours) */
+	if (off_proc.bad_opt)
+		return -EINVAL;
 	LOCK();
 	if (!off_host()) {
 		UNLOCK();

@@ -22,6 +22,27 @@ struct off_proc off_proc = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 
+/* share=P's P: 0-100 in decimal, nothing else; -1 otherwise. */
+static int share_arg(const char *v, size_t n)
+{
+	int p = 0;
+
+	if (n == 0 || n > 3)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return -1;
+		p = p * 10 + (v[i] - '0');
+	}
+	return p <= 100 ? p : -1;
+}
+
+/*
+ * A word of ESOCK_TCPSERVER_OPT that means nothing (a misspelt switch,
+ * share=abc) makes the offload refuse to start (socket fails EINVAL), as a
+ * missing tcpserverd does: a comparison run with a switch silently off
+ * would measure something else than it says.
+ */
 static void env_parse(void)
 {
 	const char *p = getenv("ESOCK_TCPSERVER"), *o = getenv("ESOCK_TCPSERVER_OPT");
@@ -31,8 +52,9 @@ static void env_parse(void)
 	off_proc.path = strdup(p);
 	for (const char *w = o; w && *w;) {
 		size_t n = strcspn(w, ",");
+		uint32_t f = 0;
 
-#define OPT(name, flag) if (n == sizeof(name) - 1 && !strncmp(w, name, n)) off_proc.want |= (flag)
+#define OPT(name, flag) if (n == sizeof(name) - 1 && !strncmp(w, name, n)) f = (flag)
 		OPT("async", ESOCK_TSP_F_ASYNC_SEND);
 		OPT("eagerrx", ESOCK_TSP_F_EAGER_RECV);
 		OPT("eageraccept", ESOCK_TSP_F_EAGER_ACCEPT);
@@ -41,10 +63,14 @@ static void env_parse(void)
 		OPT("all", ESOCK_TSP_F_ASYNC_SEND | ESOCK_TSP_F_EAGER_RECV | ESOCK_TSP_F_EAGER_ACCEPT |
 			       ESOCK_TSP_F_SETUP_ACCEPT);
 #undef OPT
-		if (n > 6 && !strncmp(w, "share=", 6)) {
-			int v = atoi(w + 6);
-
-			off_proc.share = v < 0 ? 0 : v > 100 ? 100 : v;
+		if (f || (n == 4 && !strncmp(w, "none", 4))) {
+			off_proc.want |= f;
+		} else if (n > 6 && !strncmp(w, "share=", 6) && share_arg(w + 6, n - 6) >= 0) {
+			off_proc.share = share_arg(w + 6, n - 6);
+		} else if (n > 0) {
+			off_proc.bad_opt = true;
+			log_error("ESOCK_TCPSERVER_OPT: '%.*s' is none of none, async, eagerrx, eageraccept, "
+				  "setup, reg, all, share=0..100: no socket is offloaded", (int)n, w);
 		}
 		w += n + (w[n] == ',');
 	}

@@ -54,6 +54,7 @@ struct off_proc {
 	const char *path;
 	uint32_t want, flags;     /* HELLO's flags asked for, granted */
 	int share;                /* share=P: % of a listener's connections the host's own TCP takes */
+	bool bad_opt;             /* ESOCK_TCPSERVER_OPT had a word that means nothing */
 	struct tsp_host *h;
 	bool broken;
 	uint32_t fork_token;      /* FORK's, for the child being made (0: none) */

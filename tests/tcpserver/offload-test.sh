@@ -62,6 +62,19 @@ start_d() {
 start_d
 base_fds=$(nfds "$dpid")
 
+# ---- a switch that means nothing: no socket is offloaded, socket() says EINVAL ----
+# (preloaded by hand: esock-run refuses such words itself, esock-run-test.sh)
+for bad in asnyc all,share=abc share=101; do
+	r=$(ESOCK_TCPSERVER=$where ESOCK_TCPSERVER_OPT=$bad LD_PRELOAD=$(cd "$b/.libs" && pwd)/libesock.so \
+		python3 -c 'import socket
+try:
+    socket.socket(socket.AF_INET, socket.SOCK_STREAM); print("made")
+except OSError as e:
+    print(e.errno)' 2>&1)
+	[ "$r" = 22 ] || fail "ESOCK_TCPSERVER_OPT=$bad: socket() gave '$r', not EINVAL (22)"
+done
+[ "$(nfds "$dpid")" = "$base_fds" ] || fail "a host with a bad switch reached tcpserverd"
+
 # ---- a blocking server ----
 # One connection echoed to its end: the octets it moved.
 cat >"$tmp/echolib.py" <<'EOF'

@@ -49,6 +49,13 @@ tsock=$(mktemp -u /tmp/esock-run-test.XXXXXX)
 python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$tsock" ||
 	fail "cannot make a Unix socket"
 env_ts=$("$run" --tcpserver="$tsock:async,eagerrx" env | grep -E '^ESOCK_TCPSERVER' | sort | tr '\n' ' ')
+env_sh=$("$run" --tcpserver="$tsock:all,share=100" env | grep -E '^ESOCK_TCPSERVER_OPT')
+[ "$env_sh" = "ESOCK_TCPSERVER_OPT=all,share=100" ] || fail "--tcpserver=...:all,share=100: $env_sh"
+# A word that means nothing is refused before the command runs.
+for bad in "asnyc" "all,share=abc" "share=101" "share=" "share=-5" "all,eagerrx,x"; do
+	"$run" --tcpserver="$tsock:$bad" true 2>/dev/null
+	[ $? -eq 2 ] || fail "--tcpserver options '$bad' accepted"
+done
 rm -f "$tsock"
 [ "$env_ts" = "ESOCK_TCPSERVER=$tsock ESOCK_TCPSERVER_OPT=async,eagerrx " ] || fail "--tcpserver: $env_ts"
 # --tcpserver=ADDR:PORT[:OPTS] (tcpserverd's -l on another node), IPv4 and IPv6.
