@@ -15,6 +15,29 @@
 
 #include "tcpserver/daemon/req.h"
 
+/*
+ * The host's next record, already queued, is a SEND on the same socket (a
+ * response's header, then its body: nginx's writev and sendfile): this send
+ * goes with MSG_MORE, and the next one, which does not, pushes both out in
+ * one segment where they fit, where TCP would send one segment each (with
+ * their acknowledgments).  A hint read from memory the host could still
+ * change: a host that changes a queued record only delays its own octets
+ * (until its next send, its close or TCP's next acknowledgment on it).
+ */
+static bool next_sends_on(struct host *h, uint32_t sock)
+{
+	uint8_t hb[ESOCK_TSP_HDR_LEN];
+	struct esock_tsp_hdr nh;
+	uint32_t len;
+	const uint8_t *n = esock_shmq_peek(h->req, &len, NULL);
+
+	if (!n || len < sizeof(hb))
+		return false;
+	memcpy(hb, n, sizeof(hb));
+	return esock_tsp_hdr_decode(hb, sizeof(hb), &nh) == ESOCK_TSP_HDR_LEN && nh.type == ESOCK_TSP_REQ &&
+	       nh.op == ESOCK_TSP_SEND && nh.sock == sock;
+}
+
 /* Asynchronous send: taken at once (queued what TCP does not take now); CREDIT gives the room back. */
 static int send_async(struct req *r, uint32_t off)
 {
@@ -33,11 +56,13 @@ static int send_async(struct req *r, uint32_t off)
 	if (!s->obuf && !(s->obuf = malloc(ESOCK_TSP_CREDIT_WINDOW)))
 		return done(r, -ENOMEM);
 	if (!s->olen) {
-		ssize_t n = send(s->fd, q->data, q->data_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		bool more = (q->u.send.flags & ESOCK_TSP_MSG_MORE) || next_sends_on(h, q->h.sock);
+		ssize_t n = send(s->fd, q->data, q->data_len, MSG_NOSIGNAL | MSG_DONTWAIT | (more ? MSG_MORE : 0));
 
 		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
 			return done(r, -errno);
 		off = n > 0 ? (uint32_t)n : 0;
+		d.sent |= n > 0;
 		s->unreported += off;
 		h->bytes_out += off;
 		s->out += off;
@@ -76,6 +101,7 @@ int call_send(struct req *r)
 	if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
 		return done(r, off ? (int)off : -errno);
 	off += n > 0 ? (uint32_t)n : 0;
+	d.sent |= n > 0;
 	r->h->bytes_out += n > 0 ? (uint64_t)n : 0;
 	s->out += n > 0 ? (uint64_t)n : 0;
 	if (off < q->data_len)

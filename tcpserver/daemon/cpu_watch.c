@@ -121,8 +121,9 @@ void cpu_spin_yield(void)
 	static unsigned idle_rounds;
 	int64_t t0;
 
-	if (!cpuq.yield_shared && (++idle_rounds & 15) != 0)
+	if (!cpuq.yield_shared && !d.sent && (++idle_rounds & 15) != 0)
 		return;
+	d.sent = false;
 	t0 = now_us();
 	sched_yield();
 	cpuq.yield_shared = now_us() - t0 > 5;

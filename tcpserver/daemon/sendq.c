@@ -25,6 +25,7 @@ static long ring_send(int fd, uint8_t *obuf, uint32_t *ohead, uint32_t *olen)
 
 		if (n < 0)
 			return errno == EAGAIN || errno == EWOULDBLOCK ? total : -errno;
+		d.sent = true;
 		*ohead = (*ohead + (uint32_t)n) % ESOCK_TSP_CREDIT_WINDOW;
 		*olen -= (uint32_t)n;
 		total += n;

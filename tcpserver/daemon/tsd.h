@@ -140,6 +140,7 @@ struct tsd {
 	int nforks;
 	volatile sig_atomic_t quit, dump;
 	uint64_t refused_hosts, dropped_hosts;
+	bool sent;                /* octets handed to TCP since the last yield (cpu_spin_yield) */
 	uint8_t out[MSG_MAX];
 };
 
