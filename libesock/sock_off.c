@@ -860,6 +860,25 @@ int sock_off_setopt(struct esock_sock *s, int level, int name, const void *val, 
 	req.u.opt.name = name;
 	req.data = val;
 	req.data_len = len;
+	/*
+	 * Options the kernel takes from any TCP socket whatever their value
+	 * (an int) are posted, not waited for: nginx corks and uncorks each
+	 * response (tcp_nopush) and sets TCP_NODELAY on each keep-alive
+	 * connection, two round trips a request otherwise.  In the queue
+	 * they keep their place among the socket's sends.
+	 */
+	if (level == IPPROTO_TCP && (name == TCP_NODELAY || name == TCP_CORK || name == TCP_QUICKACK) &&
+	    len >= (socklen_t)sizeof(int)) {
+		int rc = -EPIPE;
+
+		req.h.sock = s->off->handle;
+		LOCK();
+		if (!s->off->orphan)
+			rc = off_post(&req);
+		UNLOCK();
+		if (rc == 0)
+			return 0;
+	}
 	return call_simple(s, &req);
 }
 

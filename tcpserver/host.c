@@ -450,15 +450,16 @@ static int wait_response(struct tsp_host *h, uint32_t id, struct esock_tsp_msg *
 	}
 }
 
-/* |req| into the queue under a new id (lock held).  0, or -errno (-EPIPE: the channel broke). */
-static int put_request(struct tsp_host *h, struct esock_tsp_msg *req)
+/* |req| into the queue under a new id, |posted| or not (lock held).  0, or -errno (-EPIPE: the channel broke). */
+static int put_request(struct tsp_host *h, struct esock_tsp_msg *req, bool posted)
 {
 	uint8_t *rec;
 	int n, rc;
 
 	if (h->broken)
 		return -EPIPE;
-	req->h.id = ++h->next_id;
+	h->next_id = (h->next_id + 1) & ~ESOCK_TSP_ID_POSTED;
+	req->h.id = (h->next_id ? h->next_id : (h->next_id = 1)) | (posted ? ESOCK_TSP_ID_POSTED : 0);
 	if ((n = esock_tsp_encoded_len(req)) < 0)
 		return n;
 	while (!(rec = esock_shmq_reserve(h->req, (uint32_t)n, &rc))) {
@@ -478,7 +479,7 @@ int tsp_host_call(struct tsp_host *h, struct esock_tsp_msg *req, struct esock_ts
 	int rc;
 
 	pthread_mutex_lock(&h->lock);
-	if ((rc = put_request(h, req)) == 0) {
+	if ((rc = put_request(h, req, false)) == 0) {
 		if ((rc = wait_response(h, req->h.id, resp)) < 0)
 			set_broken(h); /* (the channel: tcpserverd gone, or a message that makes no sense) */
 		else
@@ -499,7 +500,7 @@ int tsp_host_post(struct tsp_host *h, struct esock_tsp_msg *req)
 	pthread_mutex_lock(&h->lock);
 	if (h->post_n == POSTED_MAX) {
 		rc = -EAGAIN; /* (the caller calls instead, and waits for the answer) */
-	} else if ((rc = put_request(h, &m)) == 0) {
+	} else if ((rc = put_request(h, &m, true)) == 0) {
 		h->posted[(h->post_head + h->post_n++) % POSTED_MAX] = m.h.id;
 		req->h.id = m.h.id; /* (its answer's) */
 	}

@@ -23,7 +23,7 @@ bin_PROGRAMS += tcpserver/tcpserverd
 tcpserver_tcpserverd_SOURCES = tcpserver/daemon/tsd.h tcpserver/daemon/main.c tcpserver/daemon/hosts.c \
 	tcpserver/daemon/req.h tcpserver/daemon/req.c tcpserver/daemon/calls.c tcpserver/daemon/calls_io.c \
 	tcpserver/daemon/calls_opt.c tcpserver/daemon/sockets.c tcpserver/daemon/answer.c tcpserver/daemon/sendq.c \
-	tcpserver/daemon/ahead.c tcpserver/daemon/forks.c tcpserver/daemon/cpu_watch.c \
+	tcpserver/daemon/ahead.c tcpserver/daemon/forks.c tcpserver/daemon/hold.c tcpserver/daemon/cpu_watch.c \
 	tcpserver/hostmem.h tcpserver/hostmem.c
 tcpserver_tcpserverd_LDADD = libesock_tsp.la
 

@@ -32,7 +32,9 @@ bool answer_ex(struct host *h, struct esock_tsp_msg *m, bool quiet)
 
 	if (n < 0)
 		return false;
-	quiet = quiet && esock_shmq_free(h->resp) > esock_shmq_cap(h->resp) / 4 * 3;
+	/* (a request the host posted, whatever its op, waits for nothing: ESOCK_TSP_ID_POSTED) */
+	quiet = (quiet || (m->h.type == ESOCK_TSP_RESP && (m->h.id & ESOCK_TSP_ID_POSTED))) &&
+		esock_shmq_free(h->resp) > esock_shmq_cap(h->resp) / 4 * 3;
 	if (!(rec = esock_shmq_reserve(h->resp, (uint32_t)n, &rc)))
 		return false; /* (a full queue: a synchronous host never lets that happen) */
 	memcpy(rec, d.out, (size_t)n);

@@ -15,15 +15,7 @@
 
 #include "tcpserver/daemon/req.h"
 
-/*
- * The host's next record, already queued, is a SEND on the same socket (a
- * response's header, then its body: nginx's writev and sendfile): this send
- * goes with MSG_MORE, and the next one, which does not, pushes both out in
- * one segment where they fit, where TCP would send one segment each (with
- * their acknowledgments).  A hint read from memory the host could still
- * change: a host that changes a queued record only delays its own octets
- * (until its next send, its close or TCP's next acknowledgment on it).
- */
+/* The host's next record, already queued, is a SEND on the same socket (a hint: hold.c). */
 static bool next_sends_on(struct host *h, uint32_t sock)
 {
 	uint8_t hb[ESOCK_TSP_HDR_LEN];
@@ -33,7 +25,7 @@ static bool next_sends_on(struct host *h, uint32_t sock)
 
 	if (!n || len < sizeof(hb))
 		return false;
-	memcpy(hb, n, sizeof(hb));
+	memcpy(hb, n, sizeof(hb)); /* (the host may change it meanwhile) */
 	return esock_tsp_hdr_decode(hb, sizeof(hb), &nh) == ESOCK_TSP_HDR_LEN && nh.type == ESOCK_TSP_REQ &&
 	       nh.op == ESOCK_TSP_SEND && nh.sock == sock;
 }
@@ -44,6 +36,7 @@ static int send_async(struct req *r, uint32_t off)
 	const struct esock_tsp_msg *q = r->q;
 	struct host *h = r->h;
 	struct tsock *s = r->s;
+	bool joins, held = false;
 
 	if (s->oerr) {
 		int err = s->oerr;
@@ -55,8 +48,17 @@ static int send_async(struct req *r, uint32_t off)
 		return done(r, -ENOBUFS); /* (beyond its credit: the host's mistake) */
 	if (!s->obuf && !(s->obuf = malloc(ESOCK_TSP_CREDIT_WINDOW)))
 		return done(r, -ENOMEM);
-	if (!s->olen) {
-		bool more = (q->u.send.flags & ESOCK_TSP_MSG_MORE) || next_sends_on(h, q->h.sock);
+	/*
+	 * A held send's follower joins it in the queue, and both go (unless
+	 * more surely follows); a first piece may itself wait (hold.c).
+	 */
+	joins = h->held == q->h.sock;
+	if (joins && next_sends_on(h, q->h.sock))
+		joins = false; /* (still held: the next joins too) */
+	else if (!s->olen && !joins && !(q->u.send.flags & ESOCK_TSP_MSG_MORE))
+		held = hold_send(h, q->h.sock, s, q->data_len, next_sends_on(h, q->h.sock));
+	if (!s->olen && !held) {
+		bool more = q->u.send.flags & ESOCK_TSP_MSG_MORE;
 		ssize_t n = send(s->fd, q->data, q->data_len, MSG_NOSIGNAL | MSG_DONTWAIT | (more ? MSG_MORE : 0));
 
 		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
@@ -81,8 +83,13 @@ static int send_async(struct req *r, uint32_t off)
 	 * wake it, a wake-up that would cost it more than the send itself)
 	 */
 	r->m.result = (int)q->data_len;
-	if (!answer_ex(h, &r->m, q->h.op == ESOCK_TSP_SEND && (q->u.send.flags & ESOCK_TSP_MSG_POSTED)) ||
-	    !interest(r->hi, q->h.sock, s))
+	if (!answer_ex(h, &r->m, q->h.op == ESOCK_TSP_SEND && (q->u.send.flags & ESOCK_TSP_MSG_POSTED)))
+		return -1;
+	if (joins) {
+		hold_end(r->hi, true); /* (flushes, watches, credits) */
+		return h->used ? 1 : -1;
+	}
+	if (!interest(r->hi, q->h.sock, s))
 		return -1;
 	return credit(h, q->h.sock, s) ? 1 : -1;
 }

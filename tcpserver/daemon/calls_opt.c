@@ -7,6 +7,8 @@
 
 #include <errno.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include "tcpserver/daemon/req.h"
@@ -30,11 +32,21 @@ int call_setsockopt(struct req *r)
 		s->nonblock = v != 0;
 		return done(r, 0);
 	}
-	if (!option_ok(q->u.opt.level, q->u.opt.name) || q->u.opt.name == SO_ERROR || q->u.opt.name == SO_TYPE)
+	/* (SO_ERROR and SO_TYPE only read; TCP_CORK and TCP_KEEPIDLE share their numbers) */
+	if (!option_ok(q->u.opt.level, q->u.opt.name) ||
+	    (q->u.opt.level == SOL_SOCKET && (q->u.opt.name == SO_ERROR || q->u.opt.name == SO_TYPE)))
 		return done(r, -ENOPROTOOPT);
 	if (lg.l_onoff && lg.l_linger > 0)
 		return done(r, -EOPNOTSUPP); /* (close would block tcpserverd that long; {1, 0} resets, as it should) */
-	return done(r, setsockopt(s->fd, q->u.opt.level, q->u.opt.name, q->data, q->data_len) < 0 ? -errno : 0);
+	if (setsockopt(s->fd, q->u.opt.level, q->u.opt.name, q->data, q->data_len) < 0)
+		return done(r, -errno);
+	if (q->u.opt.level == IPPROTO_TCP && q->u.opt.name == TCP_CORK && q->data_len >= sizeof(int)) {
+		int v;
+
+		memcpy(&v, q->data, sizeof(v));
+		s->corked = v != 0; /* (its octets wait anyway: none is held) */
+	}
+	return done(r, 0);
 }
 
 int call_getsockopt(struct req *r)

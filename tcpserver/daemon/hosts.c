@@ -265,6 +265,10 @@ int host_serve(int hi)
 		esock_shmq_release(h->req);
 		n++;
 		h->calls++;
+		if (h->held && !(q.h.op == ESOCK_TSP_SEND && q.h.sock == h->held))
+			hold_end(hi, false); /* (the host went on to something else: it goes alone) */
+		if (!h->used)
+			return n;
 		rc = call(h, hi, &q, in, len);
 		if (rc < 0) {
 			host_fail(hi, "it broke the protocol or does not read its answers");

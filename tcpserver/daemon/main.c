@@ -52,11 +52,12 @@ static void print_counters(void)
 			continue;
 		fprintf(stderr,
 			"tcpserverd: host %d pid %u: sockets %d, calls %llu (failed %llu, waited %llu), "
-			"accepted %llu, octets in %llu out %llu, registered in %llu out %llu\n",
+			"accepted %llu, octets in %llu out %llu, registered in %llu out %llu, sends held %llu (joined %llu)\n",
 			i, h->pid, open, (unsigned long long)h->calls, (unsigned long long)h->failed,
 			(unsigned long long)h->parked, (unsigned long long)h->accepted,
 			(unsigned long long)h->bytes_in, (unsigned long long)h->bytes_out,
-			(unsigned long long)h->reg_in, (unsigned long long)h->reg_out);
+			(unsigned long long)h->reg_in, (unsigned long long)h->reg_out,
+			(unsigned long long)h->holds, (unsigned long long)h->hold_hits);
 		for (int k = 0; d.verbose && h->socks && k < d.max_socks; k++) { /* (-v: each connection) */
 			struct tsock *s = &h->socks[k];
 			struct sockaddr_storage a, b;
@@ -158,6 +159,7 @@ static void loop(void)
 					retry_rx(i);
 				blocked |= d.hosts[i].used && d.hosts[i].rx_blocked;
 			}
+		hold_expire(); /* (held sends whose window passed go) */
 		now = now_us();
 		shared = cpu_shared(now);
 		if (work) {
@@ -186,6 +188,8 @@ static void loop(void)
 				drain_step(-1);
 				tmo = tmo < 0 || tmo > 1000 ? 1000 : tmo;
 			}
+			if (d.nheld)
+				tmo = 0; /* (a held send's window is microseconds: look again at once) */
 			slept = tmo != 0;
 		}
 		d.more_follows = false;
@@ -274,7 +278,7 @@ int main(int argc, char **argv)
 	int opt, cpu = -1;
 	bool ok = true;
 
-	while ((opt = getopt(argc, argv, "s:l:H:S:c:p:P:Rvh")) != -1) {
+	while ((opt = getopt(argc, argv, "s:l:H:S:c:p:P:Rmvh")) != -1) {
 		switch (opt) {
 		case 's': d.path = optarg; break;
 		case 'l': d.net = optarg; break;
@@ -284,15 +288,18 @@ int main(int argc, char **argv)
 		case 'p': ok &= num_arg(optarg, 0, 100000, &d.spin_us); break;
 		case 'P': ok &= num_arg(optarg, 0, 100000, &d.spin_cap_us); d.spin_us = -1; break;
 		case 'R': d.ring_each = true; break;
+		case 'm': d.no_hold = true; break;
 		case 'v': d.verbose = 1; break;
 		default:
 			fprintf(opt == 'h' ? stdout : stderr,
-				"usage: tcpserverd -s PATH [-l ADDR:PORT] [-H MAX_HOSTS] [-S MAX_SOCKETS] [-c CPU] [-p SPIN_US | -P MAX_SPIN_US] [-R] [-v]\n"
+				"usage: tcpserverd -s PATH [-l ADDR:PORT] [-H MAX_HOSTS] [-S MAX_SOCKETS] [-c CPU] [-p SPIN_US | -P MAX_SPIN_US] [-R] [-m] [-v]\n"
 				"Carries out the socket calls of host processes reaching it at the Unix socket PATH\n"
 				"and, with -l, of hosts of other nodes connecting over iWARP (esock) to ADDR:PORT.\n"
 				"After work it spins for a window learnt from when the hosts' calls come, at most\n"
 				"MAX_SPIN_US (default %d; 0: never), or with -p for a fixed SPIN_US (0: never).\n"
-				"A sleeping host is woken once per round of work, at its end; -R: at each answer.\n", EP_SPIN_CAP_US);
+				"A sleeping host is woken once per round of work, at its end; -R: at each answer.\n"
+				"A send that may have a follower (a header, then its body) waits for it a few\n"
+				"microseconds, so that both go in one segment; -m: each send goes at once.\n", EP_SPIN_CAP_US);
 			return opt == 'h' ? 0 : 2;
 		}
 	}

@@ -46,7 +46,7 @@ int new_handle(struct host *h, int fd, bool nonblock)
  */
 bool interest(int hi, uint32_t handle, struct tsock *s)
 {
-	uint32_t ev = s->park_ev | (s->want ? s->want | EPOLLRDHUP : 0) | (s->olen ? EPOLLOUT : 0) |
+	uint32_t ev = s->park_ev | (s->want ? s->want | EPOLLRDHUP : 0) | (s->olen && d.hosts[hi].held != handle ? EPOLLOUT : 0) |
 		      (s->eager ? EPOLLIN : 0) |
 		      (s->eager_rx && !s->rx_end && s->rx_out < ESOCK_TSP_CREDIT_WINDOW ? EPOLLIN | EPOLLRDHUP : 0);
 	struct epoll_event e = { .events = ev | EPOLLET, .data.u64 = key(EV_NET, hi, (int)handle) };
@@ -74,6 +74,7 @@ void sock_close(struct host *h, uint32_t handle, bool keep_queued)
 {
 	struct tsock *s = sock_of(h, handle);
 
+	hold_forget(h, handle);
 	if (!s)
 		return;
 	free(s->parked);

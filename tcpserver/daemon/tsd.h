@@ -15,6 +15,7 @@
  *   sendq.c      asynchronous send: the per-socket ring, credits, drains after close
  *   ahead.c      eager receive (DATA) and eager accept (ACCEPTED)
  *   forks.c      a host's sockets copied at FORK for its child
+ *   hold.c       held sends: a response written in pieces goes to TCP whole
  *   cpu_watch.c  is tcpserverd's CPU its own (spin) or shared (sleep at once)? how
  *                long to spin (learnt from when the hosts' calls come after a sleep)
  */
@@ -67,6 +68,7 @@ struct tsock {
 	bool rx_blocked; /* its queue to the host had no room: pushed again each round */
 	uint32_t rx_out;
 	int rx_err;      /* what ended the stream, for the socket's next call */
+	bool corked;     /* the host set TCP_CORK on it: its sends are never held (hold.c) */
 };
 
 /*
@@ -113,6 +115,11 @@ struct host {
 	bool held_back;       /* eager accept stopped at the socket limit: a CLOSE lets it on */
 	int neager;           /* its listeners that accept ahead */
 	bool rx_blocked;      /* eager receive waits for room in its queue (looked at each round) */
+	/* A held send (hold.c): its socket's handle (0: none), since, until; what holds taught. */
+	uint32_t held;
+	int64_t held_at_us, held_until_us;
+	int hold_gap_us, hold_trust;
+	unsigned hold_probe;
 	/*
 	 * Its sockets' files may be open elsewhere too (FORK copied them, or it
 	 * took a parent's copies): a close must take them out of the epoll set
@@ -122,6 +129,7 @@ struct host {
 	/* counters */
 	uint64_t calls, failed, parked, bytes_in, bytes_out, accepted;
 	uint64_t reg_in, reg_out; /* octets placed into / taken from its registered buffers */
+	uint64_t holds, hold_hits; /* sends held, and joined by their follower */
 };
 
 struct tsd {
@@ -129,6 +137,8 @@ struct tsd {
 	int max_hosts, max_socks, verbose;
 	int spin_us, spin_cap_us; /* -p: a fixed spin; -1 (the default): learnt, up to spin_cap_us (-P) */
 	bool ring_each;           /* -R: each answer rings a sleeping host at once (not once a round) */
+	bool no_hold;             /* -m: no send is held for its follower (hold.c) */
+	int nheld;                /* hosts with a held send */
 	bool more_follows;        /* more of this round's work follows: answers may owe their ring */
 	int rings_owed;           /* hosts whose ring_owed is set */
 	int lfd, epfd;
@@ -216,6 +226,12 @@ int host_deadlines(void);
 int host_serve(int hi);
 void retry_rx(int hi);
 void resume(int hi, uint32_t handle, uint32_t events);
+
+/* hold.c */
+bool hold_send(struct host *h, uint32_t handle, const struct tsock *s, uint32_t len, bool certain);
+void hold_end(int hi, bool hit);
+void hold_forget(struct host *h, uint32_t handle);
+int hold_expire(void);
 
 /* cpu_watch.c */
 void cpu_watch_open(void);

@@ -123,6 +123,13 @@ enum {
 };
 
 /*
+ * A request whose header id has this bit the host posted (any op): it does
+ * not wait for the answer, which tcpserverd may then queue without waking
+ * it.  Ids of calls the host waits for never have it.
+ */
+#define ESOCK_TSP_ID_POSTED (1u << 31)
+
+/*
  * tcpserverd's own socket options (SETSOCKOPT/GETSOCKOPT at this level):
  * ESOCK_TSP_SO_NONBLOCK (an int) is the socket's mode as the host's program
  * set it after SOCKET or ACCEPT (fcntl O_NONBLOCK, FIONBIO): its calls never
