@@ -306,6 +306,9 @@ static void apply(const struct esock_tsp_msg *ev)
 	if (ev->h.type == ESOCK_TSP_RESP) { /* a posted call's answer: a failure is the socket's */
 		if (ev->result < 0 && ev->h.op == ESOCK_TSP_SEND && !o->err)
 			o->err = -ev->result;
+		else if (ev->result < 0 && ev->h.op != ESOCK_TSP_SEND) /* (a posted option: never, as a rule) */
+			log_warn("offload: socket %u: a posted %s failed: %s", ev->h.sock,
+				 esock_tsp_op_name(ev->h.op), strerror(-ev->result));
 		if (s)
 			pthread_mutex_unlock(&s->lock);
 		return;

@@ -55,6 +55,9 @@ files=${EVAL_FILES:-"4k 16k"} protos=${EVAL_PROTOS:-"http10 keepalive"} concs=${
 [ "${EVAL_QUICK:-0}" = 1 ] && files=4k concs=8
 # EVAL_TSD_OPTS: more tcpserverd options (e.g. "-p 50", a fixed spin, to compare with the learnt one).
 tsd_opts=${EVAL_TSD_OPTS:-}
+# EVAL_NGINX: more directives for nginx's http block, every mode alike (nginx's defaults
+# otherwise: "sendfile on; tcp_nopush on;" is what Debian's nginx.conf adds).
+nginx_http=${EVAL_NGINX:-}
 for c in nginx ab python3 taskset; do
 	command -v $c >/dev/null || { echo "tcpserver-eval: $c is not installed (scripts/deps.sh)"; exit 77; }
 done
@@ -114,6 +117,7 @@ mk_cg() {
 	fi
 }
 [ "$quota" -gt 0 ] && machine="$machine; nginx limited to $quota % of its CPU"
+[ -n "$nginx_http" ] && machine="$machine; nginx with: $nginx_http"
 echo "$machine" >"$out/machine.txt"
 
 # CPU time of process $1's threads, in ns (the scheduler's own count: exact,
@@ -156,7 +160,7 @@ for mode in $modes; do
 	port=$(free_port)
 	while echo " $ports $lport " | grep -q " $port "; do port=$(free_port); done
 	ports="$ports $port"
-	nginx_conf "$port" 1 1024 "master_process off;" "keepalive_requests 1000000;" "backlog=4096" "$d"
+	nginx_conf "$port" 1 1024 "master_process off;" "keepalive_requests 1000000; $nginx_http" "backlog=4096" "$d"
 	if [ "$mode" = tcp ]; then
 		taskset -c "$hcpu" nginx -e "$d/nginx.err" -p "$d" -c "$d/nginx.conf" & npid=$!
 	else

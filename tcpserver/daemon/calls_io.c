@@ -53,8 +53,8 @@ static int send_async(struct req *r, uint32_t off)
 	 * more surely follows); a first piece may itself wait (hold.c).
 	 */
 	joins = h->held == q->h.sock;
-	if (joins && next_sends_on(h, q->h.sock))
-		joins = false; /* (still held: the next joins too) */
+	if (joins && ((q->u.send.flags & ESOCK_TSP_MSG_MORE) || next_sends_on(h, q->h.sock)))
+		joins = false; /* (still held: the next joins too, as the program's MSG_MORE asks) */
 	else if (!s->olen && !joins && !(q->u.send.flags & ESOCK_TSP_MSG_MORE))
 		held = hold_send(h, q->h.sock, s, q->data_len, next_sends_on(h, q->h.sock));
 	if (!s->olen && !held) {
