@@ -39,6 +39,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -159,6 +160,29 @@ static int echo(const char *path)
 		q.u.getopt.len = sizeof(int);
 		if ((rc = tsp_host_call(h, &q, &r)) != 0 || r.data_len != sizeof(int) || memcmp(r.data, &one, sizeof(one)))
 			die("SO_KEEPALIVE read back", rc ? rc : EIO);
+		/* (TCP_CORK and TCP_KEEPIDLE have the numbers of SO_TYPE and SO_ERROR, which are only read) */
+		q = req(ESOCK_TSP_SETSOCKOPT, (uint32_t)ls);
+		q.u.opt.level = IPPROTO_TCP;
+		q.u.opt.name = TCP_CORK;
+		q.data = (const uint8_t *)&one;
+		q.data_len = sizeof(one);
+		if ((rc = tsp_host_call(h, &q, &r)) != 0)
+			die("TCP_CORK", rc);
+		q.u.opt.name = TCP_KEEPIDLE;
+		if ((rc = tsp_host_call(h, &q, &r)) != 0)
+			die("TCP_KEEPIDLE", rc);
+		q.u.opt.level = SOL_SOCKET;
+		q.u.opt.name = SO_TYPE;
+		if ((rc = tsp_host_call(h, &q, &r)) != -ENOPROTOOPT)
+			die("SO_TYPE set", rc);
+		q = req(ESOCK_TSP_GETSOCKOPT, (uint32_t)ls);
+		q.u.getopt.level = IPPROTO_TCP;
+		q.u.getopt.name = TCP_CORK;
+		q.u.getopt.len = sizeof(int);
+		if ((rc = tsp_host_call(h, &q, &r)) != 0 || r.data_len != sizeof(int) || memcmp(r.data, &one, sizeof(one)))
+			die("TCP_CORK read back", rc ? rc : EIO);
+		if (q.h.id & ESOCK_TSP_ID_POSTED)
+			die("a call's id says posted", EPROTO);
 	}
 	q = req(ESOCK_TSP_ACCEPT, (uint32_t)ls); /* blocking: tcpserverd parks it until a client comes */
 	if ((cs = tsp_host_call(h, &q, &r)) < 0)
@@ -509,15 +533,29 @@ static int async_send(const char *path, long octets)
 	q.data_len = 100;
 	if ((rc = tsp_host_post(h, &q)) < 0)
 		die("post", rc);
+	if (!(q.h.id & ESOCK_TSP_ID_POSTED))
+		die("a posted request's id does not say so", EPROTO);
 	{
+		/* Any posted request's answer, not only a send's, stays quiet (ESOCK_TSP_ID_POSTED). */
+		int on = 1;
+		struct esock_tsp_msg o = req(ESOCK_TSP_SETSOCKOPT, (uint32_t)cs);
 		struct pollfd p = { .fd = tsp_host_bell(h), .events = POLLIN };
 
+		o.u.opt.level = IPPROTO_TCP;
+		o.u.opt.name = TCP_NODELAY;
+		o.data = (const uint8_t *)&on;
+		o.data_len = sizeof(on);
+		if ((rc = tsp_host_post(h, &o)) < 0)
+			die("post an option", rc);
 		if (poll(&p, 1, 300) != 0)
-			die("a posted send's answer rang the bell", EPROTO);
+			die("a posted request's answer rang the bell", EPROTO);
 	}
 	tsp_host_sleep_end(h);
 	if ((rc = tsp_host_event(h, &ev, 1000)) != 1 || ev.h.type != ESOCK_TSP_RESP || ev.result != 100)
 		die("the posted send's answer", rc < 0 ? rc : EPROTO);
+	if ((rc = tsp_host_event(h, &ev, 1000)) != 1 || ev.h.type != ESOCK_TSP_RESP ||
+	    ev.h.op != ESOCK_TSP_SETSOCKOPT || ev.result != 0)
+		die("the posted option's answer", rc < 0 ? rc : EPROTO);
 	outstanding = 100;
 	for (long sent = 100; sent < octets;) {
 		uint32_t n = octets - sent < (long)sizeof(buf) ? (uint32_t)(octets - sent) : (uint32_t)sizeof(buf);
