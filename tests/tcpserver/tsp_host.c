@@ -121,6 +121,21 @@ static uint64_t echo_conn(struct tsp_host *h, uint32_t cs)
 	}
 }
 
+/* GETSOCKOPT of an int option is |want| (and the call's id never says posted), else dies. */
+static void int_opt_is(struct tsp_host *h, uint32_t sock, int level, int name, int want, const char *what)
+{
+	struct esock_tsp_msg q = req(ESOCK_TSP_GETSOCKOPT, sock), r;
+	int rc;
+
+	q.u.getopt.level = level;
+	q.u.getopt.name = name;
+	q.u.getopt.len = sizeof(int);
+	if ((rc = tsp_host_call(h, &q, &r)) != 0 || r.data_len != sizeof(int) || memcmp(r.data, &want, sizeof(want)))
+		die(what, rc ? rc : EIO);
+	if (q.h.id & ESOCK_TSP_ID_POSTED)
+		die("a call's id says posted", EPROTO);
+}
+
 static int echo(const char *path)
 {
 	struct tsp_host *h;
@@ -154,12 +169,7 @@ static int echo(const char *path)
 		q.data_len = sizeof(one);
 		if ((rc = tsp_host_call(h, &q, &r)) != 0)
 			die("SO_KEEPALIVE", rc);
-		q = req(ESOCK_TSP_GETSOCKOPT, (uint32_t)ls);
-		q.u.getopt.level = SOL_SOCKET;
-		q.u.getopt.name = SO_KEEPALIVE;
-		q.u.getopt.len = sizeof(int);
-		if ((rc = tsp_host_call(h, &q, &r)) != 0 || r.data_len != sizeof(int) || memcmp(r.data, &one, sizeof(one)))
-			die("SO_KEEPALIVE read back", rc ? rc : EIO);
+		int_opt_is(h, (uint32_t)ls, SOL_SOCKET, SO_KEEPALIVE, one, "SO_KEEPALIVE read back");
 		/* (TCP_CORK and TCP_KEEPIDLE have the numbers of SO_TYPE and SO_ERROR, which are only read) */
 		q = req(ESOCK_TSP_SETSOCKOPT, (uint32_t)ls);
 		q.u.opt.level = IPPROTO_TCP;
@@ -175,14 +185,7 @@ static int echo(const char *path)
 		q.u.opt.name = SO_TYPE;
 		if ((rc = tsp_host_call(h, &q, &r)) != -ENOPROTOOPT)
 			die("SO_TYPE set", rc);
-		q = req(ESOCK_TSP_GETSOCKOPT, (uint32_t)ls);
-		q.u.getopt.level = IPPROTO_TCP;
-		q.u.getopt.name = TCP_CORK;
-		q.u.getopt.len = sizeof(int);
-		if ((rc = tsp_host_call(h, &q, &r)) != 0 || r.data_len != sizeof(int) || memcmp(r.data, &one, sizeof(one)))
-			die("TCP_CORK read back", rc ? rc : EIO);
-		if (q.h.id & ESOCK_TSP_ID_POSTED)
-			die("a call's id says posted", EPROTO);
+		int_opt_is(h, (uint32_t)ls, IPPROTO_TCP, TCP_CORK, one, "TCP_CORK read back");
 	}
 	q = req(ESOCK_TSP_ACCEPT, (uint32_t)ls); /* blocking: tcpserverd parks it until a client comes */
 	if ((cs = tsp_host_call(h, &q, &r)) < 0)
