@@ -36,8 +36,10 @@ check_PROGRAMS += tests/tcpserver/reg-echo
 tests_tcpserver_reg_echo_SOURCES = tests/tcpserver/reg_echo.c
 tests_tcpserver_reg_echo_LDADD =
 TESTS += tests/tcpserver/tcpserverd-test.sh tests/tcpserver/offload-test.sh tests/tcpserver/offload-net-test.sh \
+	tests/tcpserver/nginx-debian-test.sh \
 	tests/tcpserver/shared-cpu-test.sh tests/tcpserver/netns-test.sh tests/tcpserver/netns-net-test.sh
 EXTRA_DIST += tests/tcpserver/tcpserverd-test.sh tests/tcpserver/offload-test.sh tests/tcpserver/offload-net-test.sh \
+	tests/tcpserver/nginx-debian-test.sh \
 	tests/tcpserver/shared-cpu-test.sh tests/tcpserver/netns-test.sh tests/tcpserver/netns-net-test.sh \
 	tests/tcpserver/stop.sh
 
