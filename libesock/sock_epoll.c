@@ -335,11 +335,17 @@ void sock_epoll_kick(struct esock_sock *s)
  * The offload channel's events, taken by the thread that waits on |st|
  * (st->lock not held): what they kicked is queued for the look.
  */
-static void off_pump(struct epset *st)
+static void off_pump_events(struct epset *st)
 {
 	pumping = st;
 	sock_off_pump();
 	pumping = NULL;
+}
+
+/* ... and the kicks they made taken into the list at once (after a wait). */
+static void off_pump(struct epset *st)
+{
+	off_pump_events(st);
 	pthread_mutex_lock(&st->lock);
 	if (st->bell >= 0)
 		take_new_kicks(st);
@@ -1079,10 +1085,10 @@ static int emulate(struct epset *st, int epfd, struct epoll_event *out, int max,
 		int got, left = timeout_ms, kn, pending = -1;
 
 		if (st->noff)
-			off_pump(st); /* (a look at shared memory when nothing came) */
+			off_pump_events(st); /* (a look at shared memory when nothing came) */
 		pthread_mutex_lock(&st->lock);
 		if (st->bell >= 0)
-			take_new_kicks(st); /* (kicks between two waits ring no bell) */
+			take_new_kicks(st); /* (kicks between two waits ring no bell; the pump's too) */
 		got = collect(st, epfd, out, max, &pending, &hot);
 		pthread_mutex_unlock(&st->lock);
 		if (got || hot)
