@@ -19,9 +19,6 @@
  */
 #include "config.h"
 
-#include <errno.h>
-#include <string.h>
-
 #include "tcpserver/daemon/tsd.h"
 
 #define HOLD_CAP_US 30  /* the longest a send waits for its follower */

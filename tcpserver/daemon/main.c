@@ -331,8 +331,11 @@ int main(int argc, char **argv)
 	logv("serving at %s%s%s (hosts %d, sockets per host %d)\n", d.path, d.net ? " and " : "",
 	     d.net ? d.net : "", d.max_hosts, d.max_socks);
 	loop();
-	for (int i = 0; i < d.max_hosts; i++)
+	for (int i = 0; i < d.max_hosts; i++) {
+		if (d.hosts[i].used)
+			hold_end(i, false); /* (what a host sent is sent, as before its end) */
 		host_drop(i, "tcpserverd ends");
+	}
 	while (d.ndrains)
 		drain_end(0);
 	free(d.drains);
