@@ -26,6 +26,7 @@ tcpserver_tcpserverd_SOURCES = tcpserver/daemon/tsd.h tcpserver/daemon/main.c tc
 	tcpserver/daemon/ahead.c tcpserver/daemon/forks.c tcpserver/daemon/hold.c tcpserver/daemon/cpu_watch.c \
 	tcpserver/hostmem.h tcpserver/hostmem.c
 tcpserver_tcpserverd_LDADD = libesock_tsp.la
+dist_man_MANS += tcpserver/tcpserverd.8
 
 # A host program for the tests: echoes through tcpserverd, or misbehaves on purpose.
 check_PROGRAMS += tests/tcpserver/tsp-host

@@ -42,7 +42,7 @@ FUZZ_EXTRA_pcap_reader = $(addprefix $(srcdir)/,$(filter %.c,$(DDPDUMP_SRCS))) \
 tests_fuzz_replay_pcap_reader_SOURCES = tests/fuzz/standalone.c tests/fuzz/fuzz_pcap_reader.c
 tests_fuzz_replay_pcap_reader_CFLAGS = $(AM_CFLAGS) $(PCAP_CFLAGS)
 tests_fuzz_replay_pcap_reader_LDADD = tools/ddpdump/libddpdump.la
-dist_man_MANS = tools/ddpdump/ddpdump.1
+dist_man_MANS += tools/ddpdump/ddpdump.1
 
 # esock-sockbench: a plain TCP ping-pong/stream program; tools/sockbench.sh
 # runs it plain, preloaded (pass-through) and preloaded in DDPMODE.
