@@ -58,7 +58,7 @@ grep -q "include $tmp/site.conf" "$tmp/nginx.conf" && grep -q "pid $tmp/nginx.pi
 	fail "$conf is not the package's as this test knows it: $(grep -E 'pid|sites-enabled' "$conf")"
 chown www-data "$tmp/logs" 2>/dev/null
 
-"$d" -s "$tmp/s" 2>"$tmp/d.log" & dpid=$!; pids="$dpid"
+"$d" -s "$tmp/s" -H 1024 2>"$tmp/d.log" & dpid=$!; pids="$dpid" # (a master and a worker per CPU: beyond the 64 hosts of the default on a large machine)
 for i in $(seq 1 100); do [ -S "$tmp/s" ] && break; sleep 0.05; done
 [ -S "$tmp/s" ] || fail "tcpserverd did not start"
 
