@@ -97,6 +97,18 @@ void off_share_listen(struct esock_sock *s, int backlog)
 		if (sock_off_getopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &v6, &vl) == 0)
 			(void)REAL(setsockopt)(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6, sizeof(v6));
 	}
+	{
+		/*
+		 * The program's SO_REUSEADDR, which its connections inherit: without
+		 * it the host's connections in TIME_WAIT (it closes first) keep the
+		 * program from binding its port again, restarted, for a minute.
+		 */
+		int ra = 0;
+		socklen_t rl = sizeof(ra);
+
+		if (sock_off_getopt(s, SOL_SOCKET, SO_REUSEADDR, &ra, &rl) == 0 && ra)
+			(void)REAL(setsockopt)(fd, SOL_SOCKET, SO_REUSEADDR, &ra, sizeof(ra));
+	}
 	if (REAL(setsockopt)(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0) {
 		rc = -errno;
 	} else if (REAL(bind)(fd, (struct sockaddr *)&ss, len) < 0) {
