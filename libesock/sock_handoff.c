@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,7 @@
 #include "libesock/fdtab.h"
 #include "libesock/sock.h"
 #include "util/atfork.h"
+#include "util/env.h"
 #include "util/log.h"
 
 #define HO_MAGIC 0x646e61686b6f7365ull /* "esokhand" */
@@ -275,7 +277,7 @@ void sock_handoff_abort(char **env)
 		return;
 	for (size_t i = 0; env[i]; i++)
 		if (strncmp(env[i], HO_ENV "=", sizeof(HO_ENV)) == 0) {
-			mfd = atoi(env[i] + sizeof(HO_ENV));
+			mfd = atoi(env[i] + sizeof(HO_ENV)); /* (our own entry, written with %d) */
 			free(env[i]);
 		}
 	free(env);
@@ -291,22 +293,30 @@ void sock_handoff_abort(char **env)
 
 /* ---- in the new image ---- */
 
-static int read_all(int fd, void *buf, size_t len)
+/*
+ * Reads |len| octets at *|at| and moves *|at| past them; 0 or -EIO.  pread, never read: the
+ * descriptor the variable names may not be our memfd (a stale or made-up value), and then
+ * neither its offset nor a pipe's or terminal's input (ESPIPE) may be touched.
+ */
+static int read_at(int fd, off_t *at, void *buf, size_t len)
 {
 	size_t got = 0;
 
 	while (got < len) {
-		ssize_t n = read(fd, (uint8_t *)buf + got, len - got);
+		ssize_t n = pread(fd, (uint8_t *)buf + got, len - got, *at + (off_t)got);
 
+		if (n < 0 && errno == EINTR)
+			continue;
 		if (n <= 0)
 			return -EIO;
 		got += (size_t)n;
 	}
+	*at += (off_t)len;
 	return 0;
 }
 
 /* Rebuilds one connection from |r| (its record next in |mfd|); 0 or -errno. */
-static int restore_one(int mfd, const struct ho_rec *r)
+static int restore_one(int mfd, off_t *at, const struct ho_rec *r)
 {
 	struct esock_sock *s;
 	uint8_t *buf;
@@ -314,7 +324,7 @@ static int restore_one(int mfd, const struct ho_rec *r)
 
 	if (!r->nfds || r->nfds > HO_FDS || r->fds[0] < 0 || r->len > (64u << 20))
 		return -EIO; /* the rest of the memfd cannot be trusted */
-	if (!(buf = malloc(r->len ? r->len : 1)) || read_all(mfd, buf, r->len) < 0) {
+	if (!(buf = malloc(r->len ? r->len : 1)) || read_at(mfd, at, buf, r->len) < 0) {
 		free(buf);
 		return -EIO;
 	}
@@ -349,16 +359,18 @@ __attribute__((constructor)) static void handoff_restore(void)
 {
 	const char *e = getenv(HO_ENV);
 	struct ho_head h;
+	off_t at = 0;
 	int mfd;
 
 	if (!e)
 		return;
 	esock_log_init(); /* (constructors run in the linker's order: the log's may come later) */
 	esock_real_init();
-	mfd = atoi(e);
+	mfd = esock_env_int(HO_ENV, -1, 0, INT_MAX); /* (a bad value is logged and gives -1) */
 	unsetenv(HO_ENV); /* (not for the images this one starts) */
-	if (mfd < 0 || lseek(mfd, 0, SEEK_SET) < 0 || read_all(mfd, &h, sizeof(h)) < 0 ||
-	    h.magic != HO_MAGIC || h.version != HO_VERSION) {
+	if (mfd < 0)
+		return;
+	if (read_at(mfd, &at, &h, sizeof(h)) < 0 || h.magic != HO_MAGIC || h.version != HO_VERSION) {
 		log_error("%s: not a handoff of this library's version: ignored", HO_ENV);
 		return;
 	}
@@ -366,9 +378,9 @@ __attribute__((constructor)) static void handoff_restore(void)
 		struct ho_rec r;
 		int rc;
 
-		if (read_all(mfd, &r, sizeof(r)) < 0)
+		if (read_at(mfd, &at, &r, sizeof(r)) < 0)
 			break;
-		if ((rc = restore_one(mfd, &r)) < 0) {
+		if ((rc = restore_one(mfd, &at, &r)) < 0) {
 			log_error("fd %d: the DDPMODE connection could not be rebuilt after exec (%s): "
 				  "closed", r.fds[0], strerror(-rc));
 			if (rc == -EIO)

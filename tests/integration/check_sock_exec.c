@@ -10,6 +10,9 @@
  * written with stdio there (upload-pack's ref advertisement).
  * Into an image that does not preload the library, the connection is not
  * carried: the new image has no descriptor (EBADF), never raw MPA octets.
+ * A handoff variable that names no handoff (stale, made up, not a number)
+ * is dropped without touching the descriptor it names: a program's stdin
+ * keeps its offset and every octet.
  * Linked against libesock.so; the new image preloads it.
  */
 #include "config.h"
@@ -104,6 +107,35 @@ static int no_conn_main(void)
 	return 0;
 }
 
+/* What stdin holds in stale_handoff_variable_touches_nothing, and how much of it is read first. */
+#define STDIN_LEN 4096
+#define STDIN_SKIP 3
+static uint8_t stdin_octet(size_t i)
+{
+	return (uint8_t)("not a handoff record\n"[i % 21] ^ (i / 21));
+}
+
+/* --stdin-rest: stdin must be where the parent left it, and the rest all there. */
+static int stdin_rest_main(void)
+{
+	static uint8_t buf[STDIN_LEN];
+	size_t got = 0;
+	ssize_t n;
+
+	if (getenv("ESOCK_HANDOFF"))
+		return 50; /* (the library takes it out of the environment) */
+	if (lseek(0, 0, SEEK_CUR) != STDIN_SKIP)
+		return 51;
+	while ((n = read(0, buf + got, sizeof(buf) - got)) > 0)
+		got += (size_t)n;
+	if (n < 0 || got != STDIN_LEN - STDIN_SKIP)
+		return 52;
+	for (size_t i = 0; i < got; i++)
+		if (buf[i] != stdin_octet(i + STDIN_SKIP))
+			return 53;
+	return 0;
+}
+
 /* ---- the test ---- */
 
 /* LD_PRELOAD for the new image: this library (found by one of its symbols). */
@@ -189,6 +221,45 @@ START_TEST(connection_crosses_exec)
 }
 END_TEST
 
+/*
+ * An image started with ESOCK_HANDOFF naming no handoff of ours (_i: 0 "0", a
+ * regular file there; 1 not a number; 2 out of range; 3 a descriptor that is
+ * not open): the library ignores it, and the file on 0 keeps its offset and
+ * every octet (a handoff is read with pread; a value once became 0 and the
+ * file was rewound and its first octets eaten).
+ */
+START_TEST(stale_handoff_variable_touches_nothing)
+{
+	static const char *const val[] = { "0", "zero", "99999999999", "1000" };
+	uint8_t content[STDIN_LEN];
+	FILE *f = tmpfile();
+	int fd = f ? fileno(f) : -1, status = -1;
+	pid_t pid;
+
+	ck_assert_int_ge(fd, 0);
+	for (size_t i = 0; i < sizeof(content); i++)
+		content[i] = stdin_octet(i);
+	ck_assert_int_eq(write(fd, content, sizeof(content)), (ssize_t)sizeof(content));
+	ck_assert_int_eq(lseek(fd, STDIN_SKIP, SEEK_SET), STDIN_SKIP);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char *argv[] = { self, "--stdin-rest", NULL };
+
+		if (dup2(fd, 0) < 0)
+			_exit(41);
+		set_preload();
+		setenv("ESOCK_HANDOFF", val[_i], 1);
+		execv(self, argv);
+		_exit(42);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "ESOCK_HANDOFF=%s: the new image ended with %#x", val[_i], (unsigned)status);
+	fclose(f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sock exec");
@@ -196,6 +267,7 @@ static Suite *suite(void)
 
 	tcase_set_timeout(tc, 90);
 	tcase_add_loop_test(tc, connection_crosses_exec, 0, 7);
+	tcase_add_loop_test(tc, stale_handoff_variable_touches_nothing, 0, 4);
 	suite_add_tcase(s, tc);
 	return s;
 }
@@ -208,5 +280,7 @@ int main(int argc, char **argv)
 		return echo_main(argc >= 3 ? atoi(argv[2]) : 0);
 	if (argc >= 2 && strcmp(argv[1], "--no-conn") == 0)
 		return no_conn_main();
+	if (argc >= 2 && strcmp(argv[1], "--stdin-rest") == 0)
+		return stdin_rest_main();
 	return tu_run_forked(suite()); /* an exec is for good: a process per test */
 }
