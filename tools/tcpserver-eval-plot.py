@@ -6,8 +6,9 @@
 
 Writes OUTDIR/summary.txt (a Markdown table per file and protocol: medians
 of requests/s, host, tcpserverd and load generator CPU time per request, the host's
-sleeps per request, CPU busy, and the
-ratios to regular TCP: medians of each run's ratios) and OUTDIR/tcpserver-eval.svg (requests/s and host
+sleeps per request, CPU busy, the share of the quota's periods in which
+nginx was throttled, which side saturated, and the ratios to regular TCP:
+medians of each run's ratios) and OUTDIR/tcpserver-eval.svg (requests/s and host
 CPU per request against concurrent clients, a line per mode)."""
 import csv
 import statistics
@@ -24,6 +25,22 @@ FIELDS = ["rps", "host_us_per_req", "tsd_us_per_req", "host_cpu_busy", "server_c
           "host_sleeps_per_req"]
 
 
+# A side saturates: nginx throttled in at least half its quota's periods (without a quota:
+# its CPU busy 90 % of the time), the other CPU (tcpserverd's, and ab's) busy 90 % of the time.
+THROTTLED, BUSY = 0.5, 0.9
+
+
+def saturates(c):
+    """Which side bounds the cell: "host", "other CPU", "both" or "neither" (a chain
+    of waits across CPUs, or the load generator's own pace)."""
+    if not c["thr_col"]:
+        return "-"  # (an older file: no quota count, and under a quota busy says nothing)
+    t = c["host_throttled"]
+    host = t >= THROTTLED if t is not None else c["host_cpu_busy"] >= BUSY
+    other = c["server_cpu_busy"] >= BUSY
+    return {(True, True): "both", (True, False): "host", (False, True): "other CPU"}.get((host, other), "neither")
+
+
 def load(path):
     """Medians per cell and mode, and the medians of each run's ratios to
     regular TCP (a mode's figure over regular TCP's of the same run and cell,
@@ -31,12 +48,18 @@ def load(path):
     cells = defaultdict(lambda: defaultdict(list))
     runs = {}
     with open(path) as f:
-        for row in csv.DictReader(f):
+        rows = csv.DictReader(f)
+        thr_col = "host_throttled" in (rows.fieldnames or [])
+        for row in rows:
             key = (row["file"], row["proto"], int(row["conc"]), row["mode"])
             for k in FIELDS:
                 cells[key][k].append(float(row.get(k) or 0))  # (older files: no client column)
+            if row.get("host_throttled"):  # (empty without a quota)
+                cells[key]["host_throttled"].append(float(row["host_throttled"]))
             runs[key + (row["run"],)] = row
     med = {k: {f: statistics.median(v[f]) for f in FIELDS} | {"n": len(v["rps"])}
+           | {"host_throttled": statistics.median(v["host_throttled"]) if v["host_throttled"] else None,
+              "thr_col": thr_col}
            for k, v in cells.items()}
     for (file, proto, conc, mode, run), row in runs.items():
         base = runs.get((file, proto, conc, "tcp", run))
@@ -60,8 +83,9 @@ def summary(med, machine):
             lines.append(f"## {file}, {'HTTP/1.0' if proto == 'http10' else 'keep-alive'}")
             lines.append("")
             lines.append("| clients | mode | req/s | vs TCP | host us/req | vs TCP | tcpserverd us/req "
-                         "| ab us/req | host sleeps/req | host CPU busy | other CPU busy | runs |")
-            lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+                         "| ab us/req | host sleeps/req | host CPU busy | other CPU busy | host throttled "
+                         "| saturates | runs |")
+            lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
             for conc in (1, 8, 32):
                 for m in MODES:
                     c = med.get((file, proto, conc, m))
@@ -72,7 +96,9 @@ def summary(med, machine):
                     lines.append(f"| {conc} | {NAMES[m]} | {c['rps']:.0f} | {rr} | "
                                  f"{c['host_us_per_req']:.1f} | {hr} | {c['tsd_us_per_req']:.1f} | "
                                  f"{c['client_us_per_req']:.1f} | {c['host_sleeps_per_req']:.2f} | "
-                                 f"{c['host_cpu_busy']:.2f} | {c['server_cpu_busy']:.2f} | {c['n']} |")
+                                 f"{c['host_cpu_busy']:.2f} | {c['server_cpu_busy']:.2f} | "
+                                 f"{'-' if c['host_throttled'] is None else format(c['host_throttled'], '.2f')} | "
+                                 f"{saturates(c)} | {c['n']} |")
             lines.append("")
     return "\n".join(lines)
 

@@ -20,7 +20,9 @@
 # keep-alive, at 1, 8 and 32 concurrent clients (ab).  Per cell: requests/s,
 # the host's CPU time per request (nginx's threads, as the scheduler counts
 # it), tcpserverd's, the load generator's (ab's user and system time: its
-# side of the loopback TCP work), how often nginx slept, and how busy each CPU was.  An nginx per mode runs for
+# side of the loopback TCP work), how often nginx slept, how busy each CPU was,
+# the share of the quota's periods in which nginx was throttled (it used its whole
+# quota: the host saturated), and which side saturated.  An nginx per mode runs for
 # the whole evaluation, so that each cell's modes are measured seconds apart.
 #
 #   top_builddir=build sh tools/tcpserver-eval.sh [RUNS [OUTDIR [SECONDS]]]
@@ -129,6 +131,11 @@ cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { 
 # Times process $1's threads went to sleep (voluntary context switches): a sleep and its
 # wake-up cost a paravirtualized machine's CPU much more than a system call (esock-wakecost).
 sleeps() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^voluntary_ctxt_switches/ { s += $2 } END { print s + 0 }'; }
+# "periods throttled" of cgroup $1 (the CPU quota's own count; "0 0" without one)
+throttled() {
+	[ -n "$1" ] || { echo "0 0"; return; }
+	awk '$1 == "nr_periods" { p = $2 } $1 == "nr_throttled" { t = $2 } END { print p + 0, t + 0 }' "$1/cpu.stat"
+}
 kids_ticks() { sed 's/.*) //' /proc/$$/stat | awk '{ print $14 + $15 }'; }
 tck=$(getconf CLK_TCK 2>/dev/null || echo 100)
 # "busy total" jiffies of CPU $1
@@ -176,7 +183,7 @@ for mode in $modes; do
 		cgs="$cgs $c"
 		echo "$npid" >"$c/cgroup.procs"
 	fi
-	eval "npid_$mode=$npid port_$mode=$port"
+	eval "npid_$mode=$npid port_$mode=$port cg_$mode=$c"
 done
 for mode in $modes; do
 	eval "port=\$port_$mode"
@@ -188,7 +195,7 @@ done
 [ "$quota" -gt 0 ] && echo "tcpserver-eval: each nginx limited to $quota % of CPU $hcpu ($cgs)"
 
 csv=$out/eval.csv
-echo "run,mode,file,proto,conc,rps,host_us_per_req,tsd_us_per_req,host_cpu_busy,server_cpu_busy,client_us_per_req,host_sleeps_per_req" >"$csv"
+echo "run,mode,file,proto,conc,rps,host_us_per_req,tsd_us_per_req,host_cpu_busy,server_cpu_busy,client_us_per_req,host_sleeps_per_req,host_throttled" >"$csv"
 cell=0
 for r in $(seq 1 "$runs"); do
 	for file in $files; do
@@ -201,14 +208,14 @@ for r in $(seq 1 "$runs"); do
 				cell=$((cell + 1))
 				while [ "$k" -gt 0 ]; do first=$1; shift; set -- "$@" "$first"; k=$((k - 1)); done
 				for mode in "$@"; do
-					eval "npid=\$npid_$mode port=\$port_$mode"
+					eval "npid=\$npid_$mode port=\$port_$mode cg=\$cg_$mode"
 					tpid=$dpid
 					[ "$mode" = cluster ] && tpid=$dpid2
 					h0=$(cpu_ns "$npid") s0=$(cpu_ns "$tpid") hc0=$(cpustat "$hcpu") sc0=$(cpustat "$scpu")
-					k0=$(kids_ticks) v0=$(sleeps "$npid")
+					k0=$(kids_ticks) v0=$(sleeps "$npid") q0=$(throttled "$cg")
 					taskset -c "$ccpu" ab -q $ka -c "$conc" -t "$secs" -n 1000000 \
 						"http://127.0.0.1:$port/$file" >"$tmp/ab.out" 2>&1
-					k1=$(kids_ticks) v1=$(sleeps "$npid")
+					k1=$(kids_ticks) v1=$(sleeps "$npid") q1=$(throttled "$cg")
 					h1=$(cpu_ns "$npid") s1=$(cpu_ns "$tpid") hc1=$(cpustat "$hcpu") sc1=$(cpustat "$scpu")
 					hb=$((${hc1% *} - ${hc0% *})) ht=$((${hc1#* } - ${hc0#* }))
 					sb=$((${sc1% *} - ${sc0% *})) st=$((${sc1#* } - ${sc0#* }))
@@ -223,9 +230,10 @@ for r in $(seq 1 "$runs"); do
 					awk -v r="$r" -v m="$mode" -v f="$file" -v p="$proto" -v c="$conc" -v rps="$rps" \
 						-v n="$done_" -v h="$((h1 - h0))" -v s="$((s1 - s0))" \
 						-v hb="$hb" -v ht="$ht" -v sb="$sb" -v st="$st" -v k="$((k1 - k0))" -v tck="$tck" \
-						-v v="$((v1 - v0))" \
-						'BEGIN { printf "%s,%s,%s,%s,%s,%.0f,%.2f,%.2f,%.2f,%.2f,%.2f,%.3f\n", r, m, f, p, c, rps,
-						  h / 1e3 / n, s / 1e3 / n, ht ? hb / ht : 0, st ? sb / st : 0, k * 1e6 / tck / n, v / n }' >>"$csv"
+						-v v="$((v1 - v0))" -v qp="$((${q1% *} - ${q0% *}))" -v qt="$((${q1#* } - ${q0#* }))" \
+						'BEGIN { printf "%s,%s,%s,%s,%s,%.0f,%.2f,%.2f,%.2f,%.2f,%.2f,%.3f,%s\n", r, m, f, p, c, rps,
+						  h / 1e3 / n, s / 1e3 / n, ht ? hb / ht : 0, st ? sb / st : 0, k * 1e6 / tck / n, v / n,
+						  qp ? sprintf("%.2f", qt / qp) : "" }' >>"$csv"
 					tail -n 1 "$csv"
 				done
 			done
