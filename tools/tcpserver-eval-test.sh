@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # tools/tcpserver-eval.sh still works: a short run (4 KiB at 8 clients, HTTP/1.0
-# and keep-alive, every mode, nginx at half its CPU where a cgroup quota can be
+# and keep-alive, every mode, nginx at a fifth of its CPU where a cgroup quota can be
 # set, else without) must give a row per cell with requests served and CPU
 # counted, the quota's throttling counted, the summary with its verdicts and a
 # plot with a line per mode.
@@ -10,7 +10,7 @@ s=$(cd "$(dirname "$0")" && pwd)
 out=$(mktemp -d) || exit 99
 trap 'rm -rf "$out"' EXIT
 fail() { echo "FAIL: $*"; cat "$out/log" 2>/dev/null | tail -n 20; exit 1; }
-quota=50
+quota=20
 EVAL_QUICK=1 EVAL_QUOTA=$quota sh "$s/tcpserver-eval.sh" 1 "$out" 1 >"$out/log" 2>&1
 rc=$?
 if [ $rc -eq 77 ] && grep -q "no CPU quota possible" "$out/log"; then
@@ -33,7 +33,8 @@ awk -F, 'NR > 1 && $11 <= 0 { bad = 1 } END { exit bad }' "$out/eval.csv" || fai
 awk -F, 'NR > 1 && $12 !~ /^[0-9]+\.[0-9]+$/ { bad = 1 } END { exit bad }' "$out/eval.csv" || fail "a row without nginx's sleeps"
 if [ $quota -gt 0 ]; then
 	# The quota's periods throttled: a share in every row, and regular TCP's nginx, which
-	# 8 keep-alive clients keep busier than half a CPU, throttled.
+	# 8 keep-alive clients keep as busy as a whole CPU, throttled (a fifth, so that tests
+	# running beside this one on the same CPUs cannot keep it below its quota).
 	awk -F, 'NR > 1 && !($13 ~ /^[0-9]\.[0-9][0-9]$/ && $13 <= 1) { bad = 1 } END { exit bad }' "$out/eval.csv" ||
 		fail "a row without the quota's throttled share"
 	awk -F, '$2 == "tcp" && $4 == "keepalive" && $13 > 0 { ok = 1 } END { exit !ok }' "$out/eval.csv" ||
