@@ -53,6 +53,7 @@
 
 struct ep_entry {
 	int fd;                  /* the application's descriptor */
+	/* (Offloaded, wfd and lst_kick serve its own kernel listener, share=P: sock_off_kfd.) */
 	int wfd;                 /* what the kernel's set watches for it (a listener), or -1 */
 	struct esock_cq *wcq;    /* the CQ that rings the set's doorbell for it, or NULL */
 	int sfd;                 /* its socket in the kernel's set (socket_watch), or -1 */
