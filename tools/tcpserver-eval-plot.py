@@ -30,10 +30,10 @@ FIELDS = ["rps", "host_us_per_req", "tsd_us_per_req", "host_cpu_busy", "server_c
 THROTTLED, BUSY = 0.5, 0.9
 
 
-def saturates(c):
+def saturates(c, thr_col):
     """Which side bounds the cell: "host", "other CPU", "both" or "neither" (a chain
     of waits across CPUs, or the load generator's own pace)."""
-    if not c["thr_col"]:
+    if not thr_col:
         return "-"  # (an older file: no quota count, and under a quota busy says nothing)
     t = c["host_throttled"]
     host = t >= THROTTLED if t is not None else c["host_cpu_busy"] >= BUSY
@@ -44,7 +44,8 @@ def saturates(c):
 def load(path):
     """Medians per cell and mode, and the medians of each run's ratios to
     regular TCP (a mode's figure over regular TCP's of the same run and cell,
-    measured seconds apart: the machine's drift between runs cancels)."""
+    measured seconds apart: the machine's drift between runs cancels); and
+    whether the file has the quota's throttled column."""
     cells = defaultdict(lambda: defaultdict(list))
     runs = {}
     with open(path) as f:
@@ -58,8 +59,7 @@ def load(path):
                 cells[key]["host_throttled"].append(float(row["host_throttled"]))
             runs[key + (row["run"],)] = row
     med = {k: {f: statistics.median(v[f]) for f in FIELDS} | {"n": len(v["rps"])}
-           | {"host_throttled": statistics.median(v["host_throttled"]) if v["host_throttled"] else None,
-              "thr_col": thr_col}
+           | {"host_throttled": statistics.median(v["host_throttled"]) if v["host_throttled"] else None}
            for k, v in cells.items()}
     for (file, proto, conc, mode, run), row in runs.items():
         base = runs.get((file, proto, conc, "tcp", run))
@@ -71,10 +71,10 @@ def load(path):
         for f in ("rps", "host_us_per_req"):
             r = c.pop(f"{f}_ratios", None)
             c[f"{f}_vs"] = statistics.median(r) if r else None
-    return med
+    return med, thr_col
 
 
-def summary(med, machine):
+def summary(med, thr_col, machine):
     lines = [f"# {machine}", ""]
     for file in ("4k", "16k"):
         for proto in ("http10", "keepalive"):
@@ -98,7 +98,7 @@ def summary(med, machine):
                                  f"{c['client_us_per_req']:.1f} | {c['host_sleeps_per_req']:.2f} | "
                                  f"{c['host_cpu_busy']:.2f} | {c['server_cpu_busy']:.2f} | "
                                  f"{'-' if c['host_throttled'] is None else format(c['host_throttled'], '.2f')} | "
-                                 f"{saturates(c)} | {c['n']} |")
+                                 f"{saturates(c, thr_col)} | {c['n']} |")
             lines.append("")
     return "\n".join(lines)
 
@@ -149,8 +149,8 @@ def svg(med, machine):
 
 def main():
     path, outdir, machine = sys.argv[1], sys.argv[2], sys.argv[3]
-    med = load(path)
-    text = summary(med, machine)
+    med, thr_col = load(path)
+    text = summary(med, thr_col, machine)
     with open(f"{outdir}/summary.txt", "w") as f:
         f.write(text + "\n")
     with open(f"{outdir}/tcpserver-eval.svg", "w") as f:

@@ -43,6 +43,6 @@ else
 	awk -F, 'NR > 1 && $13 != "" { bad = 1 } END { exit bad }' "$out/eval.csv" || fail "a throttled share without a quota"
 fi
 grep -Eq "^\| 8 \| \+ setup with accept \|.*\| (host|other CPU|both|neither) \| 1 \|$" "$out/summary.txt" || fail "summary: no verdict"
-grep -q "^| 8 | + setup with accept |" "$out/summary.txt" && grep -q "^| 8 | cluster (iWARP, all) |" "$out/summary.txt" || fail "summary"
+grep -q "^| 8 | cluster (iWARP, all) |" "$out/summary.txt" || fail "summary"
 [ "$(grep -c '<polyline' "$out/tcpserver-eval.svg")" -ge 14 ] || fail "plot: $(grep -c '<polyline' "$out/tcpserver-eval.svg") lines"
 echo "tcpserver-eval: a short run, every mode, summary and plot: ok"

@@ -112,7 +112,10 @@ static int no_conn_main(void)
 #define STDIN_SKIP 3
 static uint8_t stdin_octet(size_t i)
 {
-	return (uint8_t)("not a handoff record\n"[i % 21] ^ (i / 21));
+	static const char line[] = "not a handoff record\n";
+	const size_t n = sizeof(line) - 1;
+
+	return (uint8_t)(line[i % n] ^ (i / n));
 }
 
 /* --stdin-rest: stdin must be where the parent left it, and the rest all there. */
